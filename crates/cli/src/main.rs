@@ -1,0 +1,40 @@
+//! `tether`: a GitOps controller for Kubernetes.
+//!
+//! The binary is thin: it parses arguments, calls library code and prints.
+//! Exit codes: 0 success; 1 a difference or failure the command reports
+//! (e.g. `diff` found drift); 2 an error (bad input, unreachable cluster).
+
+mod commands;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = commands::Cli::parse();
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: starting the async runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(commands::run(cli)) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn init_logging(verbose: bool) {
+    let default = if verbose { "info" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TETHER_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}

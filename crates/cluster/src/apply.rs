@@ -1,0 +1,159 @@
+//! Server-side apply, for real or as a dry-run.
+
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use serde_json::Value;
+use tether_core::tracking::FIELD_MANAGER;
+use tether_core::{Action, ObjectRef};
+
+use crate::ClusterError;
+use crate::resources::Resources;
+
+/// What one apply did.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    pub object: ObjectRef,
+    pub action: Action,
+    /// The object as the API server returned it (after defaulting).
+    pub live: Value,
+}
+
+/// Applies objects with server-side apply as field manager `tether`,
+/// taking ownership of conflicting fields (that is what reverts a manual
+/// edit of a field Git sets).
+#[derive(Clone)]
+pub struct Applier {
+    resources: Resources,
+    default_namespace: String,
+}
+
+impl Applier {
+    /// Objects without a namespace that need one are put in `default_namespace`.
+    pub fn new(resources: Resources, default_namespace: impl Into<String>) -> Self {
+        Applier {
+            resources,
+            default_namespace: default_namespace.into(),
+        }
+    }
+
+    pub fn resources(&self) -> &Resources {
+        &self.resources
+    }
+
+    /// The identity `object` will have once applied (namespace defaulted
+    /// for namespaced kinds, removed for cluster-scoped ones).
+    pub async fn identify(&self, object: &Value) -> Result<ObjectRef, ClusterError> {
+        let declared = declared_identity(object)?;
+        let served = self.resources.resolve(&declared, object).await?;
+        Ok(if served.namespaced {
+            declared.in_namespace(&self.default_namespace)
+        } else {
+            ObjectRef {
+                namespace: None,
+                ..declared
+            }
+        })
+    }
+
+    /// Applies `object`; with `dry_run` the API server validates, defaults
+    /// and admits it but persists nothing.
+    pub async fn apply(&self, object: &Value, dry_run: bool) -> Result<Applied, ClusterError> {
+        let id = self.identify(object).await?;
+        let api = self.api_for(&id, object).await?;
+        let request_error = |step: &'static str| {
+            let object = id.clone();
+            move |source| ClusterError::Request {
+                object,
+                step,
+                source,
+            }
+        };
+        let before = api.get_opt(&id.name).await.map_err(request_error("read"))?;
+        let mut params = PatchParams::apply(FIELD_MANAGER).force();
+        if dry_run {
+            params = params.dry_run();
+        }
+        let mut body = object.clone();
+        if let Some(namespace) = &id.namespace {
+            body["metadata"]["namespace"] = Value::String(namespace.clone());
+        }
+        let step = if dry_run { "dry-run apply" } else { "apply" };
+        let after = api
+            .patch(&id.name, &params, &Patch::Apply(&body))
+            .await
+            .map_err(request_error(step))?;
+        let action = match &before {
+            None => Action::Created,
+            Some(before) if dry_run => {
+                if same_content(before, &after) {
+                    Action::Unchanged
+                } else {
+                    Action::Configured
+                }
+            }
+            Some(before) => Action::of_apply(
+                before.metadata.resource_version.as_deref(),
+                after
+                    .metadata
+                    .resource_version
+                    .as_deref()
+                    .unwrap_or_default(),
+            ),
+        };
+        let live = serde_json::to_value(&after).unwrap_or(Value::Null);
+        Ok(Applied {
+            object: id,
+            action,
+            live,
+        })
+    }
+
+    async fn api_for(
+        &self,
+        id: &ObjectRef,
+        object: &Value,
+    ) -> Result<Api<DynamicObject>, ClusterError> {
+        let served = self.resources.resolve(id, object).await?;
+        let client = self.resources.client().clone();
+        Ok(match &id.namespace {
+            Some(namespace) if served.namespaced => {
+                Api::namespaced_with(client, namespace, &served.resource)
+            }
+            _ => Api::all_with(client, &served.resource),
+        })
+    }
+}
+
+fn declared_identity(object: &Value) -> Result<ObjectRef, ClusterError> {
+    ObjectRef::from_object(object).map_err(|source| ClusterError::Manifest {
+        object: ObjectRef {
+            group: String::new(),
+            kind: object
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or("object")
+                .to_string(),
+            namespace: None,
+            name: object
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("<unnamed>")
+                .to_string(),
+        },
+        source,
+    })
+}
+
+/// Whether a dry-run result differs from the stored object in anything but
+/// bookkeeping the server rewrites on every write.
+fn same_content(before: &DynamicObject, after: &DynamicObject) -> bool {
+    let strip = |object: &DynamicObject| {
+        let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
+        if let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            for field in ["managedFields", "resourceVersion", "generation"] {
+                metadata.remove(field);
+            }
+        }
+        value
+    };
+    strip(before) == strip(after)
+}

@@ -1,0 +1,157 @@
+//! One sync: validate everything, then apply everything, in order.
+//!
+//! A commit with one invalid object applies nothing: every object is first
+//! applied as a server-side dry-run, and only when all pass is anything
+//! written. The one exception is a custom resource whose
+//! CustomResourceDefinition is in the same set: the API server cannot
+//! validate it until the CRD exists, so it is validated right after the CRD
+//! is established, before anything that follows it is applied.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use serde_json::Value;
+use tether_cluster::{Applier, ClusterError};
+use tether_core::order::{BadSyncWave, apply_position};
+use tether_core::tracking::{AppRef, stamp};
+use tether_core::{Action, ObjectRef};
+use tether_source::Manifest;
+
+const CRD_ESTABLISHED_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What a sync did, object by object, in apply order.
+#[derive(Debug, Default, Clone)]
+pub struct SyncReport {
+    pub results: Vec<(ObjectRef, Action)>,
+}
+
+impl SyncReport {
+    /// How many objects ended with `action`.
+    pub fn count(&self, action: Action) -> usize {
+        self.results.iter().filter(|(_, a)| *a == action).count()
+    }
+}
+
+/// Why a sync stopped. Validation errors mean nothing was applied.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error("{object}: {source}")]
+    Order {
+        object: ObjectRef,
+        #[source]
+        source: BadSyncWave,
+    },
+    #[error("validation failed, nothing applied: {0}")]
+    Validate(#[source] ClusterError),
+    #[error("apply failed: {0}")]
+    Apply(#[source] ClusterError),
+}
+
+/// Validates `manifests` by dry-run and applies them for `app`, in apply
+/// order, waiting for each CRD to be established before its instances.
+pub async fn sync_manifests(
+    applier: &Applier,
+    app: &AppRef,
+    manifests: &[Manifest],
+) -> Result<SyncReport, SyncError> {
+    let planned = plan(applier, app, manifests).await?;
+
+    // Validate every object the API server can judge now.
+    let crd_kinds = crd_kinds(&planned);
+    for (_, object) in planned
+        .iter()
+        .filter(|(id, _)| !crd_kinds.contains(&group_kind(id)))
+    {
+        applier
+            .apply(object, true)
+            .await
+            .map_err(SyncError::Validate)?;
+    }
+
+    // Apply in order.
+    let mut report = SyncReport::default();
+    for (id, object) in &planned {
+        if crd_kinds.contains(&group_kind(id)) {
+            applier
+                .apply(object, true)
+                .await
+                .map_err(SyncError::Validate)?;
+        }
+        let applied = applier
+            .apply(object, false)
+            .await
+            .map_err(SyncError::Apply)?;
+        if id.kind == "CustomResourceDefinition" {
+            tether_cluster::wait::crd_established(
+                applier.resources().client().clone(),
+                &id.name,
+                CRD_ESTABLISHED_TIMEOUT,
+            )
+            .await
+            .map_err(SyncError::Apply)?;
+        }
+        tracing::info!(object = %applied.object, action = %applied.action, "applied");
+        report.results.push((applied.object, applied.action));
+    }
+    Ok(report)
+}
+
+/// Stamps each manifest with the app's tracking marks and sorts the set
+/// into apply order. Kinds defined by a CRD in the set cannot be resolved
+/// yet, so they keep their declared identity.
+async fn plan(
+    applier: &Applier,
+    app: &AppRef,
+    manifests: &[Manifest],
+) -> Result<Vec<(ObjectRef, Value)>, SyncError> {
+    let defined_here: HashSet<(String, String)> =
+        manifests.iter().filter_map(crd_defines).collect();
+    let mut planned = Vec::with_capacity(manifests.len());
+    for manifest in manifests {
+        let id = if defined_here.contains(&group_kind(&manifest.id)) {
+            manifest.id.clone()
+        } else {
+            applier
+                .identify(&manifest.object)
+                .await
+                .map_err(SyncError::Validate)?
+        };
+        let mut object = manifest.object.clone();
+        stamp(&mut object, app, &id);
+        let position = apply_position(&id, &object).map_err(|source| SyncError::Order {
+            object: id.clone(),
+            source,
+        })?;
+        planned.push((position, id, object));
+    }
+    planned.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(planned
+        .into_iter()
+        .map(|(_, id, object)| (id, object))
+        .collect())
+}
+
+fn crd_kinds(planned: &[(ObjectRef, Value)]) -> HashSet<(String, String)> {
+    planned
+        .iter()
+        .filter(|(id, _)| id.kind == "CustomResourceDefinition")
+        .filter_map(|(_, object)| crd_group_kind(object))
+        .collect()
+}
+
+fn crd_defines(manifest: &Manifest) -> Option<(String, String)> {
+    (manifest.id.kind == "CustomResourceDefinition")
+        .then(|| crd_group_kind(&manifest.object))
+        .flatten()
+}
+
+fn crd_group_kind(crd: &Value) -> Option<(String, String)> {
+    Some((
+        crd.pointer("/spec/group")?.as_str()?.to_string(),
+        crd.pointer("/spec/names/kind")?.as_str()?.to_string(),
+    ))
+}
+
+fn group_kind(id: &ObjectRef) -> (String, String) {
+    (id.group.clone(), id.kind.clone())
+}

@@ -1,0 +1,79 @@
+//! What a sync did to one object: the closed vocabulary reported everywhere.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The outcome of applying (or pruning) one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// The object did not exist and was created.
+    Created,
+    /// The object existed and at least one field changed.
+    Configured,
+    /// The object already matched; nothing was written.
+    Unchanged,
+    /// The object was deleted (prune).
+    Deleted,
+    /// The object was left alone on purpose (opt-out, circuit breaker).
+    Skipped,
+}
+
+impl Action {
+    pub const ALL: [Action; 5] = [
+        Action::Created,
+        Action::Configured,
+        Action::Unchanged,
+        Action::Deleted,
+        Action::Skipped,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Created => "created",
+            Action::Configured => "configured",
+            Action::Unchanged => "unchanged",
+            Action::Deleted => "deleted",
+            Action::Skipped => "skipped",
+        }
+    }
+
+    /// The outcome of an apply, judged from the object's resourceVersion
+    /// before (`None`: it did not exist) and after the write.
+    pub fn of_apply(before: Option<&str>, after: &str) -> Action {
+        match before {
+            None => Action::Created,
+            Some(before) if before == after => Action::Unchanged,
+            Some(_) => Action::Configured,
+        }
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_apply_is_judged_by_resource_version() {
+        assert_eq!(Action::of_apply(None, "5"), Action::Created);
+        assert_eq!(Action::of_apply(Some("5"), "5"), Action::Unchanged);
+        assert_eq!(Action::of_apply(Some("5"), "6"), Action::Configured);
+    }
+
+    #[test]
+    fn actions_serialize_in_the_same_words_they_print() {
+        for action in Action::ALL {
+            assert_eq!(
+                serde_json::to_value(action).unwrap(),
+                serde_json::Value::String(action.to_string())
+            );
+        }
+    }
+}

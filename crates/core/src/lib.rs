@@ -1,0 +1,15 @@
+//! Tether's decisions, as pure functions from values to values.
+//!
+//! Nothing in this crate performs I/O, spawns tasks or talks to Kubernetes:
+//! the `source`, `cluster` and `controller` crates gather values, call these
+//! functions, and carry out what they return. That keeps every decision
+//! testable on fixtures alone.
+
+pub mod action;
+pub mod conditions;
+pub mod object;
+pub mod order;
+pub mod tracking;
+
+pub use action::Action;
+pub use object::ObjectRef;

@@ -1,0 +1,188 @@
+//! Object identity: which Kubernetes object a manifest describes.
+//!
+//! Every message Tether prints about an object starts with its [`ObjectRef`]
+//! (`Deployment shop/web`), so identity is decided once, here.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The identity of a Kubernetes object: group, kind, namespace and name.
+///
+/// The version is not part of identity: `apps/v1` and `apps/v1beta2`
+/// Deployments with the same name are the same object.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ObjectRef {
+    /// API group; empty for the core group (`v1`).
+    pub group: String,
+    pub kind: String,
+    /// Namespace; `None` for cluster-scoped objects or when not yet defaulted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+/// Why a manifest does not describe an object.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ObjectError {
+    #[error("not a mapping: a Kubernetes object is a YAML/JSON mapping")]
+    NotAMapping,
+    #[error("missing field `{0}`")]
+    MissingField(&'static str),
+    #[error("field `{field}` must be a non-empty string")]
+    NotAString { field: &'static str },
+    #[error("apiVersion {0:?} is not of the form `group/version` or `version`")]
+    BadApiVersion(String),
+}
+
+impl ObjectRef {
+    /// Reads the identity of `object`, checking `apiVersion`, `kind` and
+    /// `metadata.name`.
+    ///
+    /// ```
+    /// use tether_core::object::ObjectRef;
+    /// let object = serde_json::json!({
+    ///     "apiVersion": "apps/v1", "kind": "Deployment",
+    ///     "metadata": {"name": "web", "namespace": "shop"}});
+    /// assert_eq!(ObjectRef::from_object(&object).unwrap().to_string(), "Deployment shop/web");
+    /// ```
+    pub fn from_object(object: &Value) -> Result<Self, ObjectError> {
+        let map = object.as_object().ok_or(ObjectError::NotAMapping)?;
+        let api_version = required_str(map.get("apiVersion"), "apiVersion")?;
+        let kind = required_str(map.get("kind"), "kind")?;
+        let metadata = map
+            .get("metadata")
+            .ok_or(ObjectError::MissingField("metadata"))?;
+        let name = required_str(metadata.get("name"), "metadata.name")?;
+        let namespace = match metadata.get("namespace") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(ns)) if ns.is_empty() => None,
+            Some(Value::String(ns)) => Some(ns.clone()),
+            Some(_) => {
+                return Err(ObjectError::NotAString {
+                    field: "metadata.namespace",
+                });
+            }
+        };
+        let (group, _version) = split_api_version(api_version)?;
+        Ok(ObjectRef {
+            group: group.to_string(),
+            kind: kind.to_string(),
+            namespace,
+            name: name.to_string(),
+        })
+    }
+
+    /// The same object placed in `namespace` if it has none yet.
+    pub fn in_namespace(mut self, namespace: &str) -> Self {
+        if self.namespace.is_none() {
+            self.namespace = Some(namespace.to_string());
+        }
+        self
+    }
+
+    /// `Kind` or `Kind.group`, as kubectl prints a resource type.
+    pub fn group_kind(&self) -> String {
+        if self.group.is_empty() {
+            self.kind.clone()
+        } else {
+            format!("{}.{}", self.kind, self.group)
+        }
+    }
+}
+
+impl fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{} {}/{}", self.kind, ns, self.name),
+            None => write!(f, "{} {}", self.kind, self.name),
+        }
+    }
+}
+
+/// Splits `apps/v1` into `("apps", "v1")` and `v1` into `("", "v1")`.
+pub fn split_api_version(api_version: &str) -> Result<(&str, &str), ObjectError> {
+    let bad = || ObjectError::BadApiVersion(api_version.to_string());
+    match api_version.split_once('/') {
+        None if !api_version.is_empty() => Ok(("", api_version)),
+        Some((group, version))
+            if !group.is_empty() && !version.is_empty() && !version.contains('/') =>
+        {
+            Ok((group, version))
+        }
+        _ => Err(bad()),
+    }
+}
+
+fn required_str<'a>(value: Option<&'a Value>, field: &'static str) -> Result<&'a str, ObjectError> {
+    match value {
+        None | Some(Value::Null) => Err(ObjectError::MissingField(field)),
+        Some(Value::String(s)) if !s.is_empty() => Ok(s),
+        Some(_) => Err(ObjectError::NotAString { field }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_core_group_object_prints_kind_namespace_and_name() {
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "settings", "namespace": "shop"}});
+        let id = ObjectRef::from_object(&object).unwrap();
+        assert_eq!(id.group, "");
+        assert_eq!(id.to_string(), "ConfigMap shop/settings");
+        assert_eq!(id.group_kind(), "ConfigMap");
+    }
+
+    #[test]
+    fn a_cluster_scoped_object_has_no_namespace() {
+        let object = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "reader"}});
+        let id = ObjectRef::from_object(&object).unwrap();
+        assert_eq!(id.to_string(), "ClusterRole reader");
+        assert_eq!(id.group_kind(), "ClusterRole.rbac.authorization.k8s.io");
+    }
+
+    #[test]
+    fn a_manifest_without_a_name_names_the_missing_field() {
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}});
+        assert_eq!(
+            ObjectRef::from_object(&object).unwrap_err().to_string(),
+            "missing field `metadata.name`"
+        );
+    }
+
+    #[test]
+    fn a_manifest_without_kind_or_api_version_is_rejected() {
+        let no_kind = json!({"apiVersion": "v1", "metadata": {"name": "x"}});
+        assert_eq!(
+            ObjectRef::from_object(&no_kind),
+            Err(ObjectError::MissingField("kind"))
+        );
+        let no_version = json!({"kind": "ConfigMap", "metadata": {"name": "x"}});
+        assert_eq!(
+            ObjectRef::from_object(&no_version),
+            Err(ObjectError::MissingField("apiVersion"))
+        );
+    }
+
+    #[test]
+    fn malformed_api_versions_are_rejected() {
+        for bad in ["/v1", "apps/", "a/b/c"] {
+            assert!(split_api_version(bad).is_err(), "{bad}");
+        }
+        assert_eq!(split_api_version("apps/v1").unwrap(), ("apps", "v1"));
+    }
+
+    #[test]
+    fn a_default_namespace_applies_only_when_none_is_set() {
+        let object = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "a"}});
+        let id = ObjectRef::from_object(&object).unwrap().in_namespace("b");
+        assert_eq!(id.namespace.as_deref(), Some("a"));
+    }
+}

@@ -1,0 +1,105 @@
+//! A namespace of its own for each test, deleted when the test ends.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+use crate::control_plane;
+
+/// A namespace created for one test on the shared control plane.
+pub struct TestNamespace {
+    pub name: String,
+    pub client: Client,
+    pub kubeconfig: PathBuf,
+}
+
+impl TestNamespace {
+    /// Creates `<prefix>-<unique suffix>` and a client for the control plane.
+    pub async fn create(prefix: &str) -> TestNamespace {
+        let plane = control_plane();
+        let kubeconfig = plane.kubeconfig().to_path_buf();
+        let client = client_for(&kubeconfig).await;
+        let name = unique_name(prefix);
+        let namespace: Namespace = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": {"tether.dev/test": "true"}}
+        }))
+        .expect("namespace manifest");
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .unwrap_or_else(|error| panic!("creating namespace {name}: {error}"));
+        TestNamespace {
+            name,
+            client,
+            kubeconfig,
+        }
+    }
+
+    /// Runs the real `kubectl` against the control plane in this namespace.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_command(args)
+            .output()
+            .expect("kubectl is installed")
+    }
+
+    /// A `kubectl` command for this namespace, to add environment or stdin.
+    pub fn kubectl_command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new("kubectl");
+        command
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(["--namespace", &self.name])
+            .args(args);
+        command
+    }
+}
+
+impl Drop for TestNamespace {
+    fn drop(&mut self) {
+        let _ = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(["delete", "namespace", &self.name, "--wait=false"])
+            .output();
+    }
+}
+
+/// A kube client for the cluster in `kubeconfig`.
+pub async fn client_for(kubeconfig: &std::path::Path) -> Client {
+    let file = Kubeconfig::read_from(kubeconfig).expect("kubeconfig readable");
+    let config = Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
+        .await
+        .expect("kubeconfig valid");
+    Client::try_from(config).expect("client builds")
+}
+
+fn unique_name(prefix: &str) -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    let seed = std::process::id()
+        ^ nanos
+        ^ COUNTER
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_mul(2_654_435_761);
+    let prefix: String = prefix
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .take(40)
+        .collect();
+    format!("{}-{:08x}", prefix.trim_matches('-'), seed)
+}

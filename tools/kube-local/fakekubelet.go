@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
+)
+
+const (
+	fakeNodeName = "kube-local-node"
+	// Images whose name contains these words misbehave the way a real
+	// kubelet would report it.
+	crashLoopMarker = "crashloop"
+	badImageMarker  = "badimage"
+	failMarker      = "fail"
+	crashRestartGap = 10 * time.Second
+)
+
+// runFakeKubelet registers one Ready node, binds every unscheduled pod to it
+// and writes the pod status a kubelet would: Running and Ready, or
+// CrashLoopBackOff / ImagePullBackOff, or Succeeded / Failed for pods that do
+// not restart. Pods being deleted are removed at once.
+func runFakeKubelet(args []string) error {
+	flags := flag.NewFlagSet("fake-kubelet", flag.ContinueOnError)
+	kubeconfig := flags.String("kubeconfig", "", "admin kubeconfig")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return err
+	}
+	config.QPS, config.Burst = 200, 400
+	config.UserAgent = "kube-local-fake-kubelet"
+	client, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+
+	if err := registerNode(ctx, client); err != nil {
+		return fmt.Errorf("registering node %s: %w", fakeNodeName, err)
+	}
+	k := &fakeKubelet{client: client, queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	pods := factory.Core().V1().Pods()
+	k.lister = pods.Lister()
+	_, err = pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    k.enqueue,
+		UpdateFunc: func(_, obj interface{}) { k.enqueue(obj) },
+	})
+	if err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	go k.bumpCrashLoops(ctx)
+	for i := 0; i < 4; i++ {
+		go k.work(ctx)
+	}
+	<-ctx.Done()
+	k.queue.ShutDown()
+	return nil
+}
+
+func registerNode(ctx context.Context, client kubernetes.Interface) error {
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("64"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods:   resource.MustParse("5000"),
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fakeNodeName, Labels: map[string]string{
+		"kubernetes.io/hostname": fakeNodeName, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+	}}}
+	created, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		created, err = client.CoreV1().Nodes().Get(ctx, fakeNodeName, metav1.GetOptions{})
+	}
+	if err != nil {
+		return err
+	}
+	now := metav1.Now()
+	created.Status = corev1.NodeStatus{
+		Capacity:    capacity,
+		Allocatable: capacity,
+		Conditions: []corev1.NodeCondition{{
+			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			Message: "kube-local fake kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now,
+		}},
+		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
+		NodeInfo:  corev1.NodeSystemInfo{KubeletVersion: "v0.0.0-fake", OperatingSystem: "linux", Architecture: "amd64"},
+	}
+	_, err = client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	return err
+}
+
+type fakeKubelet struct {
+	client kubernetes.Interface
+	lister corelisters.PodLister
+	queue  workqueue.TypedRateLimitingInterface[string]
+}
+
+func (k *fakeKubelet) enqueue(obj interface{}) {
+	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+		k.queue.Add(key)
+	}
+}
+
+func (k *fakeKubelet) work(ctx context.Context) {
+	for {
+		key, shutdown := k.queue.Get()
+		if shutdown {
+			return
+		}
+		if err := k.sync(ctx, key); err != nil {
+			fmt.Fprintf(os.Stderr, "fake-kubelet: pod %s: %v\n", key, err)
+			k.queue.AddRateLimited(key)
+		} else {
+			k.queue.Forget(key)
+		}
+		k.queue.Done(key)
+	}
+}
+
+func (k *fakeKubelet) sync(ctx context.Context, key string) error {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return err
+	}
+	pod, err := k.lister.Pods(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	pods := k.client.CoreV1().Pods(namespace)
+	switch {
+	case pod.DeletionTimestamp != nil:
+		zero := int64(0)
+		err := pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		return err
+	case pod.Spec.NodeName == "":
+		binding := &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, UID: pod.UID},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: fakeNodeName},
+		}
+		err := pods.Bind(ctx, binding, metav1.CreateOptions{})
+		if apierrors.IsConflict(err) {
+			return nil
+		}
+		return err
+	case pod.Spec.NodeName == fakeNodeName && pod.Status.StartTime == nil:
+		updated := pod.DeepCopy()
+		updated.Status = k.statusFor(pod, 0)
+		_, err := pods.UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+// statusFor is the status a kubelet would report for pod after restarts
+// container restarts.
+func (k *fakeKubelet) statusFor(pod *corev1.Pod, restarts int32) corev1.PodStatus {
+	now := metav1.Now()
+	started := pod.CreationTimestamp
+	if pod.Status.StartTime != nil {
+		started = *pod.Status.StartTime
+	}
+	restartsAlways := pod.Spec.RestartPolicy == "" || pod.Spec.RestartPolicy == corev1.RestartPolicyAlways
+	status := corev1.PodStatus{
+		HostIP:    "127.0.0.1",
+		PodIP:     podIP(pod),
+		StartTime: &started,
+		QOSClass:  corev1.PodQOSBestEffort,
+	}
+	phase, ready := corev1.PodRunning, true
+	for _, container := range pod.Spec.Containers {
+		state := corev1.ContainerStatus{Name: container.Name, Image: container.Image, ImageID: "fake://" + container.Image, RestartCount: restarts}
+		switch {
+		case strings.Contains(container.Image, badImageMarker):
+			state.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: fmt.Sprintf("Back-off pulling image %q", container.Image)}
+			phase, ready = corev1.PodPending, false
+		case strings.Contains(container.Image, crashLoopMarker):
+			state.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: fmt.Sprintf("back-off restarting failed container %s in pod %s", container.Name, pod.Name)}
+			state.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: started, FinishedAt: now}
+			if state.RestartCount == 0 {
+				state.RestartCount = 1
+			}
+			ready = false
+		case !restartsAlways && strings.Contains(container.Image, failMarker):
+			state.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: started, FinishedAt: now}
+			phase, ready = corev1.PodFailed, false
+		case !restartsAlways:
+			state.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: started, FinishedAt: now}
+			if phase == corev1.PodRunning {
+				phase = corev1.PodSucceeded
+			}
+			ready = false
+		default:
+			state.State.Running = &corev1.ContainerStateRunning{StartedAt: started}
+			state.Ready = true
+			started := true
+			state.Started = &started
+		}
+		status.ContainerStatuses = append(status.ContainerStatuses, state)
+	}
+	status.Phase = phase
+	condition := func(kind corev1.PodConditionType, ok bool) corev1.PodCondition {
+		value := corev1.ConditionFalse
+		if ok {
+			value = corev1.ConditionTrue
+		}
+		return corev1.PodCondition{Type: kind, Status: value, LastTransitionTime: now}
+	}
+	status.Conditions = []corev1.PodCondition{
+		condition(corev1.PodScheduled, true),
+		condition(corev1.PodInitialized, true),
+		condition(corev1.ContainersReady, ready),
+		condition(corev1.PodReady, ready),
+	}
+	return status
+}
+
+// bumpCrashLoops restarts crash-looping containers every few seconds, so
+// restart counts grow as on a real node.
+func (k *fakeKubelet) bumpCrashLoops(ctx context.Context) {
+	ticker := time.NewTicker(crashRestartGap)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		pods, err := k.lister.List(labels.Everything())
+		if err != nil {
+			continue
+		}
+		for _, pod := range pods {
+			if pod.Spec.NodeName != fakeNodeName || pod.DeletionTimestamp != nil || !crashLooping(pod) {
+				continue
+			}
+			updated := pod.DeepCopy()
+			updated.Status = k.statusFor(pod, maxRestarts(pod)+1)
+			_, _ = k.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+		}
+	}
+}
+
+func crashLooping(pod *corev1.Pod) bool {
+	for _, container := range pod.Spec.Containers {
+		if strings.Contains(container.Image, crashLoopMarker) {
+			return true
+		}
+	}
+	return false
+}
+
+func maxRestarts(pod *corev1.Pod) int32 {
+	var highest int32
+	for _, status := range pod.Status.ContainerStatuses {
+		if status.RestartCount > highest {
+			highest = status.RestartCount
+		}
+	}
+	return highest
+}
+
+// podIP derives a stable fake address from the pod's UID.
+func podIP(pod *corev1.Pod) string {
+	var sum uint32
+	for _, b := range []byte(pod.UID) {
+		sum = sum*31 + uint32(b)
+	}
+	return fmt.Sprintf("10.244.%d.%d", (sum>>8)%250+1, sum%250+1)
+}

@@ -1,0 +1,61 @@
+// Command kube-local runs a real Kubernetes control plane on 127.0.0.1 for
+// Tether's tests and demo: embedded etcd and kube-apiserver, and optionally
+// kube-controller-manager and a fake kubelet, all built from the upstream Go
+// modules.
+//
+// It is one multi-call binary. `kube-local up` is the only command a person
+// runs; it starts every component as a child process of itself (the other
+// subcommands), so a crash in one component cannot take the supervisor down,
+// and every child is killed by the kernel if the supervisor dies.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `kube-local: a local Kubernetes control plane built from upstream modules
+
+Usage:
+  kube-local up --dir DIR [--controller-manager] [--fake-kubelet]
+      Start etcd and kube-apiserver on 127.0.0.1, write DIR/kubeconfig and
+      print "READY <kubeconfig>". Stops on SIGTERM, SIGINT or stdin EOF.
+  kube-local kubeconfig --dir DIR --user NAME [--group G]... --out FILE
+      Write a kubeconfig for a client-certificate user signed by DIR's CA.
+
+Internal (started by "up"):
+  kube-local etcd | apiserver | controller-manager | fake-kubelet  [flags]
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	command, args := os.Args[1], os.Args[2:]
+	var err error
+	switch command {
+	case "up":
+		err = runUp(args)
+	case "kubeconfig":
+		err = runKubeconfig(args)
+	case "etcd":
+		err = runEtcd(args)
+	case "apiserver":
+		err = runAPIServer(args)
+	case "controller-manager":
+		err = runControllerManager(args)
+	case "fake-kubelet":
+		err = runFakeKubelet(args)
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "kube-local: unknown command %q\n\n%s", command, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kube-local %s: %v\n", command, err)
+		os.Exit(1)
+	}
+}
