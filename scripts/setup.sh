@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Checks and installs what Tether's build, tests and demo need on a fresh
+# machine. Debian packages are installed with apt-get when missing; the
+# toolchains (Rust, Go) and kubectl must already be there, and their absence
+# is reported loudly.
+#
+# Source it (`. scripts/setup.sh`) so PATH changes reach the caller.
+set -euo pipefail
+
+export PATH="$HOME/.cargo/bin:/usr/local/go/bin:$PATH"
+
+missing_debian=()
+need_debian() { # need_debian COMMAND PACKAGE
+  command -v "$1" >/dev/null 2>&1 || missing_debian+=("$2")
+}
+need_debian git git
+need_debian gpg gnupg
+need_debian ssh-keygen openssh-client
+need_debian python3 python3
+need_debian curl curl
+
+if [ "${#missing_debian[@]}" -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
+    echo "setup: missing packages ${missing_debian[*]}; install them (Debian: apt-get install ${missing_debian[*]})" >&2
+    exit 1
+  fi
+  echo "setup: installing ${missing_debian[*]}" >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing_debian[@]}" >/dev/null
+fi
+
+for tool in cargo go kubectl; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "setup: '$tool' is required and not on PATH (Rust >= 1.95 via rustup, Go >= 1.24, kubectl)" >&2
+    exit 1
+  fi
+done
