@@ -1,11 +1,18 @@
 //! Tether's desired state: where manifests come from and what they say.
 //!
-//! A source turns a location (for now a local directory; Git comes next)
-//! into a deterministic list of [`Manifest`]s, each remembering the file and
-//! document it came from so errors and later write-backs can point at it.
+//! A [`Source`] (repository URL, revision, path, renderer, verification)
+//! becomes a deterministic list of [`Manifest`]s, each remembering the file,
+//! document and line it came from so errors and later write-backs
+//! (`tether adopt`) can point at it.
 
+pub mod credentials;
 pub mod directory;
+pub mod files;
+pub mod git;
 pub mod manifest;
+pub mod spec;
 
-pub use directory::render_directory;
-pub use manifest::{Manifest, Origin, SourceError};
+pub use credentials::{Credentials, Secret};
+pub use directory::{DirectoryOptions, render_directory};
+pub use manifest::{Manifest, ManifestError, Origin};
+pub use spec::{Renderer, Revision, Source, Verification, VerifyMode};

@@ -1,28 +1,44 @@
-//! Parsing manifest files into objects that remember their origin.
+//! Parsing manifest files into objects that remember where they were declared.
+//!
+//! YAML is read the way kubectl reads it (YAML 1.1 style): `yes`, `on`, `y`
+//! are `true`, `no`, `off`, `n` are `false`, and `0755` is octal. A stream is
+//! split into documents on `---` lines so that every object knows the 1-based
+//! line its document starts on; `tether adopt` edits files in place there.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use tether_core::ObjectRef;
 
 /// Where a desired object was declared.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Origin {
-    /// File path relative to the rendered directory.
+    /// File path, relative to the repository root (or to the rendered local
+    /// directory), or the renderer's name for renderer output.
     pub file: PathBuf,
-    /// 0-based index of the document within the file's YAML stream.
+    /// 0-based index among the file's non-empty documents.
     pub document: usize,
+    /// 1-based line of the document's first content line (after `---`,
+    /// blank lines and comments); 0 when unknown (renderer output).
+    pub line: usize,
+    /// 0-based index in the `items` of a `List` document, if it came from one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub item: Option<usize>,
 }
 
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} (document {})",
-            self.file.display(),
-            self.document + 1
-        )
+        write!(f, "{}", self.file.display())?;
+        if self.line > 0 {
+            write!(f, ":{}", self.line)?;
+        } else {
+            write!(f, " (document {})", self.document + 1)?;
+        }
+        if let Some(item) = self.item {
+            write!(f, " (item {})", item + 1)?;
+        }
+        Ok(())
     }
 }
 
@@ -34,10 +50,11 @@ pub struct Manifest {
     pub origin: Origin,
 }
 
-/// Why a source could not be rendered. Nothing is partially rendered: any
-/// error means no desired state at all.
+/// Why manifests could not be read. Nothing is partially rendered: any error
+/// means no desired state at all. None of these is retryable: the input has
+/// to change.
 #[derive(Debug, thiserror::Error)]
-pub enum SourceError {
+pub enum ManifestError {
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -56,44 +73,266 @@ pub enum SourceError {
         #[source]
         source: tether_core::object::ObjectError,
     },
-    #[error("{id} is declared twice: in {first} and in {second}")]
+    #[error("{id} is declared twice: at {first} and at {second}")]
     Duplicate {
         id: Box<ObjectRef>,
         first: Box<Origin>,
         second: Box<Origin>,
     },
+    #[error("{path}: {reason}")]
+    Rejected { path: PathBuf, reason: String },
+    #[error("invalid glob {glob:?}: {message}")]
+    Glob { glob: String, message: String },
 }
 
-/// Parses a YAML (or JSON) stream of documents. Empty documents are skipped;
-/// `kind: List` documents are flattened into their items.
-pub fn parse_documents(
-    path: &std::path::Path,
-    text: &str,
-) -> Result<Vec<(usize, Value)>, SourceError> {
-    let documents: Vec<Value> =
-        serde_saphyr::from_multiple(text).map_err(|error| SourceError::Parse {
-            path: path.to_path_buf(),
-            line: error.location().map(|l| l.line() as usize).unwrap_or(0),
-            message: first_line(&error.to_string()),
-        })?;
+/// Parses a file's bytes into its objects, each with its origin. `.json`
+/// files are read as JSON (one or more concatenated values), anything else
+/// as a YAML stream. Empty and comment-only documents are skipped and
+/// `List` kinds (`List`, `ConfigMapList`, ...) are flattened into items.
+pub fn parse_file(path: &Path, bytes: &[u8]) -> Result<Vec<(Origin, Value)>, ManifestError> {
+    let text = std::str::from_utf8(bytes).map_err(|error| ManifestError::Parse {
+        path: path.to_path_buf(),
+        line: line_of_offset(bytes, error.valid_up_to()),
+        message: "not valid UTF-8".into(),
+    })?;
+    let documents = if path.extension().is_some_and(|e| e == "json") {
+        json_documents(path, text)?
+    } else {
+        yaml_documents(path, text)?
+    };
     let mut objects = Vec::new();
-    for (index, document) in documents.into_iter().enumerate() {
-        if document.is_null() {
-            continue;
-        }
-        let is_list = document.get("kind").and_then(Value::as_str) == Some("List")
-            || document
-                .get("kind")
-                .and_then(Value::as_str)
-                .is_some_and(|kind| kind.ends_with("List") && document.get("items").is_some());
-        match (is_list, document.get("items").and_then(Value::as_array)) {
-            (true, Some(items)) => objects.extend(items.iter().cloned().map(|item| (index, item))),
-            _ => objects.push((index, document)),
+    for (document, (line, value)) in documents.into_iter().enumerate() {
+        let origin = Origin {
+            file: path.to_path_buf(),
+            document,
+            line,
+            item: None,
+        };
+        match list_items(&value) {
+            Some(items) => objects.extend(items.iter().enumerate().map(|(i, item)| {
+                let origin = Origin {
+                    item: Some(i),
+                    ..origin.clone()
+                };
+                (origin, item.clone())
+            })),
+            None => objects.push((origin, value)),
         }
     }
     Ok(objects)
 }
 
+/// The parsed objects as manifests, with identities checked.
+pub fn identify(objects: Vec<(Origin, Value)>) -> Result<Vec<Manifest>, ManifestError> {
+    objects
+        .into_iter()
+        .map(|(origin, object)| match ObjectRef::from_object(&object) {
+            Ok(id) => Ok(Manifest { id, object, origin }),
+            Err(source) => Err(ManifestError::NotAnObject { origin, source }),
+        })
+        .collect()
+}
+
+fn list_items(value: &Value) -> Option<&Vec<Value>> {
+    let kind = value.get("kind")?.as_str()?;
+    let items = value.get("items")?.as_array()?;
+    (kind == "List" || kind.ends_with("List")).then_some(items)
+}
+
+fn yaml_options() -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        // kubectl (go-yaml v2) reads `0755` as octal and `yes`/`on` as booleans.
+        legacy_octal_numbers: true,
+        strict_booleans: false,
+        with_snippet: false,
+    }
+}
+
+/// Splits a YAML stream on `---` / `...` lines and parses each non-empty
+/// document, returning its first content line and value.
+fn yaml_documents(path: &Path, text: &str) -> Result<Vec<(usize, Value)>, ManifestError> {
+    let mut documents = Vec::new();
+    for chunk in split_documents(text) {
+        let Some(first_content) = chunk.first_content else {
+            continue;
+        };
+        let value: Value = serde_saphyr::from_str_with_options(&chunk.text, yaml_options())
+            .map_err(|error| ManifestError::Parse {
+                path: path.to_path_buf(),
+                line: error
+                    .location()
+                    .map(|l| chunk.start + l.line() as usize - 1)
+                    .unwrap_or(first_content),
+                message: first_line(&error.to_string()),
+            })?;
+        if !value.is_null() {
+            documents.push((first_content, value));
+        }
+    }
+    Ok(documents)
+}
+
+struct Chunk {
+    /// 1-based line the chunk's text starts on.
+    start: usize,
+    /// 1-based line of the first line that is not blank, a comment or a marker.
+    first_content: Option<usize>,
+    text: String,
+}
+
+fn split_documents(text: &str) -> Vec<Chunk> {
+    let new_chunk = |start| Chunk {
+        start,
+        first_content: None,
+        text: String::new(),
+    };
+    let mut chunks = vec![new_chunk(1)];
+    for (index, line) in text.lines().enumerate() {
+        let number = index + 1;
+        let start_marker = is_marker(line, "---");
+        if start_marker || is_marker(line, "...") {
+            chunks.push(new_chunk(number));
+            if !start_marker {
+                continue;
+            }
+        }
+        let chunk = chunks.last_mut().expect("there is always a chunk");
+        let content = if start_marker { &line[3..] } else { line };
+        let trimmed = content.trim_start();
+        if chunk.first_content.is_none() && !trimmed.is_empty() && !trimmed.starts_with('#') {
+            chunk.first_content = Some(number);
+        }
+        chunk.text.push_str(line);
+        chunk.text.push('\n');
+    }
+    chunks
+}
+
+fn is_marker(line: &str, marker: &str) -> bool {
+    line.strip_prefix(marker)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r']))
+}
+
+fn json_documents(path: &Path, text: &str) -> Result<Vec<(usize, Value)>, ManifestError> {
+    let mut documents = Vec::new();
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    let mut offset = 0;
+    loop {
+        let start = offset + (text[offset..].len() - text[offset..].trim_start().len());
+        match stream.next() {
+            None => return Ok(documents),
+            Some(Ok(value)) => {
+                offset = stream.byte_offset();
+                if !value.is_null() {
+                    documents.push((line_of_offset(text.as_bytes(), start), value));
+                }
+            }
+            Some(Err(error)) => {
+                return Err(ManifestError::Parse {
+                    path: path.to_path_buf(),
+                    line: error.line(),
+                    message: first_line(&error.to_string()),
+                });
+            }
+        }
+    }
+}
+
+fn line_of_offset(bytes: &[u8], offset: usize) -> usize {
+    1 + bytes[..offset].iter().filter(|b| **b == b'\n').count()
+}
+
 fn first_line(text: &str) -> String {
     text.lines().next().unwrap_or(text).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(name: &str, text: &str) -> Vec<(Origin, Value)> {
+        parse_file(Path::new(name), text.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn each_document_knows_the_line_it_starts_on() {
+        let text =
+            "# leading comment\napiVersion: v1\nkind: A\n---\n\n# c\nkind: B\n--- {kind: C}\n";
+        let lines: Vec<(usize, usize)> = parse("a.yaml", text)
+            .iter()
+            .map(|(o, _)| (o.document, o.line))
+            .collect();
+        assert_eq!(lines, vec![(0, 2), (1, 7), (2, 8)]);
+    }
+
+    #[test]
+    fn empty_and_comment_only_documents_are_skipped() {
+        let text = "---\n# only a comment\n---\n\n---\nkind: A\n...\n---\n~\n";
+        let docs = parse("a.yaml", text);
+        assert_eq!(docs.len(), 1);
+        assert_eq!(docs[0].1, json!({"kind": "A"}));
+        assert_eq!(docs[0].0.line, 6);
+    }
+
+    #[test]
+    fn yaml_1_1_words_are_read_as_kubectl_reads_them() {
+        let text =
+            "a: yes\nb: on\nc: y\nd: no\ne: off\nf: \"yes\"\ng: 0755\nh: 1.0\ni: ~\nj: 010_0\n";
+        let (_, value) = parse("a.yaml", text).remove(0);
+        assert_eq!(value["a"], json!(true));
+        assert_eq!(value["b"], json!(true));
+        assert_eq!(value["c"], json!(true));
+        assert_eq!(value["d"], json!(false));
+        assert_eq!(value["e"], json!(false));
+        assert_eq!(value["f"], json!("yes"));
+        assert_eq!(value["g"], json!(493));
+        assert_eq!(value["i"], Value::Null);
+    }
+
+    #[test]
+    fn list_kinds_are_flattened_with_item_indices() {
+        let text = "kind: List\nitems:\n- {kind: A}\n- {kind: B}\n---\nkind: ConfigMapList\nitems: [{kind: C}]\n";
+        let docs = parse("l.yaml", text);
+        let items: Vec<_> = docs
+            .iter()
+            .map(|(o, v)| (o.item, o.line, v["kind"].clone()))
+            .collect();
+        assert_eq!(
+            items,
+            vec![
+                (Some(0), 1, json!("A")),
+                (Some(1), 1, json!("B")),
+                (Some(0), 6, json!("C"))
+            ]
+        );
+        assert_eq!(docs[1].0.to_string(), "l.yaml:1 (item 2)");
+    }
+
+    #[test]
+    fn a_yaml_error_names_the_file_line_in_the_whole_stream() {
+        let text = "kind: A\n---\nkind: B\nmetadata:\n  name: [unclosed\n";
+        let error = parse_file(Path::new("apps/web.yaml"), text.as_bytes()).unwrap_err();
+        let message = error.to_string();
+        assert!(message.starts_with("apps/web.yaml:"), "{message}");
+        let ManifestError::Parse { line, .. } = error else {
+            panic!("{message}")
+        };
+        assert!((5..=6).contains(&line), "{message}");
+    }
+
+    #[test]
+    fn json_files_may_hold_several_values_each_with_its_line() {
+        let text = "{\"kind\": \"A\"}\n\n{\n \"kind\": \"B\"}\n";
+        let lines: Vec<usize> = parse("a.json", text).iter().map(|(o, _)| o.line).collect();
+        assert_eq!(lines, vec![1, 3]);
+        let error = parse_file(Path::new("b.json"), b"{\n\"kind\": }\n").unwrap_err();
+        assert!(error.to_string().starts_with("b.json:2: "), "{error}");
+    }
+
+    #[test]
+    fn duplicate_mapping_keys_are_an_error() {
+        let error = parse_file(Path::new("d.yaml"), b"kind: A\nkind: B\n").unwrap_err();
+        assert!(error.to_string().starts_with("d.yaml:"), "{error}");
+    }
 }

@@ -1,0 +1,402 @@
+//! Git object stores: one bare repository per repository URL, shared by
+//! every application that uses it, updated incrementally.
+//!
+//! [`Store::update`] lists the remote's refs (one ls-refs exchange) and
+//! fetches only if a tip is missing from the local object store. Trees are
+//! then read straight from the object store; nothing is checked out.
+
+mod resolve;
+mod url;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+
+use gix::ObjectId;
+use gix::bstr::ByteSlice;
+
+pub use resolve::{Resolved, resolve};
+pub use url::repo_key;
+
+use crate::credentials::Credentials;
+use crate::files::{Entry, Files};
+
+/// What the remote advertised in one ls-refs exchange.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RemoteRefs {
+    /// Full ref name (`refs/heads/main`, `refs/tags/v1.2.0`) to its tip.
+    pub refs: BTreeMap<String, RemoteRef>,
+    /// The commit the remote's HEAD points to, if it has one.
+    pub head: Option<ObjectId>,
+}
+
+/// A ref's tip: `object` is an annotated tag's own id, `commit` the commit
+/// it peels to (both are the commit for branches and lightweight tags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteRef {
+    pub object: ObjectId,
+    pub commit: ObjectId,
+}
+
+/// The outcome of [`Store::update`].
+#[derive(Debug, Clone)]
+pub struct Update {
+    pub refs: RemoteRefs,
+    /// Whether objects were transferred; `false` when every tip was local.
+    pub fetched: bool,
+}
+
+/// Why a Git step failed. Connection and fetch failures are retryable (the
+/// last good state stays in force); the others need the source to change.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("{url}: cannot open the object store at {path}: {message}")]
+    Open {
+        url: String,
+        path: PathBuf,
+        message: String,
+    },
+    #[error("{url}: cannot reach the repository: {message}")]
+    Unreachable { url: String, message: String },
+    #[error("{url}: fetch failed: {message}")]
+    Fetch { url: String, message: String },
+    #[error("{url}: unknown revision {revision:?}: {reason}")]
+    UnknownRevision {
+        url: String,
+        revision: String,
+        reason: String,
+    },
+    #[error("commit {commit}: path {path:?} does not exist or is not a directory")]
+    PathNotFound { commit: String, path: String },
+    #[error("object {id}: {message}")]
+    Object { id: String, message: String },
+}
+
+impl GitError {
+    /// Whether trying again later may succeed without any change.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, GitError::Unreachable { .. } | GitError::Fetch { .. })
+    }
+}
+
+/// A bare object store for one repository URL.
+pub struct Store {
+    url: String,
+    repo: gix::ThreadSafeRepository,
+    /// Serializes fetches into this store.
+    fetching: Mutex<()>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("url", &redact_url(&self.url))
+            .finish()
+    }
+}
+
+impl Store {
+    /// Opens (or creates) the store for `url` under `cache_dir`.
+    pub fn open(cache_dir: &Path, url: &str) -> Result<Store, GitError> {
+        let path = cache_dir.join(url::store_name(url));
+        let opened = if path.join("HEAD").exists() {
+            gix::open(&path)
+        } else {
+            std::fs::create_dir_all(&path).map_err(|e| open_error(url, &path, e))?;
+            gix::init_bare(&path)
+        };
+        let repo = opened.map_err(|e| open_error(url, &path, e))?;
+        Ok(Store {
+            url: url.to_string(),
+            repo: repo.into_sync(),
+            fetching: Mutex::new(()),
+        })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Lists the remote's branches, tags and HEAD, and fetches only if one
+    /// of their tips is not in the object store yet.
+    pub fn update(&self, credentials: Option<&Credentials>) -> Result<Update, GitError> {
+        let _fetching = self.fetching.lock().unwrap_or_else(|e| e.into_inner());
+        let mut repo = self.repo.to_thread_local();
+        let _ssh_files = match credentials {
+            Some(Credentials::Ssh {
+                private_key,
+                known_hosts,
+            }) => Some(configure_ssh(&mut repo, private_key.expose(), known_hosts)?),
+            _ => None,
+        };
+        let unreachable = |e: &dyn std::fmt::Display| GitError::Unreachable {
+            url: redact_url(&self.url),
+            message: redact_message(&e.to_string(), &self.url),
+        };
+        let remote = repo
+            .remote_at(self.url.as_str())
+            .and_then(|remote| {
+                remote.with_refspecs(
+                    ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"],
+                    gix::remote::Direction::Fetch,
+                )
+            })
+            .map_err(|e| unreachable(&e))?
+            .with_fetch_tags(gix::remote::fetch::Tags::None);
+        let connection = remote
+            .connect(gix::remote::Direction::Fetch)
+            .map_err(|e| unreachable(&e))?;
+        let connection = match credentials {
+            Some(Credentials::Http { username, password }) => {
+                let (username, password) = (username.clone(), password.expose().to_string());
+                connection.with_credentials(move |action| match action {
+                    gix::credentials::helper::Action::Get(context) => {
+                        Ok(Some(gix::credentials::protocol::Outcome {
+                            credentials: gix::sec::identity::Credentials::UsernamePassword {
+                                username: username.clone(),
+                                password: password.clone(),
+                                oauth_refresh_token: None,
+                            },
+                            next: context.into(),
+                        }))
+                    }
+                    _ => Ok(None),
+                })
+            }
+            _ => connection.with_credentials(|_| Ok(None)),
+        };
+        let head = gix::refspec::parse("HEAD".into(), gix::refspec::parse::Operation::Fetch)
+            .expect("HEAD is a valid refspec")
+            .to_owned();
+        let options = gix::remote::ref_map::Options {
+            extra_refspecs: vec![head],
+            ..Default::default()
+        };
+        let prepare = connection
+            .prepare_fetch(gix::progress::Discard, options)
+            .map_err(|e| unreachable(&e))?;
+        let refs = remote_refs(&prepare.ref_map().remote_refs);
+        let missing = refs
+            .refs
+            .values()
+            .map(|r| r.object)
+            .chain(refs.head)
+            .any(|id| !repo.has_object(id));
+        if !missing {
+            return Ok(Update {
+                refs,
+                fetched: false,
+            });
+        }
+        prepare
+            .receive(gix::progress::Discard, &AtomicBool::new(false))
+            .map_err(|e| GitError::Fetch {
+                url: redact_url(&self.url),
+                message: redact_message(&e.to_string(), &self.url),
+            })?;
+        Ok(Update {
+            refs,
+            fetched: true,
+        })
+    }
+
+    /// The raw bytes of a commit or tag object, as signed.
+    pub fn object_bytes(&self, id: ObjectId) -> Result<(gix::object::Kind, Vec<u8>), GitError> {
+        let repo = self.repo.to_thread_local();
+        let object = repo.find_object(id).map_err(|e| object_error(id, e))?;
+        Ok((object.kind, object.data.clone()))
+    }
+
+    /// Whether the store holds `id`.
+    pub fn has_object(&self, id: ObjectId) -> bool {
+        self.repo.to_thread_local().has_object(id)
+    }
+
+    /// The tree id of directory `path` (`""` for the root) in `commit`.
+    pub fn tree_at(&self, commit: ObjectId, path: &str) -> Result<ObjectId, GitError> {
+        let repo = self.repo.to_thread_local();
+        let not_found = || GitError::PathNotFound {
+            commit: commit.to_string(),
+            path: path.to_string(),
+        };
+        let tree = repo
+            .find_commit(commit)
+            .and_then(|c| c.tree())
+            .map_err(|e| object_error(commit, e))?;
+        let path = path.trim_matches('/');
+        if path.is_empty() || path == "." {
+            return Ok(tree.id);
+        }
+        let entry = tree
+            .lookup_entry_by_path(path)
+            .map_err(|e| object_error(commit, e))?
+            .ok_or_else(not_found)?;
+        if !entry.mode().is_tree() {
+            return Err(not_found());
+        }
+        Ok(entry.object_id())
+    }
+
+    /// Every file and symlink under `tree`, read from the object store.
+    pub fn read_tree(&self, tree: ObjectId) -> Result<Files, GitError> {
+        let repo = self.repo.to_thread_local();
+        let mut recorder = gix::traverse::tree::Recorder::default();
+        repo.find_tree(tree)
+            .and_then(|t| t.traverse().breadthfirst(&mut recorder))
+            .map_err(|e| object_error(tree, e))?;
+        let mut files = Files::default();
+        for entry in recorder.records {
+            let mode = entry.mode;
+            if mode.is_tree() || mode.is_commit() {
+                continue;
+            }
+            let blob = repo
+                .find_blob(entry.oid)
+                .map_err(|e| object_error(entry.oid, e))?;
+            let path = entry.filepath.to_str_lossy().into_owned();
+            let data = blob.data.clone();
+            let value = if mode.is_link() {
+                Entry::Symlink(String::from_utf8_lossy(&data).into_owned())
+            } else {
+                Entry::File(data)
+            };
+            files.entries.insert(path, value);
+        }
+        Ok(files)
+    }
+}
+
+fn remote_refs(advertised: &[gix::protocol::handshake::Ref]) -> RemoteRefs {
+    use gix::protocol::handshake::Ref;
+    let mut refs = RemoteRefs::default();
+    for advertised_ref in advertised {
+        let (name, object, commit) = match advertised_ref {
+            Ref::Peeled {
+                full_ref_name,
+                tag,
+                object,
+            } => (full_ref_name, *tag, *object),
+            Ref::Direct {
+                full_ref_name,
+                object,
+            } => (full_ref_name, *object, *object),
+            Ref::Symbolic {
+                full_ref_name,
+                tag,
+                object,
+                ..
+            } => (full_ref_name, tag.unwrap_or(*object), *object),
+            Ref::Unborn { .. } => continue,
+        };
+        let name = name.to_str_lossy().into_owned();
+        if name == "HEAD" {
+            refs.head = Some(commit);
+        } else {
+            refs.refs.insert(name, RemoteRef { object, commit });
+        }
+    }
+    refs
+}
+
+/// Points `ssh` at a private key and known_hosts written to private files,
+/// which must live until the fetch is over.
+fn configure_ssh(
+    repo: &mut gix::Repository,
+    private_key: &str,
+    known_hosts: &str,
+) -> Result<(tempfile::NamedTempFile, tempfile::NamedTempFile), GitError> {
+    let write = |text: &str| -> std::io::Result<tempfile::NamedTempFile> {
+        use std::io::Write;
+        let mut file = tempfile::NamedTempFile::new()?;
+        file.write_all(text.as_bytes())?;
+        if !text.ends_with('\n') {
+            file.write_all(b"\n")?;
+        }
+        Ok(file)
+    };
+    let setup = |e: &dyn std::fmt::Display| GitError::Unreachable {
+        url: "ssh".into(),
+        message: format!("cannot prepare SSH credentials: {e}"),
+    };
+    let key = write(private_key).map_err(|e| setup(&e))?;
+    let hosts = write(known_hosts).map_err(|e| setup(&e))?;
+    let command = ssh_command(key.path(), hosts.path());
+    let mut config = repo.config_snapshot_mut();
+    config
+        .set_value(&gix::config::tree::Core::SSH_COMMAND, command.as_str())
+        .map_err(|e| setup(&e))?;
+    config.commit().map_err(|e| setup(&e))?;
+    Ok((key, hosts))
+}
+
+/// The `ssh` command line for a key file and a known_hosts file: only that
+/// key, and only a host whose key is listed.
+fn ssh_command(key: &Path, known_hosts: &Path) -> String {
+    format!(
+        "ssh -i '{}' -o IdentitiesOnly=yes -o IdentityAgent=none -o UserKnownHostsFile='{}' -o StrictHostKeyChecking=yes -o BatchMode=yes",
+        key.display(),
+        known_hosts.display()
+    )
+}
+
+/// `url` with any password replaced, for messages.
+pub(crate) fn redact_url(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => match rest.split_once('@') {
+            Some((user, host)) if !user.contains('/') => {
+                let user = user.split_once(':').map_or(user, |(u, _)| u);
+                format!("{scheme}://{user}:<redacted>@{host}")
+            }
+            _ => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
+fn redact_message(message: &str, url: &str) -> String {
+    let redacted = redact_url(url);
+    message.replace(url, &redacted)
+}
+
+fn open_error(url: &str, path: &Path, error: impl std::fmt::Display) -> GitError {
+    GitError::Open {
+        url: redact_url(url),
+        path: path.to_path_buf(),
+        message: error.to_string(),
+    }
+}
+
+fn object_error(id: ObjectId, error: impl std::fmt::Display) -> GitError {
+    GitError::Object {
+        id: id.to_string(),
+        message: error.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_in_urls_are_redacted() {
+        assert_eq!(
+            redact_url("https://bot:s3cret@example.com/a.git"),
+            "https://bot:<redacted>@example.com/a.git"
+        );
+        assert_eq!(redact_url("git@example.com:a.git"), "git@example.com:a.git");
+        let message = redact_message(
+            "cannot reach https://bot:s3cret@h/a",
+            "https://bot:s3cret@h/a",
+        );
+        assert!(!message.contains("s3cret"));
+    }
+
+    #[test]
+    fn the_ssh_command_pins_the_key_and_known_hosts() {
+        let command = ssh_command(Path::new("/tmp/k"), Path::new("/tmp/h"));
+        assert!(command.contains("-i '/tmp/k'"));
+        assert!(command.contains("UserKnownHostsFile='/tmp/h'"));
+        assert!(command.contains("StrictHostKeyChecking=yes"));
+    }
+}

@@ -1,0 +1,231 @@
+//! What a source is: the part of an Application's spec that says where its
+//! desired state lives and how to turn it into objects.
+//!
+//! ```
+//! let source: tether_source::Source = serde_json::from_value(serde_json::json!({
+//!     "repoURL": "https://git.example.com/shop.git",
+//!     "revision": ">=1.2.0 <2.0.0",
+//!     "path": "apps/web",
+//!     "renderer": {"kustomize": {}},
+//!     "verify": {"mode": "tag"},
+//! })).unwrap();
+//! assert_eq!(source.path, "apps/web");
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::directory::DirectoryOptions;
+
+/// Where an application's desired state lives and how it is rendered.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Source {
+    /// `file://`, `http(s)://`, `ssh://`, `git://` or scp-like `git@host:path`.
+    #[serde(rename = "repoURL")]
+    pub repo_url: String,
+    /// A branch, a tag, a semver range over tags (`>=1.2.0 <2.0.0`,
+    /// `1.4.*`), a full commit SHA, or empty for the remote's HEAD.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub revision: String,
+    /// Directory inside the repository; empty for the root.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub path: String,
+    #[serde(default)]
+    pub renderer: Renderer,
+    #[serde(default)]
+    pub verify: Verification,
+}
+
+/// How the files at `path` become objects.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Renderer {
+    /// YAML and JSON files, read natively.
+    Directory(DirectoryOptions),
+    /// `kustomize build`, or `kubectl kustomize`.
+    Kustomize(KustomizeOptions),
+    /// `helm template` of the chart at `path`.
+    Helm(HelmOptions),
+    /// Jsonnet, evaluated natively.
+    Jsonnet(JsonnetOptions),
+}
+
+impl Default for Renderer {
+    fn default() -> Self {
+        Renderer::Directory(DirectoryOptions::default())
+    }
+}
+
+impl Renderer {
+    /// The renderer's name, as used in origins and messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Renderer::Directory(_) => "directory",
+            Renderer::Kustomize(_) => "kustomize",
+            Renderer::Helm(_) => "helm",
+            Renderer::Jsonnet(_) => "jsonnet",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KustomizeOptions {}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HelmOptions {
+    /// Release name (default: the last component of `path`, or `release`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub release_name: String,
+    /// Namespace passed to `helm template --namespace`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Values files, relative to the chart directory, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub value_files: Vec<String>,
+    /// Inline values as a YAML document, applied after the files.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub values: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JsonnetOptions {
+    /// Entry file relative to `path` (default `main.jsonnet`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub main: String,
+    /// External variables (`std.extVar`), as strings.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ext_vars: BTreeMap<String, String>,
+}
+
+/// Which signatures a revision must carry before it is rendered.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verification {
+    #[serde(default)]
+    pub mode: VerifyMode,
+    /// Trusted OpenPGP public keys, ASCII-armored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub openpgp_keys: Vec<String>,
+    /// Trusted SSH keys in `allowed_signers` format (`principal key-type key`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub allowed_signers: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VerifyMode {
+    /// No signature is required.
+    #[default]
+    None,
+    /// The commit must be signed by a trusted key.
+    Head,
+    /// The revision must be an annotated tag signed by a trusted key.
+    Tag,
+    /// Both the tag and the commit it points to must be signed.
+    TagAndHead,
+}
+
+impl std::str::FromStr for VerifyMode {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "none" => Ok(VerifyMode::None),
+            "head" => Ok(VerifyMode::Head),
+            "tag" => Ok(VerifyMode::Tag),
+            "tag-and-head" => Ok(VerifyMode::TagAndHead),
+            _ => Err(format!(
+                "unknown verification mode {text:?} (none, head, tag, tag-and-head)"
+            )),
+        }
+    }
+}
+
+/// A revision, classified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Revision {
+    /// The remote's HEAD.
+    Head,
+    /// A full commit id.
+    Commit(String),
+    /// The highest tag whose version matches.
+    Range(semver::VersionReq),
+    /// A branch or tag name (tags win, as in `git rev-parse`), or a full ref.
+    Name(String),
+}
+
+impl Revision {
+    /// Classifies `text`. A range needs an operator or wildcard (`1.4.*`,
+    /// `>=1.2.0 <2.0.0`, `^1.2`); a plain `1.2.3` or `v1.2.3` is a tag name.
+    pub fn parse(text: &str) -> Result<Revision, String> {
+        let text = text.trim();
+        if text.is_empty() || text == "HEAD" {
+            return Ok(Revision::Head);
+        }
+        if text.len() == 40 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(Revision::Commit(text.to_ascii_lowercase()));
+        }
+        if text.contains(['<', '>', '=', '~', '^', '*', ' ', ',']) {
+            let comparators: Vec<&str> = text
+                .split([' ', ','])
+                .filter(|part| !part.is_empty())
+                .collect();
+            return comparators
+                .join(", ")
+                .parse()
+                .map(Revision::Range)
+                .map_err(|error| format!("revision {text:?} is not a semver range: {error}"));
+        }
+        Ok(Revision::Name(text.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn revisions_are_classified_as_head_commit_range_or_name() {
+        assert_eq!(Revision::parse("").unwrap(), Revision::Head);
+        let sha = "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d";
+        assert_eq!(Revision::parse(sha).unwrap(), Revision::Commit(sha.into()));
+        assert_eq!(
+            Revision::parse("v1.2.3").unwrap(),
+            Revision::Name("v1.2.3".into())
+        );
+        assert_eq!(
+            Revision::parse("main").unwrap(),
+            Revision::Name("main".into())
+        );
+        let Revision::Range(range) = Revision::parse(">=1.2.0 <2.0.0").unwrap() else {
+            panic!()
+        };
+        assert!(range.matches(&"1.9.0".parse().unwrap()));
+        assert!(!range.matches(&"2.0.0".parse().unwrap()));
+        let Revision::Range(star) = Revision::parse("1.4.*").unwrap() else {
+            panic!()
+        };
+        assert!(star.matches(&"1.4.7".parse().unwrap()));
+        assert!(Revision::parse(">=banana").is_err());
+    }
+
+    #[test]
+    fn a_source_reads_from_the_application_spec_with_defaults() {
+        let source: Source = serde_json::from_value(serde_json::json!({
+            "repoURL": "git@example.com:shop.git",
+            "renderer": {"helm": {"releaseName": "web", "valueFiles": ["prod.yaml"]}},
+            "verify": {"mode": "tag-and-head", "allowedSigners": "ops ssh-ed25519 AAAA"}
+        }))
+        .unwrap();
+        assert_eq!(source.revision, "");
+        assert_eq!(source.renderer.name(), "helm");
+        assert_eq!(source.verify.mode, VerifyMode::TagAndHead);
+        let plain: Source = serde_json::from_value(serde_json::json!({"repoURL": "x"})).unwrap();
+        assert_eq!(plain.renderer, Renderer::default());
+    }
+}
