@@ -6,10 +6,16 @@
 //! testable on fixtures alone.
 
 pub mod action;
+pub mod attribution;
 pub mod conditions;
+pub mod diff;
+pub mod drift;
+pub mod health;
 pub mod object;
 pub mod order;
+pub mod prune;
 pub mod tracking;
 
 pub use action::Action;
+pub use health::{Health, HealthStatus};
 pub use object::ObjectRef;

@@ -10,7 +10,9 @@ pub mod directory;
 pub mod files;
 pub mod git;
 pub mod manifest;
+pub mod render;
 pub mod spec;
+pub mod verify;
 
 pub use credentials::{Credentials, Secret};
 pub use directory::{DirectoryOptions, render_directory};
