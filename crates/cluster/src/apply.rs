@@ -61,10 +61,10 @@ impl Applier {
         let api = self.api_for(&id, object).await?;
         let request_error = |step: &'static str| {
             let object = id.clone();
-            move |source| ClusterError::Request {
+            move |error| ClusterError::Request {
                 object,
                 step,
-                source,
+                error,
             }
         };
         let before = api.get_opt(&id.name).await.map_err(request_error("read"))?;
@@ -124,7 +124,7 @@ impl Applier {
 }
 
 fn declared_identity(object: &Value) -> Result<ObjectRef, ClusterError> {
-    ObjectRef::from_object(object).map_err(|source| ClusterError::Manifest {
+    ObjectRef::from_object(object).map_err(|cause| ClusterError::Manifest {
         object: ObjectRef {
             group: String::new(),
             kind: object
@@ -139,7 +139,7 @@ fn declared_identity(object: &Value) -> Result<ObjectRef, ClusterError> {
                 .unwrap_or("<unnamed>")
                 .to_string(),
         },
-        source,
+        cause,
     })
 }
 

@@ -12,9 +12,9 @@ use crate::ClusterError;
 pub async fn connect(kubeconfig: Option<&Path>) -> Result<Client, ClusterError> {
     let config = match kubeconfig {
         Some(path) => {
-            let kubeconfig_error = |source| ClusterError::Kubeconfig {
+            let kubeconfig_error = |cause| ClusterError::Kubeconfig {
                 path: path.display().to_string(),
-                source,
+                cause,
             };
             let file = Kubeconfig::read_from(path).map_err(kubeconfig_error)?;
             Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())

@@ -5,19 +5,17 @@ use tether_core::ObjectRef;
 /// A failed step against the API server.
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
-    #[error("kubeconfig {path}: {source}")]
+    #[error("kubeconfig {path}: {cause}")]
     Kubeconfig {
         path: String,
-        #[source]
-        source: kube::config::KubeconfigError,
+        cause: kube::config::KubeconfigError,
     },
-    #[error("connecting to the API server: {0}")]
-    Connect(#[source] kube::Error),
-    #[error("{object}: {source}")]
+    #[error("connecting to the API server: {}", describe(.0))]
+    Connect(kube::Error),
+    #[error("{object}: {cause}")]
     Manifest {
         object: ObjectRef,
-        #[source]
-        source: tether_core::object::ObjectError,
+        cause: tether_core::object::ObjectError,
     },
     #[error("{object}: the API server does not serve {api_version} {kind}: {reason}")]
     UnknownKind {
@@ -26,12 +24,11 @@ pub enum ClusterError {
         kind: String,
         reason: String,
     },
-    #[error("{object}: {step} failed: {source}")]
+    #[error("{object}: {step} failed: {}", describe(.error))]
     Request {
         object: ObjectRef,
         step: &'static str,
-        #[source]
-        source: kube::Error,
+        error: kube::Error,
     },
     #[error("{object}: {message}")]
     Timeout { object: ObjectRef, message: String },
@@ -43,7 +40,7 @@ impl ClusterError {
     pub fn is_retryable(&self) -> bool {
         match self {
             ClusterError::Connect(_) | ClusterError::Timeout { .. } => true,
-            ClusterError::Request { source, .. } => match source {
+            ClusterError::Request { error, .. } => match error {
                 kube::Error::Api(status) => {
                     status.code == 429 || status.code >= 500 || status.code == 409
                 }
@@ -51,5 +48,16 @@ impl ClusterError {
             },
             _ => false,
         }
+    }
+}
+
+/// The API server's own message for an API error (e.g. `namespaces "shop"
+/// not found`), or the client error's text.
+pub fn describe(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) if !status.message.is_empty() => {
+            format!("{} ({})", status.message, status.reason)
+        }
+        other => other.to_string(),
     }
 }

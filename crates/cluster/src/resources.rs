@@ -51,9 +51,9 @@ impl Resources {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let (group, version) =
-            split_api_version(api_version).map_err(|source| ClusterError::Manifest {
+            split_api_version(api_version).map_err(|cause| ClusterError::Manifest {
                 object: id.clone(),
-                source,
+                cause,
             })?;
         let gvk = GroupVersionKind::gvk(group, version, &id.kind);
         if let Some(served) = self.cache.read().expect("lock").get(&gvk) {

@@ -34,7 +34,10 @@ where
         if let Some(value) = check().await {
             return value;
         }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -46,7 +49,10 @@ async fn server_side_apply_creates_an_object_owned_by_tether_and_dry_run_changes
 
     let created = applier.apply(&config_map("blue"), false).await.unwrap();
     assert_eq!(created.action, Action::Created);
-    assert_eq!(created.object.to_string(), format!("ConfigMap {}/settings", ns.name));
+    assert_eq!(
+        created.object.to_string(),
+        format!("ConfigMap {}/settings", ns.name)
+    );
     let again = applier.apply(&config_map("blue"), false).await.unwrap();
     assert_eq!(again.action, Action::Unchanged);
 
@@ -58,13 +64,22 @@ async fn server_side_apply_creates_an_object_owned_by_tether_and_dry_run_changes
         .get("settings")
         .await
         .unwrap();
-    assert_eq!(live.data.unwrap()["colour"], "blue", "dry-run must persist nothing");
+    assert_eq!(
+        live.data.unwrap()["colour"],
+        "blue",
+        "dry-run must persist nothing"
+    );
     let managers: Vec<_> = live
         .metadata
         .managed_fields
         .unwrap_or_default()
         .into_iter()
-        .map(|entry| (entry.manager.unwrap_or_default(), entry.operation.unwrap_or_default()))
+        .map(|entry| {
+            (
+                entry.manager.unwrap_or_default(),
+                entry.operation.unwrap_or_default(),
+            )
+        })
         .collect();
     assert_eq!(managers, [("tether".to_string(), "Apply".to_string())]);
 }
@@ -72,7 +87,10 @@ async fn server_side_apply_creates_an_object_owned_by_tether_and_dry_run_changes
 #[tokio::test]
 async fn kubectl_edit_shows_up_in_managed_fields_under_kubectl_edit() {
     let ns = TestNamespace::create("edit").await;
-    applier(&ns).apply(&config_map("blue"), false).await.unwrap();
+    applier(&ns)
+        .apply(&config_map("blue"), false)
+        .await
+        .unwrap();
 
     // kubectl edit runs $KUBE_EDITOR on a temporary file, as an operator would.
     let output = ns
@@ -80,7 +98,11 @@ async fn kubectl_edit_shows_up_in_managed_fields_under_kubectl_edit() {
         .env("KUBE_EDITOR", "sed -i s/blue/green/")
         .output()
         .unwrap();
-    assert!(output.status.success(), "kubectl edit: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "kubectl edit: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 
     let live = Api::<ConfigMap>::namespaced(ns.client.clone(), &ns.name)
         .get("settings")
@@ -97,7 +119,10 @@ async fn kubectl_edit_shows_up_in_managed_fields_under_kubectl_edit() {
     assert_eq!(editor.manager.as_deref(), Some("kubectl-edit"));
     assert_eq!(editor.operation.as_deref(), Some("Update"));
     let fields = serde_json::to_value(editor.fields_v1.unwrap()).unwrap();
-    assert!(fields.pointer("/f:data/f:colour").is_some(), "kubectl-edit owns data.colour: {fields}");
+    assert!(
+        fields.pointer("/f:data/f:colour").is_some(),
+        "kubectl-edit owns data.colour: {fields}"
+    );
 }
 
 #[tokio::test]
@@ -117,7 +142,10 @@ async fn a_crd_becomes_established_and_serves_its_custom_resources() {
     });
     let applied = applier.apply(&crd, false).await.unwrap();
     assert_eq!(applied.action, Action::Created);
-    assert!(applied.object.namespace.is_none(), "CRDs are cluster-scoped");
+    assert!(
+        applied.object.namespace.is_none(),
+        "CRDs are cluster-scoped"
+    );
 
     tether_cluster::wait::crd_established(ns.client.clone(), &format!("widgets.{group}"), PATIENCE)
         .await
@@ -143,7 +171,10 @@ fn deployment(name: &str, image: &str) -> Value {
 #[tokio::test]
 async fn a_deployment_becomes_available_on_the_fake_kubelet() {
     let ns = TestNamespace::create("deploy").await;
-    applier(&ns).apply(&deployment("web", "nginx:1.27"), false).await.unwrap();
+    applier(&ns)
+        .apply(&deployment("web", "nginx:1.27"), false)
+        .await
+        .unwrap();
     let deployments = Api::<Deployment>::namespaced(ns.client.clone(), &ns.name);
     eventually("Deployment web to have 2 available replicas", || async {
         let status = deployments.get("web").await.ok()?.status?;
@@ -161,7 +192,10 @@ async fn a_crashing_container_shows_crash_loop_back_off_in_its_pod_status() {
         .unwrap();
     let pods = Api::<Pod>::namespaced(ns.client.clone(), &ns.name);
     let (reason, restarts) = eventually("a pod in CrashLoopBackOff", || async {
-        let list = pods.list(&ListParams::default().labels("app=broken")).await.ok()?;
+        let list = pods
+            .list(&ListParams::default().labels("app=broken"))
+            .await
+            .ok()?;
         list.items.into_iter().find_map(|pod| {
             let container = pod.status?.container_statuses?.into_iter().next()?;
             let reason = container.state?.waiting?.reason?;

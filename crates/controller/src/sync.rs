@@ -2,10 +2,13 @@
 //!
 //! A commit with one invalid object applies nothing: every object is first
 //! applied as a server-side dry-run, and only when all pass is anything
-//! written. The one exception is a custom resource whose
-//! CustomResourceDefinition is in the same set: the API server cannot
-//! validate it until the CRD exists, so it is validated right after the CRD
-//! is established, before anything that follows it is applied.
+//! written. The API server cannot judge two kinds of object before their
+//! foundations exist: custom resources whose CustomResourceDefinition is in
+//! the same set, and objects in a Namespace the same set creates. So a sync
+//! runs in two rounds: validate everything else, apply the foundations
+//! (Namespaces, then CRDs, waiting until established), validate the
+//! deferred objects, and only then apply the rest. A bad deferred object
+//! thus leaves at most new, empty Namespaces and CRDs behind.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -42,9 +45,9 @@ pub enum SyncError {
         source: BadSyncWave,
     },
     #[error("validation failed, nothing applied: {0}")]
-    Validate(#[source] ClusterError),
+    Validate(ClusterError),
     #[error("apply failed: {0}")]
-    Apply(#[source] ClusterError),
+    Apply(ClusterError),
 }
 
 /// Validates `manifests` by dry-run and applies them for `app`, in apply
@@ -55,45 +58,89 @@ pub async fn sync_manifests(
     manifests: &[Manifest],
 ) -> Result<SyncReport, SyncError> {
     let planned = plan(applier, app, manifests).await?;
+    let deferred = deferred_until_foundations(&planned);
+    let (foundations, rest): (Vec<_>, Vec<_>) =
+        planned.iter().partition(|(id, _)| is_foundation(id));
 
-    // Validate every object the API server can judge now.
-    let crd_kinds = crd_kinds(&planned);
-    for (_, object) in planned
-        .iter()
-        .filter(|(id, _)| !crd_kinds.contains(&group_kind(id)))
-    {
-        applier
-            .apply(object, true)
-            .await
-            .map_err(SyncError::Validate)?;
-    }
-
-    // Apply in order.
-    let mut report = SyncReport::default();
-    for (id, object) in &planned {
-        if crd_kinds.contains(&group_kind(id)) {
+    // Validate everything the API server can judge now.
+    for (index, (_, object)) in planned.iter().enumerate() {
+        if !deferred[index] {
             applier
                 .apply(object, true)
                 .await
                 .map_err(SyncError::Validate)?;
         }
-        let applied = applier
-            .apply(object, false)
-            .await
-            .map_err(SyncError::Apply)?;
-        if id.kind == "CustomResourceDefinition" {
-            tether_cluster::wait::crd_established(
-                applier.resources().client().clone(),
-                &id.name,
-                CRD_ESTABLISHED_TIMEOUT,
-            )
-            .await
-            .map_err(SyncError::Apply)?;
+    }
+
+    // Apply the foundations, then validate what depended on them.
+    let mut report = SyncReport::default();
+    for (id, object) in foundations {
+        apply_one(applier, id, object, &mut report).await?;
+    }
+    for (index, (_, object)) in planned.iter().enumerate() {
+        if deferred[index] {
+            applier
+                .apply(object, true)
+                .await
+                .map_err(SyncError::Validate)?;
         }
-        tracing::info!(object = %applied.object, action = %applied.action, "applied");
-        report.results.push((applied.object, applied.action));
+    }
+
+    // Apply the rest, in order.
+    for (id, object) in rest {
+        apply_one(applier, id, object, &mut report).await?;
     }
     Ok(report)
+}
+
+async fn apply_one(
+    applier: &Applier,
+    id: &ObjectRef,
+    object: &Value,
+    report: &mut SyncReport,
+) -> Result<(), SyncError> {
+    let applied = applier
+        .apply(object, false)
+        .await
+        .map_err(SyncError::Apply)?;
+    if id.kind == "CustomResourceDefinition" {
+        tether_cluster::wait::crd_established(
+            applier.resources().client().clone(),
+            &id.name,
+            CRD_ESTABLISHED_TIMEOUT,
+        )
+        .await
+        .map_err(SyncError::Apply)?;
+    }
+    tracing::info!(object = %applied.object, action = %applied.action, "applied");
+    report.results.push((applied.object, applied.action));
+    Ok(())
+}
+
+fn is_foundation(id: &ObjectRef) -> bool {
+    id.group.is_empty() && id.kind == "Namespace"
+        || id.group == "apiextensions.k8s.io" && id.kind == "CustomResourceDefinition"
+}
+
+/// Which planned objects cannot be validated until the set's Namespaces
+/// and CRDs exist: instances of those CRDs, and objects in those Namespaces.
+fn deferred_until_foundations(planned: &[(ObjectRef, Value)]) -> Vec<bool> {
+    let crd_kinds = crd_kinds(planned);
+    let namespaces: HashSet<&str> = planned
+        .iter()
+        .filter(|(id, _)| id.group.is_empty() && id.kind == "Namespace")
+        .map(|(id, _)| id.name.as_str())
+        .collect();
+    planned
+        .iter()
+        .map(|(id, _)| {
+            crd_kinds.contains(&group_kind(id))
+                || id
+                    .namespace
+                    .as_deref()
+                    .is_some_and(|ns| namespaces.contains(ns))
+        })
+        .collect()
 }
 
 /// Stamps each manifest with the app's tracking marks and sorts the set
