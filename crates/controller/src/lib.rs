@@ -1,10 +1,23 @@
 //! Tether's loop: turning desired and live state into applied, reported
-//! changes.
+//! changes, continuously.
 //!
-//! For now this holds the sync step: validate a whole set of desired objects
-//! by server-side dry-run, then apply them in order. The continuous loop
-//! around it (watches, status, self-heal) grows here.
+//! - [`run`] wires it up: leader election, the Application watch, the watch
+//!   caches of managed objects, and the reconcile workers.
+//! - [`reconcile`] is the story for one Application: fetch, observe, diff,
+//!   apply, report.
+//! - [`sync`] validates a whole set by dry-run, then applies it in order.
 
+pub mod api;
+pub mod compare;
+pub mod context;
+pub mod install;
+pub mod live;
+pub mod memo;
+pub mod reconcile;
+pub mod run;
+pub mod status;
 pub mod sync;
 
+pub use context::{Config, Context};
+pub use run::run;
 pub use sync::{SyncError, SyncReport, sync_manifests};

@@ -26,6 +26,16 @@ const CRD_ESTABLISHED_TIMEOUT: Duration = Duration::from_secs(60);
 #[derive(Debug, Default, Clone)]
 pub struct SyncReport {
     pub results: Vec<(ObjectRef, Action)>,
+    /// Each applied object as sent (with tracking marks) and as returned.
+    pub applied: Vec<AppliedObject>,
+}
+
+/// One applied object: what was sent and what the API server returned.
+#[derive(Debug, Clone)]
+pub struct AppliedObject {
+    pub id: ObjectRef,
+    pub sent: Value,
+    pub live: Value,
 }
 
 impl SyncReport {
@@ -113,7 +123,12 @@ async fn apply_one(
         .map_err(SyncError::Apply)?;
     }
     tracing::info!(object = %applied.object, action = %applied.action, "applied");
-    report.results.push((applied.object, applied.action));
+    report.results.push((applied.object.clone(), applied.action));
+    report.applied.push(AppliedObject {
+        id: applied.object,
+        sent: object.clone(),
+        live: applied.live,
+    });
     Ok(())
 }
 

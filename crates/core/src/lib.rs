@@ -14,8 +14,10 @@ pub mod health;
 pub mod object;
 pub mod order;
 pub mod prune;
+pub mod state;
 pub mod tracking;
 
 pub use action::Action;
 pub use health::{Health, HealthStatus};
 pub use object::ObjectRef;
+pub use state::{OperationalState, SyncStatus};

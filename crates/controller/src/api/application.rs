@@ -1,0 +1,308 @@
+//! The `Application` custom resource: one Git source kept in one namespace.
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tether_core::Action;
+use tether_core::diff::IgnoreRule;
+use tether_source::Source;
+
+/// Desired state: where it comes from (`source`), where it goes
+/// (`destination`) and how Tether keeps the two together (`syncPolicy`).
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "tether.dev",
+    version = "v1alpha1",
+    kind = "Application",
+    namespaced,
+    status = "ApplicationStatus",
+    shortname = "app",
+    category = "tether",
+    doc = "A Git source reconciled continuously into a namespace.",
+    printcolumn(name = "Sync", type_ = "string", json_path = ".status.sync.status"),
+    printcolumn(name = "Health", type_ = "string", json_path = ".status.health.status"),
+    printcolumn(name = "State", type_ = "string", json_path = ".status.state"),
+    printcolumn(name = "Revision", type_ = "string", json_path = ".status.sync.revision"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ApplicationSpec {
+    /// Where the desired state lives and how it is rendered (see
+    /// `tether_source::Source`: repoURL, revision, path, renderer, verify).
+    #[schemars(schema_with = "open_object")]
+    pub source: Source,
+    pub destination: Destination,
+    #[serde(default)]
+    pub sync_policy: SyncPolicy,
+    /// Fields another writer owns (e.g. `spec.replicas` under an HPA):
+    /// never drift, never reverted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "open_object_list")]
+    pub ignore_differences: Vec<IgnoreRule>,
+}
+
+/// Where the desired objects go.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Destination {
+    /// Namespace for objects that do not name one.
+    pub namespace: String,
+}
+
+/// How Tether keeps live state tethered to Git.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SyncPolicy {
+    /// Apply new commits without being asked (default true).
+    #[serde(default = "yes")]
+    pub automated: bool,
+    /// Revert changes made outside Git (default true).
+    #[serde(default = "yes")]
+    pub self_heal: bool,
+    /// Delete objects removed from Git (default false: the footgun is off).
+    #[serde(default)]
+    pub prune: bool,
+    #[serde(default)]
+    pub retry: Retry,
+}
+
+impl Default for SyncPolicy {
+    fn default() -> Self {
+        SyncPolicy {
+            automated: true,
+            self_heal: true,
+            prune: false,
+            retry: Retry::default(),
+        }
+    }
+}
+
+/// Retries of a failed sync, with exponential backoff.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Retry {
+    /// Attempts per revision before waiting for a new commit (default 5).
+    #[serde(default = "default_retry_limit")]
+    pub limit: u32,
+    /// First backoff, in seconds (default 5), doubled per attempt.
+    #[serde(default = "default_backoff_seconds")]
+    pub backoff_seconds: u32,
+    /// Longest backoff, in seconds (default 300).
+    #[serde(default = "default_max_backoff_seconds")]
+    pub max_backoff_seconds: u32,
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Retry {
+            limit: default_retry_limit(),
+            backoff_seconds: default_backoff_seconds(),
+            max_backoff_seconds: default_max_backoff_seconds(),
+        }
+    }
+}
+
+/// Observed state, written by Tether through the status subresource.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApplicationStatus {
+    #[serde(default)]
+    pub sync: SyncInfo,
+    #[serde(default)]
+    pub health: HealthInfo,
+    /// The operational state named by the Synced × Healthy matrix:
+    /// Converged, AppliedButFailing, DriftedOrPending or Broken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ResourceStatus>,
+    /// Every object Tether applied for this app (prune's source of truth).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inventory: Vec<InventoryEntry>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation_state: Option<OperationState>,
+    /// The last 10 syncs, newest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<HistoryEntry>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconciled_at: Option<String>,
+}
+
+/// Does live match Git, and at which revision?
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SyncInfo {
+    /// Synced, OutOfSync or Unknown.
+    #[serde(default = "unknown")]
+    pub status: String,
+    /// The commit live state was last synced to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// The commit (and path tree) live state was last compared with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compared_to: Option<String>,
+}
+
+/// Are the applied objects working?
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HealthInfo {
+    /// Healthy, Progressing, Degraded, Suspended, Missing or Unknown.
+    #[serde(default = "unknown")]
+    pub status: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+/// Sync and health of one managed object.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceStatus {
+    #[serde(default)]
+    pub group: String,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+    pub sync: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<HealthInfo>,
+    /// A one-line drift summary: which fields differ and who wrote them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<String>,
+}
+
+/// One object Tether applied for this app.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InventoryEntry {
+    #[serde(default)]
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+/// A condition in the Kubernetes convention; one reason per failing step
+/// (FetchFailed, VerifyFailed, RenderFailed, DiffFailed, ApplyFailed …).
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub status: String,
+    pub reason: String,
+    #[serde(default)]
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
+}
+
+/// The last (or running) sync operation.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationState {
+    /// Running, Succeeded or Failed.
+    pub phase: String,
+    #[serde(default)]
+    pub message: String,
+    pub revision: String,
+    pub started_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    /// What the sync did to each object.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<Change>,
+}
+
+/// One object's outcome in a sync.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Change {
+    /// `Kind namespace/name`.
+    pub object: String,
+    #[schemars(with = "String")]
+    pub action: Action,
+}
+
+/// One past sync.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEntry {
+    pub revision: String,
+    pub time: String,
+    /// Who or what started it: `automated`, `self-heal`, or a user.
+    pub initiator: String,
+}
+
+/// The schema of a field whose type is defined (and validated) by the
+/// crate that owns it: an object the API server stores as given.
+fn open_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+}
+
+fn open_object_list(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "array", "items":
+        {"type": "object", "x-kubernetes-preserve-unknown-fields": true}})
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn unknown() -> String {
+    "Unknown".into()
+}
+
+fn default_retry_limit() -> u32 {
+    5
+}
+
+fn default_backoff_seconds() -> u32 {
+    5
+}
+
+fn default_max_backoff_seconds() -> u32 {
+    300
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::CustomResourceExt;
+
+    #[test]
+    fn a_minimal_application_gets_self_heal_on_and_prune_off() {
+        let app: Application = serde_json::from_value(serde_json::json!({
+            "apiVersion": "tether.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": "shop", "namespace": "tether"},
+            "spec": {"source": {"repoURL": "file:///srv/git/shop.git"},
+                     "destination": {"namespace": "shop"}}
+        }))
+        .unwrap();
+        assert!(app.spec.sync_policy.automated);
+        assert!(app.spec.sync_policy.self_heal);
+        assert!(!app.spec.sync_policy.prune);
+        assert_eq!(app.spec.sync_policy.retry.limit, 5);
+    }
+
+    #[test]
+    fn the_crd_has_a_status_subresource_and_printer_columns() {
+        let crd = serde_json::to_value(Application::crd()).unwrap();
+        let version = &crd["spec"]["versions"][0];
+        assert!(version["subresources"]["status"].is_object());
+        let columns: Vec<&str> = version["additionalPrinterColumns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(columns, ["Sync", "Health", "State", "Revision", "Age"]);
+    }
+}

@@ -1,0 +1,165 @@
+//! Observe and diff: pair each desired object with its live copy from the
+//! watch cache and compare them with server-side-apply semantics.
+//!
+//! The desired side of the comparison is what a server-side dry-run apply
+//! returns — live state with Git's fields applied over it — so server
+//! defaults and fields other writers own (that Git does not mention) are
+//! never drift. The dry-run is skipped while neither the desired object nor
+//! the live object's resourceVersion changed since the last comparison, so a
+//! steady state makes no API requests.
+
+use std::sync::Mutex;
+
+use serde_json::Value;
+use tether_cluster::{Applier, ClusterError};
+use tether_core::ObjectRef;
+use tether_core::diff::{Diff, IgnoreRule, diff};
+use tether_core::tracking::{AppRef, stamp};
+use tether_source::Manifest;
+
+use crate::context::Context;
+use crate::memo::{AppMemo, hash_object};
+
+/// One desired object and what the cluster has.
+#[derive(Debug, Clone)]
+pub struct Compared {
+    pub id: ObjectRef,
+    /// The desired object with Tether's tracking marks.
+    pub desired: Value,
+    /// The live object, if it exists.
+    pub live: Option<Value>,
+    pub state: ObjectState,
+}
+
+/// How one object compares.
+#[derive(Debug, Clone)]
+pub enum ObjectState {
+    /// Live matches Git.
+    InSync,
+    /// Live differs from Git in these fields.
+    Differs(Diff),
+    /// Desired but absent.
+    Missing,
+    /// No comparison could be made (the API server rejected the dry-run,
+    /// or managedFields could not be read); the reason names the object.
+    Uncomparable(String),
+}
+
+impl Compared {
+    pub fn in_sync(&self) -> bool {
+        matches!(self.state, ObjectState::InSync)
+    }
+
+    /// Whether `manifest` declares this object (its namespace may have
+    /// been left to the destination's default).
+    pub fn desired_matches(&self, manifest: &Manifest) -> bool {
+        let declared = &manifest.id;
+        declared.group == self.id.group
+            && declared.kind == self.id.kind
+            && declared.name == self.id.name
+            && (declared.namespace.is_none() || declared.namespace == self.id.namespace)
+    }
+}
+
+/// Compares every desired object of `app` with the live cluster.
+pub async fn compare_all(
+    ctx: &Context,
+    applier: &Applier,
+    app: &AppRef,
+    manifests: &[Manifest],
+    ignore: &[IgnoreRule],
+    memo: &Mutex<AppMemo>,
+) -> Result<Vec<Compared>, ClusterError> {
+    let mut compared = Vec::with_capacity(manifests.len());
+    for manifest in manifests {
+        compared.push(compare_one(ctx, applier, app, manifest, ignore, memo).await?);
+    }
+    Ok(compared)
+}
+
+async fn compare_one(
+    ctx: &Context,
+    applier: &Applier,
+    app: &AppRef,
+    manifest: &Manifest,
+    ignore: &[IgnoreRule],
+    memo: &Mutex<AppMemo>,
+) -> Result<Compared, ClusterError> {
+    // A kind the API server does not serve yet (its CRD is in this very
+    // commit) has no live object: it is missing until synced.
+    let served = match ctx.resources.resolve(&manifest.id, &manifest.object).await {
+        Ok(served) => served,
+        Err(ClusterError::UnknownKind { .. }) => {
+            return Ok(missing(manifest.id.clone(), manifest.object.clone()));
+        }
+        Err(error) => return Err(error),
+    };
+    let id = applier.identify(&manifest.object).await?;
+    let mut desired = manifest.object.clone();
+    stamp(&mut desired, app, &id);
+
+    // Observe the live object from the watch cache.
+    let Some(live) = ctx.live.get(&served, &id).await else {
+        return Ok(missing(id, desired));
+    };
+    let live_version = live.metadata.resource_version.clone().unwrap_or_default();
+    let live = serde_json::to_value(&*live).unwrap_or(Value::Null);
+
+    // Diff, reusing the last comparison when nothing changed.
+    let desired_hash = hash_object(&desired);
+    let remembered = memo
+        .lock()
+        .expect("lock")
+        .reuse(&id, desired_hash, &live_version);
+    let diff = match remembered {
+        Some(diff) => diff,
+        None => match applier.apply(&desired, true).await {
+            Ok(predicted) => {
+                let diff = match diff(&predicted.live, &live, ignore) {
+                    Ok(diff) => diff,
+                    Err(error) => {
+                        let reason = format!("{id}: {error}");
+                        return Ok(uncomparable(id, desired, live, reason));
+                    }
+                };
+                memo.lock()
+                    .expect("lock")
+                    .remember(id.clone(), desired_hash, live_version, diff.clone());
+                diff
+            }
+            Err(error) if !error.is_retryable() => {
+                return Ok(uncomparable(id, desired, live, error.to_string()));
+            }
+            Err(error) => return Err(error),
+        },
+    };
+    let state = if diff.is_empty() {
+        ObjectState::InSync
+    } else {
+        ObjectState::Differs(diff)
+    };
+    Ok(Compared {
+        id,
+        desired,
+        live: Some(live),
+        state,
+    })
+}
+
+fn missing(id: ObjectRef, desired: Value) -> Compared {
+    Compared {
+        id,
+        desired,
+        live: None,
+        state: ObjectState::Missing,
+    }
+}
+
+fn uncomparable(id: ObjectRef, desired: Value, live: Value, reason: String) -> Compared {
+    Compared {
+        id,
+        desired,
+        live: Some(live),
+        state: ObjectState::Uncomparable(reason),
+    }
+}

@@ -1,0 +1,80 @@
+//! What every reconcile shares: clients, caches and memory of past work.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kube::Client;
+use kube::runtime::events::{Recorder, Reporter};
+use tether_cluster::Resources;
+use tether_source::Repositories;
+
+use crate::live::{AppKey, LiveCache};
+use crate::memo::AppMemo;
+
+/// How the controller runs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Safety-net resync of every application (jittered ±10%).
+    pub resync: Duration,
+    /// Applications reconciled at once.
+    pub concurrency: u16,
+    /// Where Git object stores live.
+    pub cache_dir: PathBuf,
+    /// Namespace of the leader-election Lease.
+    pub lease_namespace: String,
+    /// This replica's identity in the Lease.
+    pub identity: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            resync: Duration::from_secs(180),
+            concurrency: 16,
+            cache_dir: std::env::temp_dir().join("tether-cache"),
+            lease_namespace: "default".into(),
+            identity: format!("tether-{}", std::process::id()),
+        }
+    }
+}
+
+/// Shared by all reconciles.
+pub struct Context {
+    pub client: Client,
+    pub resources: Resources,
+    pub repositories: Arc<Repositories>,
+    pub live: LiveCache,
+    pub recorder: Recorder,
+    pub config: Config,
+    memos: Mutex<HashMap<AppKey, Arc<Mutex<AppMemo>>>>,
+}
+
+impl Context {
+    pub fn new(client: Client, live: LiveCache, config: Config) -> Self {
+        let reporter = Reporter {
+            controller: "tether".into(),
+            instance: Some(config.identity.clone()),
+        };
+        Context {
+            resources: Resources::new(client.clone()),
+            repositories: Arc::new(Repositories::new(config.cache_dir.join("repositories"))),
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            live,
+            config,
+            memos: Mutex::default(),
+        }
+    }
+
+    /// What this controller remembers about one application.
+    pub fn memo(&self, app: &AppKey) -> Arc<Mutex<AppMemo>> {
+        self.memos
+            .lock()
+            .expect("lock")
+            .entry(app.clone())
+            .or_default()
+            .clone()
+    }
+}

@@ -1,0 +1,129 @@
+//! Live state from watch caches of the managed objects only.
+//!
+//! One watch per served kind, label-selected on `tether.dev/app` across all
+//! namespaces, started the first time an application applies an object of
+//! that kind. Every event on a watched object wakes the application that
+//! owns it (found from the label value), so drift is noticed as soon as the
+//! API server reports it: no polling, no whole-cluster cache.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::reflector::{self, ObjectRef as StoreKey, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use tether_cluster::resources::ServedKind;
+use tether_core::ObjectRef;
+use tether_core::tracking::APP_LABEL;
+use tokio::sync::mpsc;
+
+/// An Application to reconcile, named by namespace and name.
+pub type AppKey = (String, String);
+
+/// The watch caches, and who to wake when something in them changes.
+#[derive(Clone)]
+pub struct LiveCache {
+    client: kube::Client,
+    stores: Arc<Mutex<HashMap<(String, String, String), Store<DynamicObject>>>>,
+    owners: Arc<Mutex<HashMap<String, AppKey>>>,
+    wake: mpsc::UnboundedSender<AppKey>,
+}
+
+impl LiveCache {
+    /// A cache whose change notifications are sent to `wake`.
+    pub fn new(client: kube::Client, wake: mpsc::UnboundedSender<AppKey>) -> Self {
+        LiveCache {
+            client,
+            stores: Arc::default(),
+            owners: Arc::default(),
+            wake,
+        }
+    }
+
+    /// Remembers that objects labelled `label_value` belong to `app`.
+    pub fn register_owner(&self, label_value: String, app: AppKey) {
+        self.owners.lock().expect("lock").insert(label_value, app);
+    }
+
+    /// The live object `id` of kind `served`, from the watch cache (starting
+    /// the watch and waiting for its first list if this is a new kind).
+    pub async fn get(&self, served: &ServedKind, id: &ObjectRef) -> Option<Arc<DynamicObject>> {
+        let store = self.store(served).await;
+        let mut key = StoreKey::new_with(&id.name, served.resource.clone());
+        if let Some(namespace) = &id.namespace {
+            key = key.within(namespace);
+        }
+        store.get(&key)
+    }
+
+    /// How many objects the caches hold, across kinds.
+    pub fn len(&self) -> usize {
+        let stores = self.stores.lock().expect("lock");
+        stores.values().map(|store| store.len()).sum()
+    }
+
+    /// Whether the caches hold nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    async fn store(&self, served: &ServedKind) -> Store<DynamicObject> {
+        let resource = &served.resource;
+        let key = (
+            resource.group.clone(),
+            resource.version.clone(),
+            resource.kind.clone(),
+        );
+        let existing = self.stores.lock().expect("lock").get(&key).cloned();
+        let store = match existing {
+            Some(store) => store,
+            None => self.start_watch(key, served),
+        };
+        // A store is ready once its first list has arrived.
+        let _ = store.wait_until_ready().await;
+        store
+    }
+
+    fn start_watch(&self, key: (String, String, String), served: &ServedKind) -> Store<DynamicObject> {
+        let mut stores = self.stores.lock().expect("lock");
+        if let Some(store) = stores.get(&key) {
+            return store.clone();
+        }
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &served.resource);
+        let writer = reflector::store::Writer::new(served.resource.clone());
+        let store = writer.as_reader();
+        let config = watcher::Config::default().labels(APP_LABEL).any_semantic();
+        let owners = self.owners.clone();
+        let wake = self.wake.clone();
+        let kind = served.resource.kind.clone();
+        let stream = reflector::reflector(writer, watcher(api, config).default_backoff());
+        tokio::spawn(async move {
+            let mut stream = std::pin::pin!(stream);
+            while let Some(event) = stream.next().await {
+                match event {
+                    Ok(watcher::Event::Apply(object) | watcher::Event::Delete(object)) => {
+                        wake_owner(&owners, &wake, &object);
+                    }
+                    Ok(_) => {}
+                    Err(error) => tracing::warn!(%kind, %error, "watch interrupted; retrying"),
+                }
+            }
+        });
+        stores.insert(key, store.clone());
+        store
+    }
+}
+
+fn wake_owner(
+    owners: &Mutex<HashMap<String, AppKey>>,
+    wake: &mpsc::UnboundedSender<AppKey>,
+    object: &DynamicObject,
+) {
+    let Some(label) = object.metadata.labels.as_ref().and_then(|l| l.get(APP_LABEL)) else {
+        return;
+    };
+    if let Some(app) = owners.lock().expect("lock").get(label).cloned() {
+        let _ = wake.send(app);
+    }
+}

@@ -1,0 +1,149 @@
+//! Memory of past comparisons and failures, so a steady state costs nothing.
+//!
+//! A comparison is reused while neither the desired object (by hash) nor
+//! the live object (by resourceVersion) changed; a revision that failed is
+//! retried with exponential backoff, not in a hot loop.
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tether_core::ObjectRef;
+use tether_core::diff::Diff;
+
+use crate::sync::AppliedObject;
+
+/// The last comparison of one object.
+#[derive(Debug, Clone)]
+pub struct Compared {
+    pub desired_hash: u64,
+    pub live_version: String,
+    pub diff: Diff,
+}
+
+/// Failed attempts at one revision.
+#[derive(Debug, Clone)]
+pub struct Failures {
+    pub revision: String,
+    pub attempts: u32,
+    pub last: Instant,
+}
+
+/// What the controller remembers about one application.
+#[derive(Debug, Default)]
+pub struct AppMemo {
+    pub compared: HashMap<ObjectRef, Compared>,
+    pub failures: Option<Failures>,
+}
+
+impl AppMemo {
+    /// The remembered diff of `id`, if desired and live are unchanged since.
+    pub fn reuse(&self, id: &ObjectRef, desired_hash: u64, live_version: &str) -> Option<Diff> {
+        self.compared
+            .get(id)
+            .filter(|c| c.desired_hash == desired_hash && c.live_version == live_version)
+            .map(|c| c.diff.clone())
+    }
+
+    pub fn remember(&mut self, id: ObjectRef, desired_hash: u64, live_version: String, diff: Diff) {
+        self.compared.insert(
+            id,
+            Compared {
+                desired_hash,
+                live_version,
+                diff,
+            },
+        );
+    }
+
+    /// Remembers that `applied` is in sync at the version it was written,
+    /// so its own watch event costs no new comparison.
+    pub fn remember_applied(&mut self, applied: &AppliedObject) {
+        let version = applied
+            .live
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        self.remember(applied.id.clone(), hash_object(&applied.sent), version, Diff::default());
+    }
+
+    /// Records a failed sync of `revision`; returns the attempts so far.
+    pub fn fail(&mut self, revision: &str) -> u32 {
+        let attempts = match &self.failures {
+            Some(f) if f.revision == revision => f.attempts + 1,
+            _ => 1,
+        };
+        self.failures = Some(Failures {
+            revision: revision.to_string(),
+            attempts,
+            last: Instant::now(),
+        });
+        attempts
+    }
+
+    /// Whether a sync of `revision` may run now, given `limit` attempts and
+    /// a backoff from `base` doubling to `max`.
+    pub fn may_sync(&self, revision: &str, limit: u32, base: Duration, max: Duration) -> bool {
+        match &self.failures {
+            Some(f) if f.revision == revision => {
+                f.attempts < limit && f.last.elapsed() >= backoff(f.attempts, base, max)
+            }
+            _ => true,
+        }
+    }
+
+    /// How long until a failed revision may be tried again.
+    pub fn retry_in(&self, base: Duration, max: Duration) -> Option<Duration> {
+        let f = self.failures.as_ref()?;
+        Some(backoff(f.attempts, base, max).saturating_sub(f.last.elapsed()))
+    }
+
+    pub fn succeed(&mut self) {
+        self.failures = None;
+    }
+}
+
+/// `base · 2^(attempts-1)`, at most `max`.
+pub fn backoff(attempts: u32, base: Duration, max: Duration) -> Duration {
+    let factor = 1u32.checked_shl(attempts.saturating_sub(1)).unwrap_or(u32::MAX);
+    base.saturating_mul(factor).min(max)
+}
+
+/// A stable-within-this-process hash of a desired object.
+pub fn hash_object(object: &Value) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    object.to_string().hash(&mut hasher);
+    hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_maximum() {
+        let (base, max) = (Duration::from_secs(5), Duration::from_secs(60));
+        let waits: Vec<u64> = (1..=6).map(|a| backoff(a, base, max).as_secs()).collect();
+        assert_eq!(waits, [5, 10, 20, 40, 60, 60]);
+    }
+
+    #[test]
+    fn a_failed_revision_waits_and_a_new_revision_does_not() {
+        let mut memo = AppMemo::default();
+        memo.fail("abc");
+        let (base, max) = (Duration::from_secs(60), Duration::from_secs(600));
+        assert!(!memo.may_sync("abc", 5, base, max));
+        assert!(memo.may_sync("def", 5, base, max));
+    }
+
+    #[test]
+    fn a_revision_that_used_up_its_attempts_is_not_retried() {
+        let mut memo = AppMemo::default();
+        for _ in 0..3 {
+            memo.fail("abc");
+        }
+        assert!(!memo.may_sync("abc", 3, Duration::ZERO, Duration::ZERO));
+    }
+}

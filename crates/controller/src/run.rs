@@ -1,0 +1,91 @@
+//! Running the controller: lead, watch, reconcile, until stopped.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::Client;
+use kube::api::Api;
+use kube::runtime::controller::{self, Controller};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube_lease_manager::LeaseManagerBuilder;
+use tokio::sync::mpsc;
+
+use crate::api::Application;
+use crate::context::{Config, Context};
+use crate::live::{AppKey, LiveCache};
+use crate::reconcile::{error_policy, reconcile};
+
+const LEASE_NAME: &str = "tether-controller";
+const LEASE_SECONDS: u64 = 15;
+const LEASE_GRACE_SECONDS: u64 = 5;
+
+/// Why the controller stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("leader election on Lease {namespace}/{LEASE_NAME}: {message}")]
+    Lease { namespace: String, message: String },
+    #[error("lost the leader lease to another replica; stopping so only one acts")]
+    LostLease,
+}
+
+/// Runs the controller until the process is stopped: waits to lead (a
+/// Lease, so two replicas never both act), then reconciles every
+/// Application on change, on changes to its managed objects, and on a
+/// periodic resync.
+pub async fn run(client: Client, config: Config) -> Result<(), RunError> {
+    let lease_error = |error: kube_lease_manager::LeaseManagerError| RunError::Lease {
+        namespace: config.lease_namespace.clone(),
+        message: error.to_string(),
+    };
+    let lease = LeaseManagerBuilder::new(client.clone(), LEASE_NAME)
+        .with_namespace(&config.lease_namespace)
+        .with_identity(&config.identity)
+        .with_duration(LEASE_SECONDS)
+        .with_grace(LEASE_GRACE_SECONDS)
+        .build()
+        .await
+        .map_err(lease_error)?;
+    let (mut leading, _lease_task) = lease.watch().await;
+    tracing::info!(identity = %config.identity, "waiting to lead");
+    while !*leading.borrow_and_update() {
+        if leading.changed().await.is_err() {
+            return Err(RunError::LostLease);
+        }
+    }
+    tracing::info!(identity = %config.identity, "leading; reconciling");
+
+    let (wake_tx, wake_rx) = mpsc::unbounded_channel::<AppKey>();
+    let live = LiveCache::new(client.clone(), wake_tx);
+    let context = Arc::new(Context::new(client.clone(), live, config.clone()));
+    let wakes = futures::stream::unfold(wake_rx, |mut rx| async move {
+        let (namespace, name) = rx.recv().await?;
+        Some((ObjectRef::<Application>::new(&name).within(&namespace), rx))
+    });
+    let apps: Api<Application> = Api::all(client);
+    let controller = Controller::new(apps, watcher::Config::default())
+        .with_config(
+            controller::Config::default()
+                .concurrency(config.concurrency)
+                .debounce(Duration::from_millis(20)),
+        )
+        .reconcile_on(wakes)
+        .run(reconcile, error_policy, context)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "reconcile round");
+            }
+        });
+    let lost = async {
+        loop {
+            if leading.changed().await.is_err() || !*leading.borrow_and_update() {
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        () = controller => Ok(()),
+        () = lost => Err(RunError::LostLease),
+    }
+}

@@ -1,0 +1,271 @@
+//! The next Application status, computed from what a reconcile saw and did.
+//!
+//! [`next_status`] is a pure function of the previous status and the
+//! reconcile's observations, so "write only when changed" is a comparison of
+//! two values, and the whole status is tested without an API server.
+
+use tether_core::attribution::Ownership;
+use tether_core::drift::drifted_fields;
+use tether_core::health::{Health, HealthStatus, app_health, assess};
+use tether_core::{OperationalState, SyncStatus};
+
+use crate::api::application::{
+    ApplicationStatus, Change, Condition, HealthInfo, HistoryEntry, InventoryEntry,
+    OperationState, ResourceStatus, SyncInfo,
+};
+use crate::compare::{Compared, ObjectState};
+use crate::sync::SyncReport;
+
+const HISTORY_LIMIT: usize = 10;
+const DRIFT_FIELDS_SHOWN: usize = 5;
+
+/// The step of the loop that failed; its name is the condition's reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Fetch,
+    Diff,
+    Apply,
+}
+
+impl Step {
+    pub fn reason(self) -> &'static str {
+        match self {
+            Step::Fetch => "FetchFailed",
+            Step::Diff => "DiffFailed",
+            Step::Apply => "ApplyFailed",
+        }
+    }
+}
+
+/// A failed step and its message (which names the object or file).
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub step: Step,
+    pub message: String,
+}
+
+/// What the desired state was and how live compared with it.
+pub struct Observed<'a> {
+    pub revision: &'a str,
+    pub tree: &'a str,
+    pub compared: &'a [Compared],
+}
+
+/// A sync this reconcile ran.
+pub struct SyncRun<'a> {
+    pub revision: &'a str,
+    pub initiator: &'a str,
+    pub started_at: &'a str,
+    pub outcome: Result<&'a SyncReport, String>,
+}
+
+/// The status after this reconcile. `now` is an RFC 3339 timestamp.
+pub fn next_status(
+    previous: Option<&ApplicationStatus>,
+    generation: Option<i64>,
+    observed: Option<&Observed<'_>>,
+    sync: Option<&SyncRun<'_>>,
+    failure: Option<&Failure>,
+    now: &str,
+) -> ApplicationStatus {
+    let mut status = previous.cloned().unwrap_or_default();
+    status.observed_generation = generation;
+
+    if let Some(observed) = observed {
+        status.resources = observed.compared.iter().map(resource_status).collect();
+        let in_sync = observed.compared.iter().all(Compared::in_sync);
+        status.sync.status = if in_sync { SyncStatus::Synced } else { SyncStatus::OutOfSync }
+            .to_string();
+        status.sync.compared_to = Some(format!("{} (tree {})", observed.revision, observed.tree));
+        let healths: Vec<Health> = observed.compared.iter().filter_map(object_health).collect();
+        let health = app_health(&healths);
+        status.health = HealthInfo {
+            status: health.status.to_string(),
+            message: health.message,
+        };
+    }
+    if status.sync.status.is_empty() {
+        status.sync = SyncInfo {
+            status: SyncStatus::Unknown.to_string(),
+            ..SyncInfo::default()
+        };
+    }
+
+    if let Some(sync) = sync {
+        record_sync(&mut status, sync, observed, now);
+    }
+
+    status.state = operational_state(&status).map(|state| state.to_string());
+    set_reconciled_condition(&mut status.conditions, failure, now);
+    status.reconciled_at = previous.and_then(|p| p.reconciled_at.clone());
+    if previous != Some(&status) {
+        status.reconciled_at = Some(now.to_string());
+    }
+    status
+}
+
+fn record_sync(status: &mut ApplicationStatus, sync: &SyncRun<'_>, observed: Option<&Observed<'_>>, now: &str) {
+    let (phase, message, changes) = match &sync.outcome {
+        Ok(report) => (
+            "Succeeded",
+            format!("synced to {}", short(sync.revision)),
+            report
+                .results
+                .iter()
+                .map(|(object, action)| Change {
+                    object: object.to_string(),
+                    action: *action,
+                })
+                .collect(),
+        ),
+        Err(message) => ("Failed", message.clone(), Vec::new()),
+    };
+    status.operation_state = Some(OperationState {
+        phase: phase.into(),
+        message,
+        revision: sync.revision.to_string(),
+        started_at: sync.started_at.to_string(),
+        finished_at: Some(now.to_string()),
+        changes,
+    });
+    let Ok(report) = &sync.outcome else {
+        return;
+    };
+    status.sync.revision = Some(sync.revision.to_string());
+    status.history.insert(
+        0,
+        HistoryEntry {
+            revision: sync.revision.to_string(),
+            time: now.to_string(),
+            initiator: sync.initiator.to_string(),
+        },
+    );
+    status.history.truncate(HISTORY_LIMIT);
+    // Everything just applied is in sync now, and in the inventory.
+    for resource in &mut status.resources {
+        if report.results.iter().any(|(id, _)| {
+            id.kind == resource.kind && id.name == resource.name && id.namespace == resource.namespace
+        }) {
+            resource.sync = SyncStatus::Synced.to_string();
+            resource.drift = None;
+        }
+    }
+    if status.resources.iter().all(|r| r.sync == SyncStatus::Synced.as_str()) {
+        status.sync.status = SyncStatus::Synced.to_string();
+    }
+    if let Some(observed) = observed {
+        let mut inventory: Vec<InventoryEntry> = observed
+            .compared
+            .iter()
+            .map(|compared| inventory_entry(compared))
+            .collect();
+        inventory.sort();
+        inventory.dedup();
+        status.inventory = inventory;
+    }
+}
+
+fn resource_status(compared: &Compared) -> ResourceStatus {
+    let id = &compared.id;
+    ResourceStatus {
+        group: id.group.clone(),
+        kind: id.kind.clone(),
+        namespace: id.namespace.clone(),
+        name: id.name.clone(),
+        sync: if compared.in_sync() { SyncStatus::Synced } else { SyncStatus::OutOfSync }.to_string(),
+        health: object_health(compared).map(|health| HealthInfo {
+            status: health.status.to_string(),
+            message: health.message,
+        }),
+        drift: drift_summary(compared),
+    }
+}
+
+fn object_health(compared: &Compared) -> Option<Health> {
+    match &compared.live {
+        Some(live) => assess(live),
+        None => Some(Health::new(
+            HealthStatus::Missing,
+            format!("{}: desired but absent", compared.id),
+        )),
+    }
+}
+
+/// One line: the differing fields and who last wrote each.
+fn drift_summary(compared: &Compared) -> Option<String> {
+    match &compared.state {
+        ObjectState::InSync => None,
+        ObjectState::Missing => Some("missing".into()),
+        ObjectState::Uncomparable(reason) => Some(format!("not compared: {reason}")),
+        ObjectState::Differs(diff) => {
+            let live = compared.live.as_ref()?;
+            let ownership = Ownership::of(live).ok()?;
+            let fields = drifted_fields(diff, &ownership);
+            let mut parts: Vec<String> = fields
+                .iter()
+                .take(DRIFT_FIELDS_SHOWN)
+                .map(|field| match &field.writer {
+                    Some(writer) => format!("{} (by {})", field.path, writer.manager),
+                    None => field.path.clone(),
+                })
+                .collect();
+            if fields.len() > DRIFT_FIELDS_SHOWN {
+                parts.push(format!("and {} more", fields.len() - DRIFT_FIELDS_SHOWN));
+            }
+            Some(parts.join(", "))
+        }
+    }
+}
+
+fn inventory_entry(compared: &Compared) -> InventoryEntry {
+    let version = compared
+        .desired
+        .get("apiVersion")
+        .and_then(|v| v.as_str())
+        .and_then(|v| v.rsplit('/').next())
+        .unwrap_or_default();
+    InventoryEntry {
+        group: compared.id.group.clone(),
+        version: version.to_string(),
+        kind: compared.id.kind.clone(),
+        namespace: compared.id.namespace.clone(),
+        name: compared.id.name.clone(),
+    }
+}
+
+fn operational_state(status: &ApplicationStatus) -> Option<OperationalState> {
+    let sync = match status.sync.status.as_str() {
+        "Synced" => SyncStatus::Synced,
+        "OutOfSync" => SyncStatus::OutOfSync,
+        _ => SyncStatus::Unknown,
+    };
+    let health = status.health.status.parse().unwrap_or(HealthStatus::Unknown);
+    OperationalState::of(sync, health)
+}
+
+fn set_reconciled_condition(conditions: &mut Vec<Condition>, failure: Option<&Failure>, now: &str) {
+    let (value, reason, message) = match failure {
+        Some(failure) => ("False", failure.step.reason(), failure.message.clone()),
+        None => ("True", "Succeeded", String::new()),
+    };
+    if let Some(existing) = conditions.iter_mut().find(|c| c.type_ == "Reconciled") {
+        if existing.status != value {
+            existing.last_transition_time = Some(now.to_string());
+        }
+        existing.status = value.into();
+        existing.reason = reason.into();
+        existing.message = message;
+        return;
+    }
+    conditions.push(Condition {
+        type_: "Reconciled".into(),
+        status: value.into(),
+        reason: reason.into(),
+        message,
+        last_transition_time: Some(now.to_string()),
+    });
+}
+
+fn short(revision: &str) -> &str {
+    &revision[..revision.len().min(12)]
+}

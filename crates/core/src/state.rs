@@ -1,0 +1,120 @@
+//! Sync status and the operational state named by the Synced × Healthy matrix.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::health::HealthStatus;
+
+/// Does live state match Git?
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SyncStatus {
+    Synced,
+    OutOfSync,
+    /// Not compared yet (or the comparison failed).
+    Unknown,
+}
+
+impl SyncStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncStatus::Synced => "Synced",
+            SyncStatus::OutOfSync => "OutOfSync",
+            SyncStatus::Unknown => "Unknown",
+        }
+    }
+}
+
+impl fmt::Display for SyncStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The four operational states of the Synced × Healthy matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum OperationalState {
+    /// Synced and working: nothing to do.
+    Converged,
+    /// Synced but failing: Git itself is wrong; fix or revert the commit.
+    AppliedButFailing,
+    /// Working, but not what Git says: a sync is pending or someone changed
+    /// the cluster.
+    DriftedOrPending,
+    /// Out of sync and failing: the sync failed or drift broke it.
+    Broken,
+}
+
+impl OperationalState {
+    /// The state for a sync status and an application health; `None`
+    /// before the first comparison.
+    ///
+    /// Healthy, Suspended and Progressing count as working (a rollout in
+    /// progress is not a failure); Missing, Degraded and Unknown as failing
+    /// (what cannot be assessed is not assumed to work).
+    pub fn of(sync: SyncStatus, health: HealthStatus) -> Option<OperationalState> {
+        let working = matches!(
+            health,
+            HealthStatus::Healthy | HealthStatus::Suspended | HealthStatus::Progressing
+        );
+        match (sync, working) {
+            (SyncStatus::Unknown, _) => None,
+            (SyncStatus::Synced, true) => Some(OperationalState::Converged),
+            (SyncStatus::Synced, false) => Some(OperationalState::AppliedButFailing),
+            (SyncStatus::OutOfSync, true) => Some(OperationalState::DriftedOrPending),
+            (SyncStatus::OutOfSync, false) => Some(OperationalState::Broken),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OperationalState::Converged => "Converged",
+            OperationalState::AppliedButFailing => "AppliedButFailing",
+            OperationalState::DriftedOrPending => "DriftedOrPending",
+            OperationalState::Broken => "Broken",
+        }
+    }
+}
+
+impl fmt::Display for OperationalState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_four_corners_of_the_matrix_have_their_names() {
+        use HealthStatus::*;
+        use OperationalState::*;
+        let cases = [
+            (SyncStatus::Synced, Healthy, Converged),
+            (SyncStatus::Synced, Degraded, AppliedButFailing),
+            (SyncStatus::OutOfSync, Healthy, DriftedOrPending),
+            (SyncStatus::OutOfSync, Degraded, Broken),
+        ];
+        for (sync, health, state) in cases {
+            assert_eq!(OperationalState::of(sync, health), Some(state), "{sync} {health}");
+        }
+    }
+
+    #[test]
+    fn a_rollout_in_progress_counts_as_working_and_missing_as_failing() {
+        assert_eq!(
+            OperationalState::of(SyncStatus::Synced, HealthStatus::Progressing),
+            Some(OperationalState::Converged)
+        );
+        assert_eq!(
+            OperationalState::of(SyncStatus::OutOfSync, HealthStatus::Missing),
+            Some(OperationalState::Broken)
+        );
+    }
+
+    #[test]
+    fn there_is_no_state_before_the_first_comparison() {
+        assert_eq!(OperationalState::of(SyncStatus::Unknown, HealthStatus::Healthy), None);
+    }
+}
