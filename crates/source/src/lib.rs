@@ -19,6 +19,6 @@ pub mod verify;
 pub use credentials::{Credentials, Secret};
 pub use directory::{DirectoryOptions, render_directory};
 pub use manifest::{Manifest, ManifestError, Origin};
-pub use render::Limits;
+pub use render::Sandbox;
 pub use repositories::{Rendered, Repositories, SourceError, render_local};
 pub use spec::{Renderer, Revision, Source, Verification, VerifyMode};

@@ -26,7 +26,7 @@ use crate::credentials::Credentials;
 use crate::files::Files;
 use crate::git::{GitError, Resolved, Store, Update, resolve};
 use crate::manifest::Manifest;
-use crate::render::{Limits, RenderError, render};
+use crate::render::{RenderError, Sandbox, render};
 use crate::spec::{Renderer, Revision, Source, VerifyMode};
 use crate::verify::{Verifier, VerifyError};
 
@@ -82,7 +82,7 @@ pub struct Repositories {
     cache_dir: PathBuf,
     stores: Mutex<HashMap<String, Arc<Store>>>,
     cache: Option<RenderCache>,
-    limits: Limits,
+    sandbox: Sandbox,
 }
 
 impl Repositories {
@@ -91,7 +91,7 @@ impl Repositories {
             cache_dir,
             stores: Mutex::new(HashMap::new()),
             cache: Some(RenderCache::default()),
-            limits: Limits::default(),
+            sandbox: Sandbox::default(),
         }
     }
 
@@ -101,8 +101,8 @@ impl Repositories {
         self
     }
 
-    pub fn with_limits(mut self, limits: Limits) -> Repositories {
-        self.limits = limits;
+    pub fn with_sandbox(mut self, sandbox: Sandbox) -> Repositories {
+        self.sandbox = sandbox;
         self
     }
 
@@ -149,7 +149,7 @@ impl Repositories {
                 &source.renderer,
                 &files,
                 &source.path,
-                &self.limits,
+                &self.sandbox,
             )?)
         };
         let manifests = match &self.cache {
@@ -200,10 +200,10 @@ impl Repositories {
 pub fn render_local(
     dir: &Path,
     renderer: &Renderer,
-    limits: &Limits,
+    sandbox: &Sandbox,
 ) -> Result<Rendered, SourceError> {
     let files = Files::read_dir(dir).map_err(RenderError::from)?;
-    let manifests = render(renderer, &files, "", limits)?;
+    let manifests = render(renderer, &files, "", sandbox)?;
     Ok(Rendered {
         commit: String::new(),
         tree: String::new(),
