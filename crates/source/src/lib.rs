@@ -15,6 +15,7 @@ pub mod render;
 pub mod repositories;
 pub mod spec;
 pub mod verify;
+pub mod webhook;
 
 pub use credentials::{Credentials, Secret};
 pub use directory::{DirectoryOptions, render_directory};
