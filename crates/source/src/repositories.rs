@@ -259,3 +259,15 @@ fn verify(store: &Store, source: &Source, resolved: &Resolved) -> Result<Vec<Str
     }
     Ok(keys)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repositories_can_be_shared_with_blocking_tasks() {
+        fn shareable<T: Send + Sync + 'static>() {}
+        shareable::<Repositories>();
+        shareable::<Rendered>();
+    }
+}
