@@ -32,6 +32,13 @@ pub struct RenderArgs {
     /// Directory inside the repository, or a local directory without --repo.
     #[arg(long)]
     pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub options: Box<RenderOptions>,
+}
+
+/// Renderer, verification and fetch options of `tether render`.
+#[derive(Debug, clap::Args)]
+pub struct RenderOptions {
     /// directory | kustomize | helm | jsonnet
     #[arg(long, default_value = "directory")]
     pub renderer: String,
@@ -77,9 +84,9 @@ pub struct RenderArgs {
 }
 
 pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
-    let renderer = renderer(&args)?;
+    let renderer = renderer(&args.options)?;
     let sandbox = Sandbox {
-        timeout: std::time::Duration::from_secs(args.timeout),
+        timeout: std::time::Duration::from_secs(args.options.timeout),
         ..Sandbox::default()
     };
     let rendered = match &args.repo {
@@ -100,11 +107,12 @@ fn fetch(
     renderer: Renderer,
     sandbox: Sandbox,
 ) -> anyhow::Result<Rendered> {
+    let options = &args.options;
     let mut openpgp_keys = Vec::new();
-    for file in &args.trusted_key {
+    for file in &options.trusted_key {
         openpgp_keys.push(read(file)?);
     }
-    let allowed_signers = args.allowed_signers.as_ref().map(read).transpose()?;
+    let allowed_signers = options.allowed_signers.as_ref().map(read).transpose()?;
     let source = Source {
         repo_url: repo.to_string(),
         revision: args.revision.clone(),
@@ -115,16 +123,16 @@ fn fetch(
             .unwrap_or_default(),
         renderer,
         verify: Verification {
-            mode: args.verify,
+            mode: options.verify,
             openpgp_keys,
             allowed_signers: allowed_signers.unwrap_or_default(),
         },
     };
-    let credentials = match &args.credentials {
+    let credentials = match &options.credentials {
         Some(file) => Some(Credentials::from_file_text(&read(file)?)?),
         None => None,
     };
-    let temp = cache_dir(&args.cache_dir)?;
+    let temp = cache_dir(&options.cache_dir)?;
     let repositories = Repositories::new(temp).with_sandbox(sandbox);
     // Git transports block; keep them off the async runtime's thread.
     std::thread::scope(|scope| {
@@ -149,7 +157,7 @@ fn read(file: &PathBuf) -> anyhow::Result<String> {
     std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))
 }
 
-fn renderer(args: &RenderArgs) -> anyhow::Result<Renderer> {
+fn renderer(args: &RenderOptions) -> anyhow::Result<Renderer> {
     Ok(match args.renderer.as_str() {
         "directory" => Renderer::Directory(DirectoryOptions {
             include: args.include.clone(),
