@@ -5,16 +5,21 @@
 //! document and line it came from so errors and later write-backs
 //! (`tether adopt`) can point at it.
 
+pub mod cache;
 pub mod credentials;
 pub mod directory;
 pub mod files;
 pub mod git;
 pub mod manifest;
 pub mod render;
+pub mod repositories;
 pub mod spec;
 pub mod verify;
+pub mod webhook;
 
 pub use credentials::{Credentials, Secret};
 pub use directory::{DirectoryOptions, render_directory};
 pub use manifest::{Manifest, ManifestError, Origin};
+pub use render::Sandbox;
+pub use repositories::{Rendered, Repositories, SourceError, render_local};
 pub use spec::{Renderer, Revision, Source, Verification, VerifyMode};

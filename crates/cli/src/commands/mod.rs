@@ -1,5 +1,6 @@
 //! The `tether` subcommands, one file each.
 
+mod health;
 mod render;
 mod sync;
 
@@ -20,12 +21,14 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    Health(health::HealthArgs),
     Render(render::RenderArgs),
     Sync(sync::SyncArgs),
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Health(args) => health::run(args),
         Command::Render(args) => render::run(args),
         Command::Sync(args) => sync::run(args).await,
     }

@@ -90,7 +90,7 @@ pub fn diff(desired: &Value, live: &Value, ignore: &[IgnoreRule]) -> Result<Diff
 
 /// Compares a `manifest` (as Git has it, not dry-run) with `live`, counting
 /// only the fields the manifest sets and the fields of live that `manager`
-/// owns but the manifest no longer sets. `metadata.namespace` is identity,
+/// applied (server-side apply) but the manifest no longer sets. `metadata.namespace` is identity,
 /// not state: the caller paired the two objects, and the server drops a
 /// namespace given to a cluster-scoped kind.
 pub fn diff_manifest(
@@ -126,7 +126,14 @@ fn compare(
             normalize::remove_pointer(side, pointer);
         }
     }
-    let owned = manager.map(|manager| managed::manager_set(&entries, manager));
+    // Only what the manager *applied* is removed when a manifest drops it;
+    // an Update entry also owns the defaults the server filled in.
+    let applied: Vec<ManagedFieldsEntry> = entries
+        .iter()
+        .filter(|entry| entry.operation == Operation::Apply)
+        .cloned()
+        .collect();
+    let owned = manager.map(|manager| managed::manager_set(&applied, manager));
     let mut walk = Walk {
         mode,
         out: Vec::new(),

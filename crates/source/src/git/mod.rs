@@ -130,9 +130,9 @@ impl Store {
             }) => Some(configure_ssh(&mut repo, private_key.expose(), known_hosts)?),
             _ => None,
         };
-        let unreachable = |e: &dyn std::fmt::Display| GitError::Unreachable {
+        let unreachable = |e: &dyn std::error::Error| GitError::Unreachable {
             url: redact_url(&self.url),
-            message: redact_message(&e.to_string(), &self.url),
+            message: redact_message(&chain(e), &self.url),
         };
         let remote = repo
             .remote_at(self.url.as_str())
@@ -193,7 +193,7 @@ impl Store {
             .receive(gix::progress::Discard, &AtomicBool::new(false))
             .map_err(|e| GitError::Fetch {
                 url: redact_url(&self.url),
-                message: redact_message(&e.to_string(), &self.url),
+                message: redact_message(&chain(&e), &self.url),
             })?;
         Ok(Update {
             refs,
@@ -357,6 +357,21 @@ pub(crate) fn redact_url(url: &str) -> String {
 fn redact_message(message: &str, url: &str) -> String {
     let redacted = redact_url(url);
     message.replace(url, &redacted)
+}
+
+/// An error and its causes, `: `-separated.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
 }
 
 fn open_error(url: &str, path: &Path, error: impl std::fmt::Display) -> GitError {

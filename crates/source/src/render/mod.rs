@@ -17,18 +17,21 @@ use crate::files::Files;
 use crate::manifest::{Manifest, ManifestError, identify, parse_file};
 use crate::spec::{HelmOptions, Renderer};
 
-/// Bounds on a renderer binary's run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+/// How renderer binaries run: their bounds, and where to find them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sandbox {
     pub timeout: Duration,
     pub max_output_bytes: usize,
+    /// Directories searched for `kustomize`, `kubectl` and `helm` before `PATH`.
+    pub tool_dirs: Vec<PathBuf>,
 }
 
-impl Default for Limits {
+impl Default for Sandbox {
     fn default() -> Self {
-        Limits {
+        Sandbox {
             timeout: Duration::from_secs(60),
             max_output_bytes: 64 * 1024 * 1024,
+            tool_dirs: Vec::new(),
         }
     }
 }
@@ -63,7 +66,7 @@ pub fn render(
     renderer: &Renderer,
     repository: &Files,
     path: &str,
-    limits: &Limits,
+    sandbox: &Sandbox,
 ) -> Result<Vec<Manifest>, RenderError> {
     let path = path.trim_matches('/');
     check_relative("path", path)?;
@@ -71,9 +74,9 @@ pub fn render(
         Renderer::Directory(options) => render_files(&repository.subdir(path), path, options)?,
         Renderer::Jsonnet(options) => jsonnet::render(repository, path, options)?,
         Renderer::Kustomize(_) => {
-            let (program, mut args) = if let Some(kustomize) = find_program("kustomize") {
+            let (program, mut args) = if let Some(kustomize) = find_program("kustomize", sandbox) {
                 (kustomize, vec!["build".to_string()])
-            } else if let Some(kubectl) = find_program("kubectl") {
+            } else if let Some(kubectl) = find_program("kubectl", sandbox) {
                 (kubectl, vec!["kustomize".to_string()])
             } else {
                 return Err(RenderError::NotInstalled {
@@ -82,16 +85,25 @@ pub fn render(
                 });
             };
             args.push(".".into());
-            run_binary("kustomize", repository, path, &program, &args, None, limits)?
+            run_binary(
+                "kustomize",
+                repository,
+                path,
+                &program,
+                &args,
+                None,
+                sandbox,
+            )?
         }
         Renderer::Helm(options) => {
-            let program = find_program("helm").ok_or_else(|| RenderError::NotInstalled {
-                renderer: "helm".into(),
-                tried: "`helm`".into(),
-            })?;
+            let program =
+                find_program("helm", sandbox).ok_or_else(|| RenderError::NotInstalled {
+                    renderer: "helm".into(),
+                    tried: "`helm`".into(),
+                })?;
             let args = helm_args(options, path)?;
             let values = (!options.values.is_empty()).then_some(options.values.as_str());
-            run_binary("helm", repository, path, &program, &args, values, limits)?
+            run_binary("helm", repository, path, &program, &args, values, sandbox)?
         }
     };
     check_duplicates(&manifests)?;
@@ -133,7 +145,7 @@ fn run_binary(
     program: &Path,
     args: &[String],
     inline_values: Option<&str>,
-    limits: &Limits,
+    sandbox: &Sandbox,
 ) -> Result<Vec<Manifest>, RenderError> {
     let temp = tempfile::tempdir().map_err(|e| RenderError::Failed {
         renderer: renderer.into(),
@@ -149,7 +161,7 @@ fn run_binary(
         });
     }
     let program = program.to_string_lossy();
-    let output = process::run(renderer, &dir, &program, args, inline_values, limits)?;
+    let output = process::run(renderer, &dir, &program, args, inline_values, sandbox)?;
     let name = PathBuf::from(format!("{path} ({renderer} output)"));
     Ok(identify(parse_file(&name, &output)?)?)
 }
@@ -174,9 +186,13 @@ fn check_relative(what: &str, path: &str) -> Result<(), RenderError> {
     Ok(())
 }
 
-fn find_program(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
+fn find_program(name: &str, sandbox: &Sandbox) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    sandbox
+        .tool_dirs
+        .iter()
+        .cloned()
+        .chain(std::env::split_paths(&path))
         .map(|dir| dir.join(name))
         .find(|candidate| candidate.is_file())
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{Limits, RenderError};
+use super::{RenderError, Sandbox};
 
 /// Runs `program args` in `dir`, feeding it `input`, and returns its
 /// standard output.
@@ -21,7 +21,7 @@ pub fn run(
     program: &str,
     args: &[String],
     input: Option<&str>,
-    limits: &Limits,
+    sandbox: &Sandbox,
 ) -> Result<Vec<u8>, RenderError> {
     let mut command = if network_namespaces_work() {
         let mut command = Command::new("unshare");
@@ -68,7 +68,7 @@ pub fn run(
     }
     let stdout = child.stdout.take().expect("stdout is piped");
     let stderr = child.stderr.take().expect("stderr is piped");
-    let limit = limits.max_output_bytes;
+    let limit = sandbox.max_output_bytes;
     let overflow = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = overflow.clone();
     let out_reader = std::thread::spawn(move || {
@@ -82,12 +82,12 @@ pub fn run(
         if let Some(status) = child.try_wait().map_err(|e| failed(e.to_string()))? {
             break status;
         }
-        if started.elapsed() > limits.timeout {
+        if started.elapsed() > sandbox.timeout {
             let _ = child.kill();
             let _ = child.wait();
             return Err(RenderError::TimedOut {
                 renderer: renderer.to_string(),
-                after: limits.timeout,
+                after: sandbox.timeout,
             });
         }
         if overflow.load(std::sync::atomic::Ordering::SeqCst) {

@@ -1,0 +1,152 @@
+//! Health assessment throughput, printed as figures (no harness):
+//!
+//! - the whole conformance corpus (builtin, kstatus, custom inputs)
+//!   assessed 1,000 times with the shipped rules;
+//! - 10,000 synthetic Deployments and Pods with the built-in checks;
+//! - CEL rule evaluations on the custom corpus inputs our rules judge.
+//!
+//! Each figure is the median of 5 runs on one thread.
+//! Run: `cargo bench -p tether-core --bench health`.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use tether_core::health::{self, RuleSet};
+
+const RUNS: usize = 5;
+
+fn main() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/health");
+    assert!(
+        corpus.is_dir(),
+        "missing conformance corpus at {}",
+        corpus.display()
+    );
+    let objects = corpus_objects(&corpus);
+    let rules = RuleSet::shipped();
+    let judged_by_rules: Vec<&Value> = objects
+        .iter()
+        .filter(|object| {
+            let api_version = object["apiVersion"].as_str().unwrap_or("");
+            let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+            rules
+                .rule_for(group, object["kind"].as_str().unwrap_or(""))
+                .is_some()
+        })
+        .collect();
+    let synthetic = synthetic(10_000);
+
+    let corpus_rate = median(|| {
+        let start = Instant::now();
+        for _ in 0..1_000 {
+            for object in &objects {
+                black_box(rules.assess(black_box(object)));
+            }
+        }
+        (objects.len() * 1_000) as f64 / start.elapsed().as_secs_f64()
+    });
+    let builtin_rate = median(|| {
+        let start = Instant::now();
+        for object in &synthetic {
+            black_box(health::assess(black_box(object)));
+        }
+        synthetic.len() as f64 / start.elapsed().as_secs_f64()
+    });
+    let cel_rate = median(|| {
+        let start = Instant::now();
+        for _ in 0..100 {
+            for object in &judged_by_rules {
+                black_box(rules.assess(black_box(object)));
+            }
+        }
+        (judged_by_rules.len() * 100) as f64 / start.elapsed().as_secs_f64()
+    });
+    println!("health benchmark (median of {RUNS} runs, one thread)");
+    println!(
+        "  conformance corpus x1000 ({} objects, shipped rules + built-ins): {:>10.0} objects/s",
+        objects.len(),
+        corpus_rate
+    );
+    println!(
+        "  10,000 synthetic Deployments/Pods (built-ins):                   {:>10.0} objects/s",
+        builtin_rate
+    );
+    println!(
+        "  CEL rule evaluations ({} custom objects x100):                   {:>10.0} objects/s",
+        judged_by_rules.len(),
+        cel_rate
+    );
+}
+
+fn median(mut run: impl FnMut() -> f64) -> f64 {
+    let mut rates: Vec<f64> = (0..RUNS).map(|_| run()).collect();
+    rates.sort_by(f64::total_cmp);
+    rates[RUNS / 2]
+}
+
+/// Every input manifest of the corpus: builtin/, kstatus/cases/, custom/.
+fn corpus_objects(root: &Path) -> Vec<Value> {
+    let mut files = Vec::new();
+    collect(root, &mut files);
+    files.sort();
+    files
+        .iter()
+        .filter(|path| {
+            let name = path.file_name().unwrap().to_string_lossy();
+            !matches!(
+                name.as_ref(),
+                "expected.yaml" | "index.yaml" | "health_test.yaml"
+            )
+        })
+        .filter_map(|path| {
+            let text = std::fs::read_to_string(path).ok()?;
+            let options = serde_saphyr::options! {
+                duplicate_keys: serde_saphyr::DuplicateKeyPolicy::LastWins,
+            };
+            let object: Value = serde_saphyr::from_str_with_options(&text, options).ok()?;
+            object.get("kind").is_some().then_some(object)
+        })
+        .collect()
+}
+
+fn collect(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            collect(&path, files);
+        } else if path.extension().is_some_and(|ext| ext == "yaml") {
+            files.push(path);
+        }
+    }
+}
+
+/// Half Deployments mid-rollout or available, half Pods running or
+/// crash-looping.
+fn synthetic(count: usize) -> Vec<Value> {
+    (0..count)
+        .map(|index| {
+            if index % 2 == 0 {
+                json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                    "metadata": {"name": format!("web-{index}"), "namespace": "shop", "generation": 3},
+                    "spec": {"replicas": 3},
+                    "status": {"observedGeneration": 3, "replicas": 3, "updatedReplicas": 3,
+                        "availableReplicas": index % 3, "conditions": [
+                            {"type": "Available", "status": "True"},
+                            {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"}]}})
+            } else {
+                let state = if index % 4 == 1 {
+                    json!({"running": {"startedAt": "2026-01-01T00:00:00Z"}})
+                } else {
+                    json!({"waiting": {"reason": "CrashLoopBackOff", "message": "back-off"}})
+                };
+                json!({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": format!("web-{index}"), "namespace": "shop"},
+                    "spec": {"restartPolicy": "Always"},
+                    "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                        "containerStatuses": [{"name": "app", "restartCount": 5, "ready": true, "state": state}]}})
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,208 @@
+//! Monorepo benchmark: prints medians.
+//!
+//! A repository of 1,000 application directories (10 objects each) served
+//! by `git daemon` on 127.0.0.1. Measures:
+//! 1. after a commit that changes one app, the time until all 1,000 apps'
+//!    desired state is current, with and without the render cache, and how
+//!    many renders ran;
+//! 2. an unchanged check (ls-refs only, no object transfer);
+//! 3. a full fetch into an empty store vs `git clone --bare` of the same URL.
+//!
+//! Run: `cargo bench -p tether-source --bench monorepo` (APPS=… to resize).
+
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tether_source::{Repositories, Source};
+
+const OBJECTS_PER_APP: usize = 10;
+const ROUNDS: usize = 5;
+
+fn main() {
+    let apps: usize = std::env::var("APPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let temp = tempfile::tempdir().unwrap();
+    let work = temp.path().join("work");
+    let served = temp.path().join("served");
+    println!("monorepo benchmark: {apps} apps x {OBJECTS_PER_APP} objects");
+
+    // Make the monorepo and serve it.
+    git(temp.path(), &["init", "-q", "-b", "main", "work"]);
+    for app in 0..apps {
+        write_app(&work, app, 0);
+    }
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-q", "-m", "apps"]);
+    std::fs::create_dir_all(&served).unwrap();
+    git(
+        temp.path(),
+        &["clone", "-q", "--bare", "work", "served/mono.git"],
+    );
+    let daemon = Daemon::start(&served);
+    let url = format!("git://127.0.0.1:{}/mono.git", daemon.port);
+    let sources: Vec<Source> = (0..apps)
+        .map(|app| Source {
+            repo_url: url.clone(),
+            path: format!("apps/app-{app:04}"),
+            ..Default::default()
+        })
+        .collect();
+
+    // Warm both pipelines: stores fetched, cache filled.
+    let cached = Repositories::new(temp.path().join("cache-a"));
+    let uncached = Repositories::new(temp.path().join("cache-b")).without_render_cache();
+    let sync_all = |repositories: &Repositories| {
+        let update = repositories.update(&url, None).unwrap();
+        for source in &sources {
+            repositories.render(source, &update).unwrap();
+        }
+    };
+    sync_all(&cached);
+    sync_all(&uncached);
+
+    // 1. One app changes; bring all apps current.
+    let (mut with_cache, mut without_cache, mut renders) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 1..=ROUNDS {
+        write_app(&work, round * 7 % apps, round);
+        git(&work, &["commit", "-q", "-am", "change one app"]);
+        git(
+            &work,
+            &[
+                "push",
+                "-q",
+                served.join("mono.git").to_str().unwrap(),
+                "main",
+            ],
+        );
+        let before = cached.renders();
+        with_cache.push(time(|| sync_all(&cached)));
+        renders.push(cached.renders() - before);
+        without_cache.push(time(|| sync_all(&uncached)));
+    }
+    let (cached_ms, uncached_ms) = (median_ms(&mut with_cache), median_ms(&mut without_cache));
+    println!("after a one-app commit, all {apps} apps current:");
+    println!("  with render cache:    {cached_ms:9.2} ms (renders per round: {renders:?})");
+    println!("  without render cache: {uncached_ms:9.2} ms");
+    println!("  speed-up:             {:9.1}x", uncached_ms / cached_ms);
+
+    // 2. Nothing changed.
+    let mut unchanged = Vec::new();
+    for _ in 0..20 {
+        let started = Instant::now();
+        let update = cached.update(&url, None).unwrap();
+        unchanged.push(started.elapsed());
+        assert!(!update.fetched, "an unchanged remote transfers no objects");
+    }
+    println!(
+        "unchanged check (one connection: handshake + ls-refs, no pack): {:.2} ms",
+        median_ms(&mut unchanged)
+    );
+
+    // 3. Full fetch vs git clone.
+    let (mut ours, mut clone) = (Vec::new(), Vec::new());
+    for round in 0..3 {
+        let store = temp.path().join(format!("fresh-{round}"));
+        ours.push(time(|| {
+            Repositories::new(store.clone()).update(&url, None).unwrap();
+        }));
+        let target = temp.path().join(format!("clone-{round}.git"));
+        clone.push(time(|| {
+            git(
+                temp.path(),
+                &["clone", "-q", "--bare", &url, target.to_str().unwrap()],
+            )
+        }));
+    }
+    let (ours_ms, clone_ms) = (median_ms(&mut ours), median_ms(&mut clone));
+    println!(
+        "full fetch from git daemon: tether {ours_ms:.1} ms, git clone --bare {clone_ms:.1} ms, ratio {:.2}",
+        ours_ms / clone_ms
+    );
+}
+
+fn write_app(work: &Path, app: usize, generation: usize) {
+    let dir = work.join(format!("apps/app-{app:04}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut text = String::new();
+    for object in 0..OBJECTS_PER_APP {
+        text.push_str(&format!(
+            "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{object}\n  namespace: app-{app}\ndata:\n  generation: \"{generation}\"\n"
+        ));
+    }
+    std::fs::write(dir.join("objects.yaml"), text).unwrap();
+}
+
+fn time(f: impl FnOnce()) -> Duration {
+    let started = Instant::now();
+    f();
+    started.elapsed()
+}
+
+fn median_ms(samples: &mut [Duration]) -> f64 {
+    samples.sort();
+    samples[samples.len() / 2].as_secs_f64() * 1000.0
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let output = Command::new("git")
+        .args([
+            "-c",
+            "user.name=Bench",
+            "-c",
+            "user.email=bench@example.com",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+struct Daemon {
+    child: Child,
+    port: u16,
+}
+
+impl Daemon {
+    fn start(base: &Path) -> Daemon {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("git")
+            .args([
+                "daemon",
+                "--reuseaddr",
+                "--export-all",
+                "--listen=127.0.0.1",
+            ])
+            .arg(format!("--port={port}"))
+            .arg(format!("--base-path={}", base.display()))
+            .arg(base)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Daemon { child, port }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,273 @@
+//! The source pipeline: update a repository, resolve the revision, verify
+//! it, and render the application's path, with the render cache in front.
+//!
+//! Everything here blocks (Git transport, renderer processes); the
+//! controller calls it inside `tokio::task::spawn_blocking`.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), tether_source::SourceError> {
+//! use tether_source::{Repositories, Source};
+//! let repositories = Repositories::new("/var/cache/tether".into());
+//! let source = Source { repo_url: "https://git.example.com/shop.git".into(),
+//!     path: "apps/web".into(), ..Default::default() };
+//! // One ls-refs exchange per repository per poll, shared by its apps:
+//! let update = repositories.update(&source.repo_url, None)?;
+//! let rendered = repositories.render(&source, &update)?;
+//! println!("{} objects at {}", rendered.manifests.len(), rendered.commit);
+//! # Ok(()) }
+//! ```
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use crate::cache::RenderCache;
+use crate::credentials::Credentials;
+use crate::files::Files;
+use crate::git::{GitError, Resolved, Store, Update, resolve};
+use crate::manifest::Manifest;
+use crate::render::{RenderError, Sandbox, render};
+use crate::spec::{Renderer, Revision, Source, VerifyMode};
+use crate::verify::{Verifier, VerifyError};
+
+/// A source's desired state at one revision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    /// The resolved commit id (hex).
+    pub commit: String,
+    /// The tree id (hex) of the application's path at that commit.
+    pub tree: String,
+    /// The tag that named the revision, if any.
+    pub tag: Option<String>,
+    /// The rendered objects, in a deterministic order.
+    pub manifests: Vec<Manifest>,
+    /// True when the render produced no objects: not an error, but prune
+    /// must treat it as suspicious and never delete everything because of it.
+    pub empty: bool,
+    /// The keys whose signatures were verified (empty with mode `none`).
+    pub verified_by: Vec<String>,
+}
+
+/// Why a source could not be turned into desired state. Nothing is partly
+/// rendered; the caller keeps its last good (and verified) state.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error(transparent)]
+    Verify(#[from] VerifyError),
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    #[error("revision {revision:?}: {reason}")]
+    BadRevision { revision: String, reason: String },
+    #[error("{url}: update the repository before rendering from it")]
+    NotUpdated { url: String },
+}
+
+impl SourceError {
+    /// Whether retrying later (with backoff) may succeed unchanged.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            SourceError::Git(error) => error.is_retryable(),
+            SourceError::Render(error) => error.is_retryable(),
+            SourceError::NotUpdated { .. } => true,
+            SourceError::Verify(_) | SourceError::BadRevision { .. } => false,
+        }
+    }
+}
+
+/// Object stores (one per repository URL) under a cache directory, and the
+/// render cache shared by all applications.
+pub struct Repositories {
+    cache_dir: PathBuf,
+    stores: Mutex<HashMap<String, Arc<Store>>>,
+    cache: Option<RenderCache>,
+    sandbox: Sandbox,
+}
+
+impl Repositories {
+    pub fn new(cache_dir: PathBuf) -> Repositories {
+        Repositories {
+            cache_dir,
+            stores: Mutex::new(HashMap::new()),
+            cache: Some(RenderCache::default()),
+            sandbox: Sandbox::default(),
+        }
+    }
+
+    /// Renders every time (for comparison and debugging).
+    pub fn without_render_cache(mut self) -> Repositories {
+        self.cache = None;
+        self
+    }
+
+    pub fn with_sandbox(mut self, sandbox: Sandbox) -> Repositories {
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// Renders run so far (cache misses); 0 without a cache.
+    pub fn renders(&self) -> u64 {
+        self.cache.as_ref().map_or(0, RenderCache::renders)
+    }
+
+    /// Lists the remote's refs and fetches if anything is new. Call once per
+    /// repository per poll (or webhook), then [`Repositories::render`] each
+    /// application that uses it.
+    pub fn update(
+        &self,
+        repo_url: &str,
+        credentials: Option<&Credentials>,
+    ) -> Result<Update, SourceError> {
+        Ok(self.store(repo_url)?.update(credentials)?)
+    }
+
+    /// Resolves, verifies and renders `source` against `update` (the result
+    /// of [`Repositories::update`] for its repository).
+    pub fn render(&self, source: &Source, update: &Update) -> Result<Rendered, SourceError> {
+        let store = self.store(&source.repo_url)?;
+        let revision =
+            Revision::parse(&source.revision).map_err(|reason| SourceError::BadRevision {
+                revision: source.revision.clone(),
+                reason,
+            })?;
+        // Resolve the revision.
+        let resolved = resolve(&source.repo_url, &update.refs, &revision, |id| {
+            store.has_object(id)
+        })?;
+        // Verify it.
+        let verified_by = verify(&store, source, &resolved)?;
+        // Find the application's tree, then render it (or reuse the render).
+        let tree = store.tree_at(resolved.commit, &source.path)?;
+        let root = store.tree_at(resolved.commit, "")?;
+        let render_tree = || -> Result<Vec<Manifest>, SourceError> {
+            let files = match &source.renderer {
+                Renderer::Directory(_) => prefixed(store.read_tree(tree)?, &source.path),
+                _ => store.read_tree(root)?,
+            };
+            Ok(render(
+                &source.renderer,
+                &files,
+                &source.path,
+                &self.sandbox,
+            )?)
+        };
+        let manifests = match &self.cache {
+            Some(cache) => {
+                let key = RenderCache::key(
+                    &tree.to_string(),
+                    &root.to_string(),
+                    &source.path,
+                    &source.renderer,
+                );
+                cache.get_or_render(key, render_tree)?
+            }
+            None => render_tree()?,
+        };
+        Ok(Rendered {
+            commit: resolved.commit.to_string(),
+            tree: tree.to_string(),
+            tag: resolved.tag,
+            empty: manifests.is_empty(),
+            manifests,
+            verified_by,
+        })
+    }
+
+    /// [`Repositories::update`] then [`Repositories::render`], for one source.
+    pub fn fetch(
+        &self,
+        source: &Source,
+        credentials: Option<&Credentials>,
+    ) -> Result<Rendered, SourceError> {
+        let update = self.update(&source.repo_url, credentials)?;
+        self.render(source, &update)
+    }
+
+    fn store(&self, url: &str) -> Result<Arc<Store>, SourceError> {
+        let mut stores = self.stores.lock().unwrap_or_else(|e| e.into_inner());
+        let key = crate::git::repo_key(url);
+        if let Some(store) = stores.get(&key) {
+            return Ok(store.clone());
+        }
+        let store = Arc::new(Store::open(&self.cache_dir, url)?);
+        stores.insert(key, store.clone());
+        Ok(store)
+    }
+}
+
+/// Renders a local directory (no Git, no verification): `tether render DIR`.
+pub fn render_local(
+    dir: &Path,
+    renderer: &Renderer,
+    sandbox: &Sandbox,
+) -> Result<Rendered, SourceError> {
+    let files = Files::read_dir(dir).map_err(RenderError::from)?;
+    let manifests = render(renderer, &files, "", sandbox)?;
+    Ok(Rendered {
+        commit: String::new(),
+        tree: String::new(),
+        tag: None,
+        empty: manifests.is_empty(),
+        manifests,
+        verified_by: Vec::new(),
+    })
+}
+
+/// Puts a directory's snapshot back at its path in the repository, so the
+/// directory renderer sees the same paths for both kinds of read.
+fn prefixed(files: Files, path: &str) -> Files {
+    let path = path.trim_matches('/');
+    if path.is_empty() {
+        return files;
+    }
+    let entries = files
+        .entries
+        .into_iter()
+        .map(|(file, entry)| (format!("{path}/{file}"), entry))
+        .collect();
+    Files { entries }
+}
+
+fn verify(store: &Store, source: &Source, resolved: &Resolved) -> Result<Vec<String>, SourceError> {
+    let mode = source.verify.mode;
+    if mode == VerifyMode::None {
+        return Ok(Vec::new());
+    }
+    let verifier = Verifier::new(&source.verify)?;
+    let mut keys = Vec::new();
+    if matches!(mode, VerifyMode::Tag | VerifyMode::TagAndHead) {
+        let name = resolved.tag.as_deref().unwrap_or("");
+        let tag = resolved.tag_object.ok_or_else(|| VerifyError::Unsigned {
+            object: format!("revision {:?}", source.revision),
+            reason: format!(
+                "verification mode `tag` needs an annotated tag, got {}",
+                if name.is_empty() {
+                    "no tag".to_string()
+                } else {
+                    format!("lightweight tag {name}")
+                }
+            ),
+        })?;
+        let (_, raw) = store.object_bytes(tag)?;
+        keys.push(verifier.verify_tag(&format!("tag {name}"), &raw)?);
+    }
+    if matches!(mode, VerifyMode::Head | VerifyMode::TagAndHead) {
+        let (_, raw) = store.object_bytes(resolved.commit)?;
+        let name = format!("commit {}", &resolved.commit.to_string()[..12]);
+        keys.push(verifier.verify_commit(&name, &raw)?);
+    }
+    Ok(keys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repositories_can_be_shared_with_blocking_tasks() {
+        fn shareable<T: Send + Sync + 'static>() {}
+        shareable::<Repositories>();
+        shareable::<Rendered>();
+    }
+}

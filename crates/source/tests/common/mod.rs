@@ -1,0 +1,336 @@
+//! Real components for the tests: the `git` CLI, `git daemon`, and
+//! `git http-backend` behind a tiny CGI server, all on 127.0.0.1. Servers
+//! are killed when their handle drops.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Runs `git` with a clean, fixed identity and no user config.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let output = git_command(dir, args).output().expect("git runs");
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+pub fn git_command(dir: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new("git");
+    command
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "Test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.com")
+        .env("GIT_COMMITTER_NAME", "Test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.com");
+    command
+}
+
+/// A work repository that tests commit to, with a bare copy to serve.
+pub struct Repo {
+    pub dir: tempfile::TempDir,
+}
+
+impl Repo {
+    pub fn new() -> Repo {
+        let dir = tempfile::tempdir().unwrap();
+        git(dir.path(), &["init", "-q", "-b", "main", "work"]);
+        Repo { dir }
+    }
+
+    pub fn work(&self) -> PathBuf {
+        self.dir.path().join("work")
+    }
+
+    pub fn write(&self, path: &str, text: &str) -> &Repo {
+        let file = self.work().join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+        self
+    }
+
+    pub fn commit(&self, message: &str) -> String {
+        git(&self.work(), &["add", "-A"]);
+        git(
+            &self.work(),
+            &["commit", "-q", "--allow-empty", "-m", message],
+        );
+        git(&self.work(), &["rev-parse", "HEAD"])
+    }
+
+    /// Publishes the work repository as `served/<name>.git` and returns the
+    /// directory that holds `served`.
+    pub fn publish(&self, name: &str) -> PathBuf {
+        let served = self.dir.path().join("served");
+        let bare = served.join(format!("{name}.git"));
+        if bare.exists() {
+            git(
+                &self.work(),
+                &[
+                    "push",
+                    "-q",
+                    "--force",
+                    "--tags",
+                    bare.to_str().unwrap(),
+                    "main",
+                ],
+            );
+        } else {
+            std::fs::create_dir_all(&served).unwrap();
+            git(
+                self.dir.path(),
+                &["clone", "-q", "--bare", "work", bare.to_str().unwrap()],
+            );
+        }
+        served
+    }
+
+    pub fn file_url(&self, name: &str) -> String {
+        format!("file://{}/{name}.git", self.publish(name).display())
+    }
+}
+
+pub fn config_map(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: shop\ndata:\n  key: value\n"
+    )
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_for(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "server on port {port} did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `git daemon` serving `base` on a random loopback port.
+pub struct GitDaemon {
+    child: Child,
+    pub port: u16,
+}
+
+impl GitDaemon {
+    pub fn start(base: &Path) -> GitDaemon {
+        let port = free_port();
+        let child = Command::new("git")
+            .args([
+                "daemon",
+                "--reuseaddr",
+                "--export-all",
+                "--listen=127.0.0.1",
+                &format!("--port={port}"),
+                &format!("--base-path={}", base.display()),
+                &base.display().to_string(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("git daemon starts");
+        wait_for(port);
+        GitDaemon { child, port }
+    }
+
+    pub fn url(&self, name: &str) -> String {
+        format!("git://127.0.0.1:{}/{name}.git", self.port)
+    }
+}
+
+impl Drop for GitDaemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Smart HTTP: a small server that runs `git http-backend` as CGI for each
+/// request, optionally requiring HTTP basic authentication.
+pub struct HttpBackend {
+    pub port: u16,
+    stop: Arc<AtomicBool>,
+}
+
+impl HttpBackend {
+    pub fn start(base: &Path, basic_auth: Option<(&str, &str)>) -> HttpBackend {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (base, stopped) = (base.to_path_buf(), stop.clone());
+        let expected = basic_auth.map(|(user, password)| {
+            use base64::Engine;
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+            )
+        });
+        std::thread::spawn(move || {
+            while !stopped.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        stream.set_nonblocking(false).unwrap();
+                        let (base, expected) = (base.clone(), expected.clone());
+                        std::thread::spawn(move || serve(stream, &base, expected.as_deref()));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        HttpBackend { port, stop }
+    }
+
+    pub fn url(&self, name: &str) -> String {
+        format!("http://127.0.0.1:{}/{name}.git", self.port)
+    }
+}
+
+impl Drop for HttpBackend {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+fn serve(stream: TcpStream, base: &Path, expected_auth: Option<&str>) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut writer = stream;
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = request_line.split_whitespace();
+        let (method, target) = (
+            parts.next().unwrap_or("").to_string(),
+            parts.next().unwrap_or("/").to_string(),
+        );
+        let mut headers = Vec::new();
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let line = line.trim_end().to_string();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+            }
+        }
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        };
+        let body = if header("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
+            read_chunked(&mut reader)
+        } else {
+            let length: usize = header("content-length")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            body
+        };
+        if let Some(expected) = expected_auth
+            && header("authorization").as_deref() != Some(expected)
+        {
+            let _ = writer.write_all(
+                b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"git\"\r\nContent-Length: 0\r\n\r\n",
+            );
+            continue;
+        }
+        let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+        let mut child = Command::new("git")
+            .arg("http-backend")
+            .env_clear()
+            .env("GIT_PROJECT_ROOT", base)
+            .env("GIT_HTTP_EXPORT_ALL", "1")
+            .env("PATH_INFO", path)
+            .env("QUERY_STRING", query)
+            .env("REQUEST_METHOD", &method)
+            .env("CONTENT_TYPE", header("content-type").unwrap_or_default())
+            .env("CONTENT_LENGTH", body.len().to_string())
+            .env("GIT_PROTOCOL", header("git-protocol").unwrap_or_default())
+            .env("REMOTE_ADDR", "127.0.0.1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&body);
+        });
+        let mut output = Vec::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_end(&mut output)
+            .unwrap();
+        let _ = child.wait();
+        let split = output
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map(|i| (i, 4))
+            .or_else(|| output.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2)))
+            .unwrap_or((output.len(), 0));
+        let (head, rest) = (
+            String::from_utf8_lossy(&output[..split.0]).to_string(),
+            &output[split.0 + split.1..],
+        );
+        let mut status = "200 OK".to_string();
+        let mut response = Vec::new();
+        for line in head.lines() {
+            if let Some(value) = line.strip_prefix("Status:") {
+                status = value.trim().to_string();
+            } else if !line.is_empty() {
+                response.extend_from_slice(format!("{line}\r\n").as_bytes());
+            }
+        }
+        let mut reply =
+            format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\n", rest.len()).into_bytes();
+        reply.extend(response);
+        reply.extend_from_slice(b"\r\n");
+        reply.extend_from_slice(rest);
+        if writer.write_all(&reply).is_err() {
+            return;
+        }
+    }
+}
+
+fn read_chunked(reader: &mut impl BufRead) -> Vec<u8> {
+    let mut body = Vec::new();
+    loop {
+        let mut size = String::new();
+        reader.read_line(&mut size).unwrap();
+        let size = usize::from_str_radix(size.trim().split(';').next().unwrap(), 16).unwrap_or(0);
+        let mut chunk = vec![0; size + 2];
+        reader.read_exact(&mut chunk).unwrap();
+        if size == 0 {
+            return body;
+        }
+        body.extend_from_slice(&chunk[..size]);
+    }
+}

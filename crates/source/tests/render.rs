@@ -1,0 +1,284 @@
+//! Renderers on local directories: plain YAML/JSON bad input, Kustomize
+//! through kubectl, Helm when a `helm` binary exists, and the sandbox's
+//! limits.
+
+use std::path::Path;
+use std::time::Duration;
+
+use tether_source::spec::{HelmOptions, KustomizeOptions};
+use tether_source::{DirectoryOptions, Renderer, Sandbox, render_local};
+
+fn write(root: &Path, path: &str, text: &str) {
+    let file = root.join(path);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(file, text).unwrap();
+}
+
+fn cm(name: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n")
+}
+
+fn plain(dir: &Path) -> Result<tether_source::Rendered, tether_source::SourceError> {
+    render_local(dir, &Renderer::default(), &Sandbox::default())
+}
+
+#[test]
+fn plain_directories_are_read_recursively_in_sorted_order_ignoring_other_files() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "b/z.yml", &cm("z"));
+    write(
+        dir.path(),
+        "a.json",
+        r#"{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}]}"#,
+    );
+    write(
+        dir.path(),
+        "b/a.yaml",
+        &format!("{}---\n{}", cm("a1"), cm("a2")),
+    );
+    write(dir.path(), "README.md", "not: [a manifest");
+    write(dir.path(), "notes.txt", "ignored");
+    let rendered = plain(dir.path()).unwrap();
+    let seen: Vec<String> = rendered
+        .manifests
+        .iter()
+        .map(|m| format!("{} @ {}", m.id, m.origin))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            "Secret s @ a.json:1 (item 1)",
+            "ConfigMap a1 @ b/a.yaml:1",
+            "ConfigMap a2 @ b/a.yaml:6",
+            "ConfigMap z @ b/z.yml:1",
+        ]
+    );
+}
+
+#[test]
+fn include_and_exclude_globs_select_files() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "prod/a.yaml", &cm("a"));
+    write(dir.path(), "prod/test-b.yaml", &cm("b"));
+    write(dir.path(), "dev/c.yaml", &cm("c"));
+    let options = DirectoryOptions {
+        include: vec!["prod/**".into()],
+        exclude: vec!["**/test-*".into()],
+    };
+    let rendered = render_local(
+        dir.path(),
+        &Renderer::Directory(options),
+        &Sandbox::default(),
+    )
+    .unwrap();
+    assert_eq!(rendered.manifests.len(), 1);
+    assert_eq!(rendered.manifests[0].id.name, "a");
+}
+
+#[test]
+fn bad_input_is_an_error_naming_file_and_line_and_nothing_is_rendered() {
+    let cases = [
+        (
+            "web.yaml",
+            format!("{}---\nkind: ConfigMap\nmetadata: {{name: x}}\n", cm("ok")),
+            "web.yaml:6: missing field `apiVersion`",
+        ),
+        (
+            "web.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n".to_string(),
+            "web.yaml:1: missing field `metadata.name`",
+        ),
+        (
+            "web.yaml",
+            "apiVersion: v1\nkind: ConfigMap\n".to_string(),
+            "web.yaml:1: missing field `metadata`",
+        ),
+        (
+            "web.yaml",
+            format!("{}---\n- just\n- a list\n", cm("ok")),
+            "web.yaml:6: not a mapping",
+        ),
+        ("web.json", "{\n  \"kind\": \n}".to_string(), "web.json:3: "),
+        ("web.yaml", format!("{}  bad: [\n", cm("ok")), "web.yaml:"),
+    ];
+    for (file, text, expected) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "0-fine.yaml", &cm("fine"));
+        write(dir.path(), file, &text);
+        let error = plain(dir.path()).unwrap_err().to_string();
+        assert!(
+            error.starts_with(expected),
+            "{file}: expected {expected:?}, got {error:?}"
+        );
+    }
+}
+
+#[test]
+fn the_same_object_declared_twice_names_both_places() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.yaml", &cm("web"));
+    write(dir.path(), "b/c.yaml", &format!("# x\n{}", cm("web")));
+    let error = plain(dir.path()).unwrap_err().to_string();
+    assert_eq!(
+        error,
+        "ConfigMap web is declared twice: at a.yaml:1 and at b/c.yaml:2"
+    );
+}
+
+#[test]
+fn symlinks_that_escape_the_repository_are_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "app/kustomization.yaml",
+        "resources: [cm.yaml]\n",
+    );
+    std::os::unix::fs::symlink("../../../etc/passwd", dir.path().join("app/cm.yaml")).unwrap();
+    let error = render_local(
+        dir.path(),
+        &Renderer::Kustomize(KustomizeOptions {}),
+        &Sandbox::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.contains("app/cm.yaml: symlink to \"../../../etc/passwd\" escapes the repository"),
+        "{error}"
+    );
+    let error = plain(dir.path()).unwrap_err().to_string();
+    assert!(error.contains("app/cm.yaml: is a symlink"), "{error}");
+}
+
+#[test]
+fn kustomize_renders_through_kubectl_or_kustomize() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "base/cm.yaml", &cm("web"));
+    write(
+        dir.path(),
+        "base/kustomization.yaml",
+        "resources: [cm.yaml]\n",
+    );
+    write(
+        dir.path(),
+        "prod/kustomization.yaml",
+        "resources: [../base]\nnamespace: prod\nnamePrefix: prod-\n",
+    );
+    let renderer = Renderer::Kustomize(KustomizeOptions {});
+    let files = tether_source::files::Files::read_dir(dir.path()).unwrap();
+    let manifests =
+        tether_source::render::render(&renderer, &files, "prod", &Sandbox::default()).unwrap();
+    assert_eq!(manifests.len(), 1);
+    assert_eq!(manifests[0].id.to_string(), "ConfigMap prod/prod-web");
+    assert_eq!(manifests[0].origin.to_string(), "prod (kustomize output):1");
+}
+
+#[test]
+fn helm_template_renders_a_chart_with_values_files_and_inline_values() {
+    let Some(helm) = find_helm() else {
+        println!(
+            "SKIPPED: no `helm` binary in PATH or ~/go/bin (go install helm.sh/helm/v3/cmd/helm)"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "chart/Chart.yaml",
+        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+    );
+    write(
+        dir.path(),
+        "chart/values.yaml",
+        "replicas: 1\ncolor: blue\n",
+    );
+    write(dir.path(), "chart/prod.yaml", "replicas: 3\n");
+    write(
+        dir.path(),
+        "chart/templates/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\n  namespace: {{ .Release.Namespace }}\ndata:\n  replicas: {{ .Values.replicas | quote }}\n  color: {{ .Values.color }}\n",
+    );
+    let renderer = Renderer::Helm(HelmOptions {
+        release_name: "shop".into(),
+        namespace: "prod".into(),
+        value_files: vec!["prod.yaml".into()],
+        values: "color: green\n".into(),
+    });
+    let files = tether_source::files::Files::read_dir(dir.path()).unwrap();
+    let sandbox = Sandbox {
+        tool_dirs: vec![helm],
+        ..Sandbox::default()
+    };
+    let manifests = tether_source::render::render(&renderer, &files, "chart", &sandbox).unwrap();
+    assert_eq!(manifests[0].id.to_string(), "ConfigMap prod/shop-cm");
+    assert_eq!(manifests[0].object["data"]["replicas"], "3");
+    assert_eq!(manifests[0].object["data"]["color"], "green");
+}
+
+fn find_helm() -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let home = std::path::PathBuf::from(std::env::var_os("HOME")?).join("go/bin");
+    std::env::split_paths(&path)
+        .chain([home])
+        .find(|dir| dir.join("helm").is_file())
+}
+
+/// A directory holding a fake `kustomize` shell script.
+fn fake_kustomize(script: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("kustomize");
+    std::fs::write(&file, format!("#!/bin/bash\n{script}\n")).unwrap();
+    let mut perms = std::fs::metadata(&file).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&file, perms).unwrap();
+    dir
+}
+
+#[test]
+fn a_renderer_that_hangs_or_floods_output_is_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "kustomization.yaml", "resources: []\n");
+    let renderer = Renderer::Kustomize(KustomizeOptions {});
+    let hang = fake_kustomize("sleep 30");
+    let sandbox = Sandbox {
+        timeout: Duration::from_millis(500),
+        tool_dirs: vec![hang.path().into()],
+        ..Sandbox::default()
+    };
+    let started = std::time::Instant::now();
+    let error = render_local(dir.path(), &renderer, &sandbox).unwrap_err();
+    assert_eq!(error.to_string(), "kustomize: timed out after 500ms");
+    assert!(error.is_retryable());
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    let flood = fake_kustomize("yes 'a: b'");
+    let sandbox = Sandbox {
+        max_output_bytes: 4096,
+        tool_dirs: vec![flood.path().into()],
+        ..Sandbox::default()
+    };
+    let error = render_local(dir.path(), &renderer, &sandbox).unwrap_err();
+    assert_eq!(error.to_string(), "kustomize: output exceeds 4096 bytes");
+}
+
+#[test]
+fn a_renderer_has_no_network() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "kustomization.yaml", "resources: []\n");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Exits 0 only if it can reach a server on the host's loopback.
+    let probe = fake_kustomize(&format!(
+        "(exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && {{ echo reached >&2; exit 1; }}\necho '---'"
+    ));
+    let sandbox = Sandbox {
+        tool_dirs: vec![probe.path().into()],
+        ..Sandbox::default()
+    };
+    let rendered = render_local(
+        dir.path(),
+        &Renderer::Kustomize(KustomizeOptions {}),
+        &sandbox,
+    )
+    .unwrap();
+    assert!(rendered.empty);
+}
