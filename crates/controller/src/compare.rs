@@ -122,9 +122,12 @@ async fn compare_one(
                         return Ok(uncomparable(id, desired, live, reason));
                     }
                 };
-                memo.lock()
-                    .expect("lock")
-                    .remember(id.clone(), desired_hash, live_version, diff.clone());
+                memo.lock().expect("lock").remember(
+                    id.clone(),
+                    desired_hash,
+                    live_version,
+                    diff.clone(),
+                );
                 diff
             }
             Err(error) if !error.is_retryable() => {

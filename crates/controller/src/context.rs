@@ -26,6 +26,8 @@ pub struct Config {
     pub lease_namespace: String,
     /// This replica's identity in the Lease.
     pub identity: String,
+    /// Reconcile only the Applications in this namespace (default: all).
+    pub watch_namespace: Option<String>,
 }
 
 impl Default for Config {
@@ -36,6 +38,7 @@ impl Default for Config {
             cache_dir: std::env::temp_dir().join("tether-cache"),
             lease_namespace: "default".into(),
             identity: format!("tether-{}", std::process::id()),
+            watch_namespace: None,
         }
     }
 }

@@ -21,12 +21,12 @@ pub fn manifests(namespace: &str) -> Vec<Value> {
         json!({"apiVersion": "v1", "kind": "ServiceAccount",
             "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace}}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": SERVICE_ACCOUNT},
-            // Tether applies whatever Git declares, so it may manage any kind.
-            "rules": [
-                {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
-                {"nonResourceURLs": ["*"], "verbs": ["get"]}
-            ]}),
+        "metadata": {"name": SERVICE_ACCOUNT},
+        // Tether applies whatever Git declares, so it may manage any kind.
+        "rules": [
+            {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+            {"nonResourceURLs": ["*"], "verbs": ["get"]}
+        ]}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
             "metadata": {"name": SERVICE_ACCOUNT},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": SERVICE_ACCOUNT},
@@ -35,13 +35,21 @@ pub fn manifests(namespace: &str) -> Vec<Value> {
 }
 
 /// Applies [`manifests`] and waits until the Application CRD is established.
-pub async fn install(client: kube::Client, namespace: &str) -> Result<Vec<(ObjectRef, Action)>, ClusterError> {
+pub async fn install(
+    client: kube::Client,
+    namespace: &str,
+) -> Result<Vec<(ObjectRef, Action)>, ClusterError> {
     let applier = Applier::new(Resources::new(client.clone()), namespace);
     let mut results = Vec::new();
     for manifest in manifests(namespace) {
         let applied = applier.apply(&manifest, false).await?;
         if applied.object.kind == "CustomResourceDefinition" {
-            tether_cluster::wait::crd_established(client.clone(), &applied.object.name, Duration::from_secs(60)).await?;
+            tether_cluster::wait::crd_established(
+                client.clone(),
+                &applied.object.name,
+                Duration::from_secs(60),
+            )
+            .await?;
         }
         results.push((applied.object, applied.action));
     }

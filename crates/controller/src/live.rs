@@ -21,11 +21,14 @@ use tokio::sync::mpsc;
 /// An Application to reconcile, named by namespace and name.
 pub type AppKey = (String, String);
 
+/// A served kind: group, version, kind.
+type KindKey = (String, String, String);
+
 /// The watch caches, and who to wake when something in them changes.
 #[derive(Clone)]
 pub struct LiveCache {
     client: kube::Client,
-    stores: Arc<Mutex<HashMap<(String, String, String), Store<DynamicObject>>>>,
+    stores: Arc<Mutex<HashMap<KindKey, Store<DynamicObject>>>>,
     owners: Arc<Mutex<HashMap<String, AppKey>>>,
     wake: mpsc::UnboundedSender<AppKey>,
 }
@@ -85,7 +88,11 @@ impl LiveCache {
         store
     }
 
-    fn start_watch(&self, key: (String, String, String), served: &ServedKind) -> Store<DynamicObject> {
+    fn start_watch(
+        &self,
+        key: (String, String, String),
+        served: &ServedKind,
+    ) -> Store<DynamicObject> {
         let mut stores = self.stores.lock().expect("lock");
         if let Some(store) = stores.get(&key) {
             return store.clone();
@@ -120,7 +127,12 @@ fn wake_owner(
     wake: &mpsc::UnboundedSender<AppKey>,
     object: &DynamicObject,
 ) {
-    let Some(label) = object.metadata.labels.as_ref().and_then(|l| l.get(APP_LABEL)) else {
+    let Some(label) = object
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(APP_LABEL))
+    else {
         return;
     };
     if let Some(app) = owners.lock().expect("lock").get(label).cloned() {

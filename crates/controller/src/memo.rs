@@ -66,7 +66,12 @@ impl AppMemo {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
-        self.remember(applied.id.clone(), hash_object(&applied.sent), version, Diff::default());
+        self.remember(
+            applied.id.clone(),
+            hash_object(&applied.sent),
+            version,
+            Diff::default(),
+        );
     }
 
     /// Records a failed sync of `revision`; returns the attempts so far.
@@ -107,7 +112,9 @@ impl AppMemo {
 
 /// `base · 2^(attempts-1)`, at most `max`.
 pub fn backoff(attempts: u32, base: Duration, max: Duration) -> Duration {
-    let factor = 1u32.checked_shl(attempts.saturating_sub(1)).unwrap_or(u32::MAX);
+    let factor = 1u32
+        .checked_shl(attempts.saturating_sub(1))
+        .unwrap_or(u32::MAX);
     base.saturating_mul(factor).min(max)
 }
 

@@ -33,32 +33,62 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
     ctx.live.register_owner(owner.label_value(), key.clone());
     let memo = ctx.memo(&key);
     let policy = &app.spec.sync_policy;
-    let applier = Applier::new(ctx.resources.clone(), app.spec.destination.namespace.clone());
+    let applier = Applier::new(
+        ctx.resources.clone(),
+        app.spec.destination.namespace.clone(),
+    );
 
     // Fetch the desired state.
     let desired = match fetch(&ctx, &app).await {
         Ok(desired) => desired,
-        Err(message) => return report(&ctx, &app, None, None, Some(&Failure { step: Step::Fetch, message })).await,
+        Err(message) => {
+            return report(
+                &ctx,
+                &app,
+                None,
+                None,
+                Some(&Failure {
+                    step: Step::Fetch,
+                    message,
+                }),
+            )
+            .await;
+        }
     };
 
     // Observe and diff.
     let ignore = &app.spec.ignore_differences;
-    let compared = match compare_all(&ctx, &applier, &owner, &desired.manifests, ignore, &memo).await {
-        Ok(compared) => compared,
-        Err(error) => {
-            let failure = Failure { step: Step::Diff, message: error.to_string() };
-            return report(&ctx, &app, None, None, Some(&failure)).await;
-        }
-    };
+    let compared =
+        match compare_all(&ctx, &applier, &owner, &desired.manifests, ignore, &memo).await {
+            Ok(compared) => compared,
+            Err(error) => {
+                let failure = Failure {
+                    step: Step::Diff,
+                    message: error.to_string(),
+                };
+                return report(&ctx, &app, None, None, Some(&failure)).await;
+            }
+        };
 
     // Apply what differs, when the policy allows it.
-    let new_revision = app.status.as_ref().and_then(|s| s.sync.revision.as_deref()) != Some(desired.commit.as_str());
+    let new_revision = app.status.as_ref().and_then(|s| s.sync.revision.as_deref())
+        != Some(desired.commit.as_str());
     let out_of_sync: Vec<&Compared> = compared.iter().filter(|c| !c.in_sync()).collect();
     let retry = &policy.retry;
-    let (base, max) = (Duration::from_secs(retry.backoff_seconds.into()), Duration::from_secs(retry.max_backoff_seconds.into()));
-    let may_sync = memo.lock().expect("lock").may_sync(&desired.commit, retry.limit, base, max);
+    let (base, max) = (
+        Duration::from_secs(retry.backoff_seconds.into()),
+        Duration::from_secs(retry.max_backoff_seconds.into()),
+    );
+    let may_sync = memo
+        .lock()
+        .expect("lock")
+        .may_sync(&desired.commit, retry.limit, base, max);
     let wanted = policy.automated && (new_revision || policy.self_heal);
-    let observed = Observed { revision: &desired.commit, tree: &desired.tree, compared: &compared };
+    let observed = Observed {
+        revision: &desired.commit,
+        tree: &desired.tree,
+        compared: &compared,
+    };
     if out_of_sync.is_empty() || !wanted || !may_sync {
         return report(&ctx, &app, Some(&observed), None, None).await;
     }
@@ -66,11 +96,31 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
     let to_apply: Vec<Manifest> = if new_revision {
         desired.manifests.clone()
     } else {
-        desired.manifests.iter().filter(|m| out_of_sync.iter().any(|c| c.desired_matches(m))).cloned().collect()
+        desired
+            .manifests
+            .iter()
+            .filter(|m| out_of_sync.iter().any(|c| c.desired_matches(m)))
+            .cloned()
+            .collect()
     };
-    let initiator = if new_revision { "automated" } else { "self-heal" };
+    let initiator = if new_revision {
+        "automated"
+    } else {
+        "self-heal"
+    };
     let started_at = now();
-    publish(&ctx, &app, EventType::Normal, "SyncStarted", format!("{initiator} sync of {} object(s) to {}", to_apply.len(), &desired.commit)).await;
+    publish(
+        &ctx,
+        &app,
+        EventType::Normal,
+        "SyncStarted",
+        format!(
+            "{initiator} sync of {} object(s) to {}",
+            to_apply.len(),
+            &desired.commit
+        ),
+    )
+    .await;
     let result = sync_manifests(&applier, &owner, &to_apply).await;
     let failure = match &result {
         Ok(report) => {
@@ -83,12 +133,37 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
         }
         Err(error) => {
             memo.lock().expect("lock").fail(&desired.commit);
-            Some(Failure { step: Step::Apply, message: error.to_string() })
+            Some(Failure {
+                step: Step::Apply,
+                message: error.to_string(),
+            })
         }
     };
     match &result {
-        Ok(report) => publish(&ctx, &app, EventType::Normal, "SyncSucceeded", format!("synced {} object(s) to {}", report.results.len(), &desired.commit)).await,
-        Err(error) => publish(&ctx, &app, EventType::Warning, "SyncFailed", error.to_string()).await,
+        Ok(report) => {
+            publish(
+                &ctx,
+                &app,
+                EventType::Normal,
+                "SyncSucceeded",
+                format!(
+                    "synced {} object(s) to {}",
+                    report.results.len(),
+                    &desired.commit
+                ),
+            )
+            .await
+        }
+        Err(error) => {
+            publish(
+                &ctx,
+                &app,
+                EventType::Warning,
+                "SyncFailed",
+                error.to_string(),
+            )
+            .await
+        }
     }
     let run = SyncRun {
         revision: &desired.commit,
@@ -125,9 +200,21 @@ async fn report(
     failure: Option<&Failure>,
 ) -> Result<Next, ReconcileError> {
     let previous = app.status.as_ref();
-    let status = next_status(previous, app.metadata.generation, observed, sync, failure, &now());
+    let status = next_status(
+        previous,
+        app.metadata.generation,
+        observed,
+        sync,
+        failure,
+        &now(),
+    );
     if previous != Some(&status) {
-        write_status(ctx, app, &status).await.map_err(|error| ReconcileError { app: app.name_any(), error })?;
+        write_status(ctx, app, &status)
+            .await
+            .map_err(|error| ReconcileError {
+                app: app.name_any(),
+                error,
+            })?;
     }
     if let Some(failure) = failure {
         tracing::warn!(app = %app.name_any(), reason = failure.step.reason(), message = %failure.message, "reconcile step failed");
@@ -135,26 +222,45 @@ async fn report(
     Ok(Next::requeue(jittered(ctx.config.resync)))
 }
 
-async fn write_status(ctx: &Context, app: &Application, status: &ApplicationStatus) -> Result<(), kube::Error> {
-    let api: Api<Application> = Api::namespaced(ctx.client.clone(), &app.namespace().unwrap_or_default());
+async fn write_status(
+    ctx: &Context,
+    app: &Application,
+    status: &ApplicationStatus,
+) -> Result<(), kube::Error> {
+    let api: Api<Application> =
+        Api::namespaced(ctx.client.clone(), &app.namespace().unwrap_or_default());
     let patch = serde_json::json!({
         "apiVersion": Application::api_version(&()),
         "kind": Application::kind(&()),
         "status": status,
     });
-    api.patch_status(&app.name_any(), &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&patch)).await?;
+    api.patch_status(
+        &app.name_any(),
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&patch),
+    )
+    .await?;
     Ok(())
 }
 
 async fn publish(ctx: &Context, app: &Application, type_: EventType, reason: &str, note: String) {
-    let event = Event { type_, reason: reason.into(), note: Some(note), action: "Sync".into(), secondary: None };
+    let event = Event {
+        type_,
+        reason: reason.into(),
+        note: Some(note),
+        action: "Sync".into(),
+        secondary: None,
+    };
     if let Err(error) = ctx.recorder.publish(&event, &app.object_ref(&())).await {
         tracing::debug!(%error, "publishing event failed");
     }
 }
 
 fn jittered(period: Duration) -> Duration {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
     let spread = (nanos % 200) as f64 / 1000.0 - 0.1; // ±10%
     period.mul_f64(1.0 + spread)
 }

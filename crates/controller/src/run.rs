@@ -63,7 +63,10 @@ pub async fn run(client: Client, config: Config) -> Result<(), RunError> {
         let (namespace, name) = rx.recv().await?;
         Some((ObjectRef::<Application>::new(&name).within(&namespace), rx))
     });
-    let apps: Api<Application> = Api::all(client);
+    let apps: Api<Application> = match &config.watch_namespace {
+        Some(namespace) => Api::namespaced(client, namespace),
+        None => Api::all(client),
+    };
     let controller = Controller::new(apps, watcher::Config::default())
         .with_config(
             controller::Config::default()

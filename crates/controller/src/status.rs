@@ -10,8 +10,8 @@ use tether_core::health::{Health, HealthStatus, app_health, assess};
 use tether_core::{OperationalState, SyncStatus};
 
 use crate::api::application::{
-    ApplicationStatus, Change, Condition, HealthInfo, HistoryEntry, InventoryEntry,
-    OperationState, ResourceStatus, SyncInfo,
+    ApplicationStatus, Change, Condition, HealthInfo, HistoryEntry, InventoryEntry, OperationState,
+    ResourceStatus, SyncInfo,
 };
 use crate::compare::{Compared, ObjectState};
 use crate::sync::SyncReport;
@@ -74,8 +74,12 @@ pub fn next_status(
     if let Some(observed) = observed {
         status.resources = observed.compared.iter().map(resource_status).collect();
         let in_sync = observed.compared.iter().all(Compared::in_sync);
-        status.sync.status = if in_sync { SyncStatus::Synced } else { SyncStatus::OutOfSync }
-            .to_string();
+        status.sync.status = if in_sync {
+            SyncStatus::Synced
+        } else {
+            SyncStatus::OutOfSync
+        }
+        .to_string();
         status.sync.compared_to = Some(format!("{} (tree {})", observed.revision, observed.tree));
         let healths: Vec<Health> = observed.compared.iter().filter_map(object_health).collect();
         let health = app_health(&healths);
@@ -104,7 +108,12 @@ pub fn next_status(
     status
 }
 
-fn record_sync(status: &mut ApplicationStatus, sync: &SyncRun<'_>, observed: Option<&Observed<'_>>, now: &str) {
+fn record_sync(
+    status: &mut ApplicationStatus,
+    sync: &SyncRun<'_>,
+    observed: Option<&Observed<'_>>,
+    now: &str,
+) {
     let (phase, message, changes) = match &sync.outcome {
         Ok(report) => (
             "Succeeded",
@@ -144,21 +153,24 @@ fn record_sync(status: &mut ApplicationStatus, sync: &SyncRun<'_>, observed: Opt
     // Everything just applied is in sync now, and in the inventory.
     for resource in &mut status.resources {
         if report.results.iter().any(|(id, _)| {
-            id.kind == resource.kind && id.name == resource.name && id.namespace == resource.namespace
+            id.kind == resource.kind
+                && id.name == resource.name
+                && id.namespace == resource.namespace
         }) {
             resource.sync = SyncStatus::Synced.to_string();
             resource.drift = None;
         }
     }
-    if status.resources.iter().all(|r| r.sync == SyncStatus::Synced.as_str()) {
+    if status
+        .resources
+        .iter()
+        .all(|r| r.sync == SyncStatus::Synced.as_str())
+    {
         status.sync.status = SyncStatus::Synced.to_string();
     }
     if let Some(observed) = observed {
-        let mut inventory: Vec<InventoryEntry> = observed
-            .compared
-            .iter()
-            .map(|compared| inventory_entry(compared))
-            .collect();
+        let mut inventory: Vec<InventoryEntry> =
+            observed.compared.iter().map(inventory_entry).collect();
         inventory.sort();
         inventory.dedup();
         status.inventory = inventory;
@@ -172,7 +184,12 @@ fn resource_status(compared: &Compared) -> ResourceStatus {
         kind: id.kind.clone(),
         namespace: id.namespace.clone(),
         name: id.name.clone(),
-        sync: if compared.in_sync() { SyncStatus::Synced } else { SyncStatus::OutOfSync }.to_string(),
+        sync: if compared.in_sync() {
+            SyncStatus::Synced
+        } else {
+            SyncStatus::OutOfSync
+        }
+        .to_string(),
         health: object_health(compared).map(|health| HealthInfo {
             status: health.status.to_string(),
             message: health.message,
@@ -239,7 +256,11 @@ fn operational_state(status: &ApplicationStatus) -> Option<OperationalState> {
         "OutOfSync" => SyncStatus::OutOfSync,
         _ => SyncStatus::Unknown,
     };
-    let health = status.health.status.parse().unwrap_or(HealthStatus::Unknown);
+    let health = status
+        .health
+        .status
+        .parse()
+        .unwrap_or(HealthStatus::Unknown);
     OperationalState::of(sync, health)
 }
 

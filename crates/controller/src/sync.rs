@@ -123,7 +123,9 @@ async fn apply_one(
         .map_err(SyncError::Apply)?;
     }
     tracing::info!(object = %applied.object, action = %applied.action, "applied");
-    report.results.push((applied.object.clone(), applied.action));
+    report
+        .results
+        .push((applied.object.clone(), applied.action));
     report.applied.push(AppliedObject {
         id: applied.object,
         sent: object.clone(),

@@ -97,7 +97,11 @@ mod tests {
             (SyncStatus::OutOfSync, Degraded, Broken),
         ];
         for (sync, health, state) in cases {
-            assert_eq!(OperationalState::of(sync, health), Some(state), "{sync} {health}");
+            assert_eq!(
+                OperationalState::of(sync, health),
+                Some(state),
+                "{sync} {health}"
+            );
         }
     }
 
@@ -115,6 +119,9 @@ mod tests {
 
     #[test]
     fn there_is_no_state_before_the_first_comparison() {
-        assert_eq!(OperationalState::of(SyncStatus::Unknown, HealthStatus::Healthy), None);
+        assert_eq!(
+            OperationalState::of(SyncStatus::Unknown, HealthStatus::Healthy),
+            None
+        );
     }
 }

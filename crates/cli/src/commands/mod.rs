@@ -1,7 +1,11 @@
 //! The `tether` subcommands, one file each.
 
+mod app;
 mod health;
+mod install;
 mod render;
+mod run;
+mod status;
 mod sync;
 
 use std::process::ExitCode;
@@ -21,14 +25,22 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    App(app::AppArgs),
     Health(health::HealthArgs),
+    Install(install::InstallArgs),
     Render(render::RenderArgs),
+    Run(run::RunArgs),
+    Status(status::StatusArgs),
     Sync(sync::SyncArgs),
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::App(args) => app::run(args).await,
         Command::Health(args) => health::run(args),
+        Command::Install(args) => install::run(args).await,
+        Command::Run(args) => run::run(args).await,
+        Command::Status(args) => status::run(args).await,
         Command::Render(args) => render::run(args),
         Command::Sync(args) => sync::run(args).await,
     }

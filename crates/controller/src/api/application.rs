@@ -9,6 +9,9 @@ use tether_source::Source;
 
 /// Desired state: where it comes from (`source`), where it goes
 /// (`destination`) and how Tether keeps the two together (`syncPolicy`).
+// clippy reads the repeated `type_ = "string"` of the printcolumn
+// arguments as duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "tether.dev",
@@ -22,8 +25,16 @@ use tether_source::Source;
     printcolumn(name = "Sync", type_ = "string", json_path = ".status.sync.status"),
     printcolumn(name = "Health", type_ = "string", json_path = ".status.health.status"),
     printcolumn(name = "State", type_ = "string", json_path = ".status.state"),
-    printcolumn(name = "Revision", type_ = "string", json_path = ".status.sync.revision"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Revision",
+        type_ = "string",
+        json_path = ".status.sync.revision"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ApplicationSpec {
@@ -177,7 +188,9 @@ pub struct ResourceStatus {
 }
 
 /// One object Tether applied for this app.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema)]
+#[derive(
+    Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct InventoryEntry {
     #[serde(default)]

@@ -1,0 +1,107 @@
+//! `tether app`: create, list, get and delete Applications.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+use tether_controller::api::Application;
+use tether_core::tracking::FIELD_MANAGER;
+
+/// Manage Applications (or `kubectl apply` an Application manifest).
+#[derive(Debug, clap::Args)]
+pub struct AppArgs {
+    #[command(subcommand)]
+    pub command: AppCommand,
+    /// Namespace the Applications live in.
+    #[arg(long, short = 'n', global = true, default_value = "tether-system")]
+    pub namespace: String,
+    /// Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).
+    #[arg(long, global = true, env = "TETHER_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum AppCommand {
+    /// Create or update an Application.
+    ///
+    /// Example: `tether app create shop --repo file:///srv/git/shop.git --path apps/shop --dest-namespace shop`
+    Create(CreateArgs),
+    /// List Applications (see also `tether status`).
+    List,
+    /// Print one Application as YAML.
+    Get { name: String },
+    /// Delete an Application (its objects stay in the cluster).
+    Delete { name: String },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CreateArgs {
+    pub name: String,
+    /// Git repository URL.
+    #[arg(long)]
+    pub repo: String,
+    /// Branch, tag, semver range or commit (default: the remote's HEAD).
+    #[arg(long, default_value = "")]
+    pub revision: String,
+    /// Directory inside the repository.
+    #[arg(long, default_value = "")]
+    pub path: String,
+    /// Namespace for objects that do not name one.
+    #[arg(long)]
+    pub dest_namespace: String,
+    /// Report drift but do not revert it.
+    #[arg(long)]
+    pub no_self_heal: bool,
+    /// Delete objects removed from Git.
+    #[arg(long)]
+    pub prune: bool,
+}
+
+pub async fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
+    let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
+    let apps: Api<Application> = Api::namespaced(client, &args.namespace);
+    match args.command {
+        AppCommand::Create(create) => {
+            let manifest = json!({
+                "apiVersion": Application::api_version(&()),
+                "kind": Application::kind(&()),
+                "metadata": {"name": create.name, "namespace": args.namespace},
+                "spec": {
+                    "source": {"repoURL": create.repo, "revision": create.revision, "path": create.path},
+                    "destination": {"namespace": create.dest_namespace},
+                    "syncPolicy": {"selfHeal": !create.no_self_heal, "prune": create.prune},
+                }
+            });
+            apps.patch(
+                &create.name,
+                &PatchParams::apply(FIELD_MANAGER),
+                &Patch::Apply(&manifest),
+            )
+            .await
+            .with_context(|| format!("Application {}/{}", args.namespace, create.name))?;
+            println!("Application {}/{} configured", args.namespace, create.name);
+        }
+        AppCommand::List => {
+            for app in apps.list(&Default::default()).await? {
+                println!("{}", app.name_any());
+            }
+        }
+        AppCommand::Get { name } => {
+            let app = apps
+                .get(&name)
+                .await
+                .with_context(|| format!("Application {}/{name}", args.namespace))?;
+            println!("{}", serde_json::to_string_pretty(&app)?);
+        }
+        AppCommand::Delete { name } => {
+            apps.delete(&name, &DeleteParams::default())
+                .await
+                .with_context(|| format!("Application {}/{name}", args.namespace))?;
+            println!("Application {}/{name} deleted", args.namespace);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,110 @@
+//! `tether status`: the status fields are the dashboard.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use kube::ResourceExt;
+use kube::api::Api;
+use tether_controller::api::Application;
+
+/// Show Applications' sync, health and operational state.
+///
+/// Example: `tether status` or `tether status shop -o json`
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    /// One Application (default: all in the namespace).
+    pub app: Option<String>,
+    /// Namespace the Applications live in.
+    #[arg(long, short = 'n', default_value = "tether-system")]
+    pub namespace: String,
+    /// Output format.
+    #[arg(long, short = 'o', default_value = "table", value_parser = ["table", "json", "yaml"])]
+    pub output: String,
+    /// Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).
+    #[arg(long, env = "TETHER_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
+    let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
+    let api: Api<Application> = Api::namespaced(client, &args.namespace);
+    let apps = match &args.app {
+        Some(name) => vec![
+            api.get(name)
+                .await
+                .with_context(|| format!("Application {}/{name}", args.namespace))?,
+        ],
+        None => api.list(&Default::default()).await?.items,
+    };
+    match args.output.as_str() {
+        "json" => println!("{}", serde_json::to_string_pretty(&apps)?),
+        "yaml" => print!("{}", serde_saphyr::to_string(&apps)?),
+        _ => print!("{}", table(&apps)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// NAME SYNC HEALTH STATE REVISION DRIFT AGE
+fn table(apps: &[Application]) -> String {
+    let mut rows = vec![
+        [
+            "NAME", "SYNC", "HEALTH", "STATE", "REVISION", "DRIFT", "AGE",
+        ]
+        .map(String::from),
+    ];
+    for app in apps {
+        let status = app.status.clone().unwrap_or_default();
+        let drifted = status
+            .resources
+            .iter()
+            .filter(|r| r.sync != "Synced")
+            .count();
+        let revision = status.sync.revision.as_deref().unwrap_or("-");
+        rows.push([
+            app.name_any(),
+            or_dash(&status.sync.status),
+            or_dash(&status.health.status),
+            status.state.clone().unwrap_or_else(|| "-".into()),
+            revision[..revision.len().min(12)].to_string(),
+            drifted.to_string(),
+            age(app),
+        ]);
+    }
+    let widths: Vec<usize> = (0..7)
+        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
+    rows.iter()
+        .map(|row| {
+            let cells: Vec<String> = row
+                .iter()
+                .zip(&widths)
+                .map(|(cell, w)| format!("{cell:<w$}"))
+                .collect();
+            format!("{}\n", cells.join("  ").trim_end())
+        })
+        .collect()
+}
+
+fn or_dash(text: &str) -> String {
+    if text.is_empty() {
+        "-".into()
+    } else {
+        text.to_string()
+    }
+}
+
+fn age(app: &Application) -> String {
+    let Some(created) = app.creation_timestamp() else {
+        return "-".into();
+    };
+    let seconds = (k8s_openapi::jiff::Timestamp::now() - created.0)
+        .total(k8s_openapi::jiff::Unit::Second)
+        .unwrap_or(0.0) as i64;
+    match seconds {
+        s if s < 120 => format!("{s}s"),
+        s if s < 7200 => format!("{}m", s / 60),
+        s if s < 172_800 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
+    }
+}
