@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The main job, end to end on this machine: build Tether and the local
 # control plane, bring the control plane up (etcd, kube-apiserver,
-# controller-manager, a fake kubelet), sync the example application with
-# Tether and show what happened. The control plane stops when this script
+# controller-manager, a fake kubelet), make a Git repository from
+# examples/, install Tether, run the controller, create an Application and
+# show it reaching Synced/Healthy; then drift it with kubectl and push a new
+# commit, and show Tether converge both. Everything stops when this script
 # ends; pass --keep to leave it running (stop it with Ctrl-C).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,21 +36,58 @@ done
 export KUBECONFIG="$state/plane/kubeconfig"
 kubectl version 2>/dev/null | sed 's/^/    /'
 
-echo "==> tether sync --path examples/shop"
-"$tether" sync --path examples/shop --namespace shop --app shop
+echo "==> a Git repository made from examples/"
+repo="$state/repo"
+mkdir -p "$repo" && cp -r examples/. "$repo/"
+git -C "$repo" init -q -b main
+git -C "$repo" -c user.name=Demo -c user.email=demo@example.com add -A
+git -C "$repo" -c user.name=Demo -c user.email=demo@example.com commit -q -m "shop: first version"
+git -C "$repo" log --oneline | sed 's/^/    /'
 
-echo "==> waiting for the Deployment to roll out"
-kubectl -n shop rollout status deployment/web --timeout=60s
+echo "==> tether install"
+"$tether" install --namespace tether-system
 
-echo "==> what is in the cluster now"
-kubectl -n shop get deployment,service,configmap -l tether.dev/app=shop.shop
+echo "==> tether run (in the background; log in .demo/tether.log)"
+"$tether" run --lease-namespace tether-system --cache-dir "$state/cache" >"$state/tether.log" 2>&1 &
+tether_pid=$!
+trap 'kill $tether_pid 2>/dev/null || true' EXIT
+
+echo "==> tether app create shop"
+"$tether" app create shop --repo "file://$repo" --path shop --dest-namespace shop
+
+wait_for() { # wait_for DESCRIPTION COMMAND...
+  for _ in $(seq 1 300); do "${@:2}" >/dev/null 2>&1 && return 0; sleep 0.2; done
+  echo "demo: timed out waiting for $1" >&2; "$tether" status >&2; exit 1
+}
+converged() { "$tether" status shop | grep -q ' Synced .* Healthy .* Converged '; }
+wait_for "shop to converge" converged
+"$tether" status
+
 echo
-echo "==> a second sync changes nothing"
-"$tether" sync --path examples/shop --namespace shop --app shop | tail -1
+echo "==> drift: kubectl scale deployment/web --replicas=5"
+kubectl -n shop scale deployment/web --replicas=5 >/dev/null
+reverted() { [ "$(kubectl -n shop get deployment/web -o jsonpath='{.spec.replicas}')" = 2 ]; }
+wait_for "the scale to be reverted" reverted
+echo "    reverted: spec.replicas is $(kubectl -n shop get deployment/web -o jsonpath='{.spec.replicas}') again"
+
+echo "==> a new commit: greeting changed in Git"
+sed -i 's/hello from git/hello again from git/' "$repo/shop/config.yaml"
+git -C "$repo" -c user.name=Demo -c user.email=demo@example.com commit -q -am "shop: new greeting"
+head="$(git -C "$repo" rev-parse HEAD)"
+at_head() { "$tether" status shop -o json | grep -q "\"revision\": \"$head\""; }
+wait_for "the new commit to sync" at_head
+wait_for "shop to converge" converged
+"$tether" status
+echo "    greeting in the cluster: $(kubectl -n shop get configmap/web-settings -o jsonpath='{.data.greeting}')"
+echo "    history:"
+"$tether" status shop -o json | python3 -c '
+import json, sys
+for entry in json.load(sys.stdin)[0]["status"]["history"]:
+    print("      ", entry["revision"][:12], entry["initiator"], entry["time"])'
 
 if $keep; then
   echo
-  echo "control plane running; in another shell: export KUBECONFIG=$KUBECONFIG"
+  echo "control plane and controller running; in another shell: export KUBECONFIG=$KUBECONFIG"
   echo "press Ctrl-C to stop"
   wait
 fi
