@@ -107,6 +107,22 @@ impl Applier {
         })
     }
 
+    /// The live copy of `object`, if it exists (one GET; the controller
+    /// reads from watch caches instead).
+    pub async fn get(&self, object: &Value) -> Result<Option<Value>, ClusterError> {
+        let id = self.identify(object).await?;
+        let api = self.api_for(&id, object).await?;
+        let live = api
+            .get_opt(&id.name)
+            .await
+            .map_err(|error| ClusterError::Request {
+                object: id.clone(),
+                step: "read",
+                error,
+            })?;
+        Ok(live.map(|live| serde_json::to_value(live).unwrap_or(Value::Null)))
+    }
+
     async fn api_for(
         &self,
         id: &ObjectRef,

@@ -13,6 +13,7 @@ pub mod context;
 pub mod install;
 pub mod live;
 pub mod memo;
+pub mod preview;
 pub mod reconcile;
 pub mod run;
 pub mod status;

@@ -76,3 +76,39 @@ mod tests {
         assert!(!shown.as_str().unwrap().contains("hunter2"));
     }
 }
+
+/// A copy of `object` fit to print: if it is a Secret, every value under
+/// `data` and `stringData` is masked.
+pub fn masked_for_display(object: &Value) -> Value {
+    let mut object = object.clone();
+    let is_secret = object.get("kind").and_then(Value::as_str) == Some("Secret")
+        && object.get("apiVersion").and_then(Value::as_str) == Some("v1");
+    if is_secret {
+        for field in SECRET_FIELDS {
+            if let Some(Value::Object(values)) = object.get_mut(*field) {
+                for value in values.values_mut() {
+                    *value = mask(value);
+                }
+            }
+        }
+    }
+    object
+}
+
+#[cfg(test)]
+mod display_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_secret_printed_for_a_person_shows_no_value() {
+        let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+            "data": {"password": "aHVudGVyMg=="}, "stringData": {"token": "hunter2"}});
+        let shown = masked_for_display(&secret).to_string();
+        assert!(
+            !shown.contains("aHVudGVyMg==") && !shown.contains("hunter2"),
+            "{shown}"
+        );
+        assert!(shown.contains("<redacted sha256:"));
+    }
+}

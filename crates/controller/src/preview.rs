@@ -1,0 +1,90 @@
+//! What a sync would change, without changing anything: `tether diff`.
+
+use serde_json::Value;
+use tether_cluster::{Applier, ClusterError};
+use tether_core::ObjectRef;
+use tether_core::diff::{Diff, DiffError, IgnoreRule, diff};
+use tether_core::tracking::{AppRef, stamp};
+use tether_source::Manifest;
+
+/// One desired object next to its live copy.
+#[derive(Debug, Clone)]
+pub struct Preview {
+    pub id: ObjectRef,
+    /// Live state, if the object exists.
+    pub live: Option<Value>,
+    /// What live state would be after a sync: the server-side dry-run
+    /// result (or the manifest, when the dry-run cannot run yet because the
+    /// object's Namespace or CRD does not exist).
+    pub desired: Value,
+    /// The differences; `None` when the object would be created.
+    pub diff: Option<Diff>,
+}
+
+impl Preview {
+    pub fn changes(&self) -> bool {
+        self.diff.as_ref().is_none_or(|diff| !diff.is_empty())
+    }
+}
+
+/// Why a preview could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PreviewError {
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    #[error("{object}: comparing: {error}")]
+    Diff { object: ObjectRef, error: DiffError },
+}
+
+/// Previews a sync of `manifests` for `app`: one GET and one dry-run apply
+/// per object, nothing written.
+pub async fn preview(
+    applier: &Applier,
+    app: &AppRef,
+    manifests: &[Manifest],
+    ignore: &[IgnoreRule],
+) -> Result<Vec<Preview>, PreviewError> {
+    let mut previews = Vec::with_capacity(manifests.len());
+    for manifest in manifests {
+        let mut desired = manifest.object.clone();
+        let id = match applier.identify(&desired).await {
+            Ok(id) => id,
+            // The kind's CRD is part of this very set: it would be created.
+            Err(ClusterError::UnknownKind { object, .. }) => {
+                previews.push(Preview {
+                    id: object,
+                    live: None,
+                    desired,
+                    diff: None,
+                });
+                continue;
+            }
+            Err(error) => return Err(error.into()),
+        };
+        stamp(&mut desired, app, &id);
+        let live = applier.get(&desired).await?;
+        let predicted = match applier.apply(&desired, true).await {
+            Ok(applied) => applied.live,
+            Err(_) if live.is_none() => desired.clone(),
+            Err(error) => return Err(error.into()),
+        };
+        let diff = match &live {
+            Some(live) => {
+                Some(
+                    diff(&predicted, live, ignore).map_err(|error| PreviewError::Diff {
+                        object: id.clone(),
+                        error,
+                    })?,
+                )
+            }
+            None => None,
+        };
+        previews.push(Preview {
+            id,
+            live,
+            desired: predicted,
+            diff,
+        });
+    }
+    Ok(previews)
+}
