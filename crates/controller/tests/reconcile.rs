@@ -238,3 +238,103 @@ async fn kubectl_scale_is_reverted_and_a_foreign_label_is_not_drift() {
     let _ = std::fs::remove_dir_all(&repo.dir);
     let _ = std::fs::remove_dir_all(&cache);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_commit_with_one_invalid_object_applies_nothing_and_the_next_good_commit_recovers() {
+    let ns = TestNamespace::create("bad-commit").await;
+    let repo = Repo::new(&ns.name);
+    repo.commit(&web(2, "hello"), "first");
+    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
+    start_controller(&ns, &cache).await;
+    let apps = create_app(&ns, &repo).await;
+    status_where(&apps, "Synced", |s| s.sync.status == "Synced").await;
+
+    // One good change and one invalid object in the same commit.
+    let mut files = web(2, "changed");
+    files.push((
+        "app/bad.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: bad\nspec:\n  ports:\n    - port: not-a-number\n".to_string(),
+    ));
+    repo.commit(&files, "bad");
+    let status = status_where(&apps, "the failure to be reported", |s| {
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == "Reconciled" && c.status == "False")
+    })
+    .await;
+    assert_eq!(status.sync.status, "OutOfSync");
+    let condition = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Reconciled")
+        .unwrap();
+    assert_eq!(condition.reason, "ApplyFailed");
+    assert!(
+        condition
+            .message
+            .contains(&format!("Service {}/bad", ns.name)),
+        "{}",
+        condition.message
+    );
+    let config = Api::<ConfigMap>::namespaced(ns.client.clone(), &ns.name)
+        .get("settings")
+        .await
+        .unwrap();
+    assert_eq!(
+        config.data.unwrap()["greeting"],
+        "hello",
+        "nothing of the bad commit was applied"
+    );
+
+    // The next good commit recovers.
+    std::fs::remove_file(repo.dir.join("app/bad.yaml")).unwrap();
+    let good = repo.commit(&web(2, "changed"), "fix");
+    status_where(&apps, "Synced at the fixed commit", |s| {
+        s.sync.status == "Synced"
+            && s.sync.revision.as_deref() == Some(good.as_str())
+            && s.conditions
+                .iter()
+                .any(|c| c.type_ == "Reconciled" && c.status == "True")
+    })
+    .await;
+    let _ = std::fs::remove_dir_all(&repo.dir);
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_defaulted_fields_never_show_as_drift() {
+    let ns = TestNamespace::create("defaults").await;
+    let repo = Repo::new(&ns.name);
+    // No strategy on the Deployment, no sessionAffinity/type on the Service:
+    // the API server fills them in.
+    let mut files = web(1, "hello");
+    files.push((
+        "app/service.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  selector: {app: web}\n  ports:\n    - port: 80\n".to_string(),
+    ));
+    repo.commit(&files, "first");
+    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
+    start_controller(&ns, &cache).await;
+    let apps = create_app(&ns, &repo).await;
+    let status = status_where(&apps, "Synced", |s| s.sync.status == "Synced").await;
+    assert!(
+        status
+            .resources
+            .iter()
+            .all(|r| r.sync == "Synced" && r.drift.is_none()),
+        "{:?}",
+        status.resources
+    );
+    // Several resyncs later it is still Synced and was synced exactly once.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let status = apps.get("shop").await.unwrap().status.unwrap();
+    assert_eq!(status.sync.status, "Synced");
+    assert_eq!(
+        status.history.len(),
+        1,
+        "no sync after the first: {:?}",
+        status.history
+    );
+    let _ = std::fs::remove_dir_all(&repo.dir);
+    let _ = std::fs::remove_dir_all(&cache);
+}
