@@ -94,7 +94,7 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
     }
     // A new revision syncs everything; self-heal re-applies only what drifted.
     let to_apply: Vec<Manifest> = if new_revision {
-        desired.manifests.clone()
+        desired.manifests.to_vec()
     } else {
         desired
             .manifests

@@ -7,8 +7,8 @@
 //! Jsonnet imports) are keyed by the repository's root tree instead.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
@@ -21,7 +21,7 @@ const CAPACITY: usize = 20_000;
 /// A thread-safe map from render inputs to rendered manifests.
 #[derive(Debug, Default)]
 pub struct RenderCache {
-    entries: Mutex<HashMap<[u8; 32], Vec<Manifest>>>,
+    entries: Mutex<HashMap<[u8; 32], Arc<Vec<Manifest>>>>,
     renders: AtomicU64,
 }
 
@@ -49,12 +49,12 @@ impl RenderCache {
         &self,
         key: [u8; 32],
         render: impl FnOnce() -> Result<Vec<Manifest>, E>,
-    ) -> Result<Vec<Manifest>, E> {
+    ) -> Result<Arc<Vec<Manifest>>, E> {
         if let Some(hit) = self.lock().get(&key) {
             return Ok(hit.clone());
         }
         self.renders.fetch_add(1, Ordering::Relaxed);
-        let manifests = render()?;
+        let manifests = Arc::new(render()?);
         let mut entries = self.lock();
         if entries.len() >= CAPACITY {
             entries.clear();
@@ -68,7 +68,7 @@ impl RenderCache {
         self.renders.load(Ordering::Relaxed)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Vec<Manifest>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Arc<Vec<Manifest>>>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

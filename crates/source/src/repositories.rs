@@ -40,7 +40,8 @@ pub struct Rendered {
     /// The tag that named the revision, if any.
     pub tag: Option<String>,
     /// The rendered objects, in a deterministic order.
-    pub manifests: Vec<Manifest>,
+    /// Shared with the render cache: many apps at one tree cost one copy.
+    pub manifests: Arc<Vec<Manifest>>,
     /// True when the render produced no objects: not an error, but prune
     /// must treat it as suspicious and never delete everything because of it.
     pub empty: bool,
@@ -162,7 +163,7 @@ impl Repositories {
                 );
                 cache.get_or_render(key, render_tree)?
             }
-            None => render_tree()?,
+            None => Arc::new(render_tree()?),
         };
         Ok(Rendered {
             commit: resolved.commit.to_string(),
@@ -203,7 +204,7 @@ pub fn render_local(
     sandbox: &Sandbox,
 ) -> Result<Rendered, SourceError> {
     let files = Files::read_dir(dir).map_err(RenderError::from)?;
-    let manifests = render(renderer, &files, "", sandbox)?;
+    let manifests = Arc::new(render(renderer, &files, "", sandbox)?);
     Ok(Rendered {
         commit: String::new(),
         tree: String::new(),

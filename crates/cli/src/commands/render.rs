@@ -198,7 +198,7 @@ fn print(rendered: &Rendered) -> anyhow::Result<()> {
             println!("# verified: signed by {key}");
         }
     }
-    for manifest in &rendered.manifests {
+    for manifest in rendered.manifests.iter() {
         println!("---\n# {}: {}", manifest.id, manifest.origin);
         println!("{}", serde_json::to_string_pretty(&manifest.object)?);
     }

@@ -8,10 +8,10 @@
 mod resolve;
 mod url;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
@@ -86,7 +86,19 @@ pub struct Store {
     repo: gix::ThreadSafeRepository,
     /// Serializes fetches into this store.
     fetching: Mutex<()>,
+    /// Decoded trees by id. Git objects never change, so entries stay
+    /// valid forever; in a monorepo every app's path walks the same few
+    /// large trees, which are decoded once instead of once per app.
+    trees: Mutex<HashMap<ObjectId, Arc<TreeEntries>>>,
+    /// Root tree of each commit seen.
+    roots: Mutex<HashMap<ObjectId, ObjectId>>,
 }
+
+/// A decoded tree: name → (object id, whether it is a tree).
+type TreeEntries = HashMap<String, (ObjectId, bool)>;
+
+/// Decoded trees kept at most; the cache is cleared when it grows past this.
+const TREE_CACHE_LIMIT: usize = 50_000;
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -111,6 +123,8 @@ impl Store {
             url: url.to_string(),
             repo: repo.into_sync(),
             fetching: Mutex::new(()),
+            trees: Mutex::new(HashMap::new()),
+            roots: Mutex::new(HashMap::new()),
         })
     }
 
@@ -215,27 +229,75 @@ impl Store {
 
     /// The tree id of directory `path` (`""` for the root) in `commit`.
     pub fn tree_at(&self, commit: ObjectId, path: &str) -> Result<ObjectId, GitError> {
-        let repo = self.repo.to_thread_local();
         let not_found = || GitError::PathNotFound {
             commit: commit.to_string(),
             path: path.to_string(),
         };
-        let tree = repo
+        let mut tree = self.root_tree(commit)?;
+        for component in path.split('/').filter(|c| !c.is_empty() && *c != ".") {
+            let entries = self.decoded_tree(tree)?;
+            match entries.get(component) {
+                Some((id, true)) => tree = *id,
+                _ => return Err(not_found()),
+            }
+        }
+        Ok(tree)
+    }
+
+    /// The root tree of `commit` (commits never change either).
+    fn root_tree(&self, commit: ObjectId) -> Result<ObjectId, GitError> {
+        if let Some(root) = self
+            .roots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&commit)
+        {
+            return Ok(*root);
+        }
+        let root = self
+            .repo
+            .to_thread_local()
             .find_commit(commit)
-            .and_then(|c| c.tree())
-            .map_err(|e| object_error(commit, e))?;
-        let path = path.trim_matches('/');
-        if path.is_empty() || path == "." {
-            return Ok(tree.id);
-        }
-        let entry = tree
-            .lookup_entry_by_path(path)
+            .and_then(|c| c.tree_id())
             .map_err(|e| object_error(commit, e))?
-            .ok_or_else(not_found)?;
-        if !entry.mode().is_tree() {
-            return Err(not_found());
+            .detach();
+        let mut roots = self.roots.lock().unwrap_or_else(|e| e.into_inner());
+        if roots.len() >= TREE_CACHE_LIMIT {
+            roots.clear();
         }
-        Ok(entry.object_id())
+        roots.insert(commit, root);
+        Ok(root)
+    }
+
+    fn decoded_tree(&self, id: ObjectId) -> Result<Arc<TreeEntries>, GitError> {
+        if let Some(entries) = self
+            .trees
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&id)
+        {
+            return Ok(entries.clone());
+        }
+        let repo = self.repo.to_thread_local();
+        let tree = repo.find_tree(id).map_err(|e| object_error(id, e))?;
+        let decoded = tree.decode().map_err(|e| object_error(id, e))?;
+        let entries: TreeEntries = decoded
+            .entries
+            .iter()
+            .map(|entry| {
+                (
+                    entry.filename.to_str_lossy().into_owned(),
+                    (entry.oid.to_owned(), entry.mode.is_tree()),
+                )
+            })
+            .collect();
+        let entries = Arc::new(entries);
+        let mut trees = self.trees.lock().unwrap_or_else(|e| e.into_inner());
+        if trees.len() >= TREE_CACHE_LIMIT {
+            trees.clear();
+        }
+        trees.insert(id, entries.clone());
+        Ok(entries)
     }
 
     /// Every file and symlink under `tree`, read from the object store.
