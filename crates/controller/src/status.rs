@@ -164,6 +164,7 @@ fn record_sync(
     );
     status.history.truncate(HISTORY_LIMIT);
     // Everything just applied is in sync now, and in the inventory.
+    let mut created = false;
     for resource in &mut status.resources {
         if report.results.iter().any(|(id, _)| {
             id.kind == resource.kind
@@ -172,7 +173,11 @@ fn record_sync(
         }) {
             resource.sync = SyncStatus::Synced.to_string();
             resource.drift = None;
+            created |= mark_created(resource);
         }
+    }
+    if created {
+        status.health = app_health_of(&status.resources);
     }
     if status
         .resources
@@ -187,6 +192,41 @@ fn record_sync(
         inventory.sort();
         inventory.dedup();
         status.inventory = inventory;
+    }
+}
+
+/// An object judged Missing before this sync created it exists now; its
+/// first status arrives with the next watch event. Until then it is
+/// Progressing, not Missing: a fresh sync is not "applied but failing".
+fn mark_created(resource: &mut ResourceStatus) -> bool {
+    let Some(health) = &mut resource.health else {
+        return false;
+    };
+    if health.status != HealthStatus::Missing.as_str() {
+        return false;
+    }
+    health.status = HealthStatus::Progressing.to_string();
+    health.message = format!(
+        "{} {}: created, waiting for its first status",
+        resource.kind, resource.name
+    );
+    true
+}
+
+/// The application's health from its resources' (as written in status).
+fn app_health_of(resources: &[ResourceStatus]) -> HealthInfo {
+    let healths: Vec<Health> = resources
+        .iter()
+        .filter_map(|resource| resource.health.as_ref())
+        .map(|health| {
+            let status = health.status.parse().unwrap_or(HealthStatus::Unknown);
+            Health::new(status, health.message.clone())
+        })
+        .collect();
+    let health = app_health(&healths);
+    HealthInfo {
+        status: health.status.to_string(),
+        message: health.message,
     }
 }
 

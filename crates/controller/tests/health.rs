@@ -145,9 +145,13 @@ async fn a_deployment_rolls_out_from_progressing_to_healthy_and_the_app_converge
     let web = resource_health(&status, "Deployment", "web").unwrap();
     assert_eq!(web.message, "Deployment web: 1/1 replicas available");
 
+    let seen = seen.lock().unwrap().clone();
+    assert!(
+        seen.iter()
+            .all(|s| s.state.as_deref() != Some("AppliedButFailing")),
+        "a fresh sync is never reported as failing: {seen:#?}"
+    );
     let healths: Vec<String> = seen
-        .lock()
-        .unwrap()
         .iter()
         .filter_map(|s| resource_health(s, "Deployment", "web").map(|h| h.status.clone()))
         .collect();
