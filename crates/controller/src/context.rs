@@ -10,6 +10,7 @@ use kube::runtime::events::{Recorder, Reporter};
 use tether_cluster::Resources;
 use tether_source::Repositories;
 
+use crate::health::HealthRules;
 use crate::live::{AppKey, LiveCache};
 use crate::memo::AppMemo;
 
@@ -22,7 +23,8 @@ pub struct Config {
     pub concurrency: u16,
     /// Where Git object stores live.
     pub cache_dir: PathBuf,
-    /// Namespace of the leader-election Lease.
+    /// Namespace of the leader-election Lease, which is the controller's
+    /// namespace: the cluster's health rules ConfigMap is read from it.
     pub lease_namespace: String,
     /// This replica's identity in the Lease.
     pub identity: String,
@@ -49,6 +51,8 @@ pub struct Context {
     pub resources: Resources,
     pub repositories: Arc<Repositories>,
     pub live: LiveCache,
+    /// Health rules: shipped, the cluster's, and each Application's.
+    pub health: Arc<HealthRules>,
     pub recorder: Recorder,
     pub config: Config,
     memos: Mutex<HashMap<AppKey, Arc<Mutex<AppMemo>>>>,
@@ -66,6 +70,7 @@ impl Context {
             recorder: Recorder::new(client.clone(), reporter),
             client,
             live,
+            health: Arc::default(),
             config,
             memos: Mutex::default(),
         }

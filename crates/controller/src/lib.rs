@@ -10,6 +10,7 @@
 pub mod api;
 pub mod compare;
 pub mod context;
+pub mod health;
 pub mod install;
 pub mod live;
 pub mod memo;

@@ -84,10 +84,12 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
         .expect("lock")
         .may_sync(&desired.commit, retry.limit, base, max);
     let wanted = policy.automated && (new_revision || policy.self_heal);
+    let health = ctx.health.for_app(&key, &app.spec.health.rules);
     let observed = Observed {
         revision: &desired.commit,
         tree: &desired.tree,
         compared: &compared,
+        health: &health,
     };
     if out_of_sync.is_empty() || !wanted || !may_sync {
         return report(&ctx, &app, Some(&observed), None, None).await;

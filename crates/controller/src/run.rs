@@ -59,6 +59,13 @@ pub async fn run(client: Client, config: Config) -> Result<(), RunError> {
     let (wake_tx, wake_rx) = mpsc::unbounded_channel::<AppKey>();
     let live = LiveCache::new(client.clone(), wake_tx);
     let context = Arc::new(Context::new(client.clone(), live, config.clone()));
+    // Load the cluster's health rules before judging anything.
+    let rules_changed = crate::health::watch_cluster_rules(
+        client.clone(),
+        &config.lease_namespace,
+        context.health.clone(),
+    )
+    .await;
     let wakes = futures::stream::unfold(wake_rx, |mut rx| async move {
         let (namespace, name) = rx.recv().await?;
         Some((ObjectRef::<Application>::new(&name).within(&namespace), rx))
@@ -74,6 +81,7 @@ pub async fn run(client: Client, config: Config) -> Result<(), RunError> {
                 .debounce(Duration::from_millis(20)),
         )
         .reconcile_on(wakes)
+        .reconcile_all_on(rules_changed)
         .run(reconcile, error_policy, context)
         .for_each(|result| async move {
             if let Err(error) = result {

@@ -6,7 +6,7 @@
 
 use tether_core::attribution::Ownership;
 use tether_core::drift::drifted_fields;
-use tether_core::health::{Health, HealthStatus, app_health, assess};
+use tether_core::health::{Health, HealthStatus, app_health};
 use tether_core::{OperationalState, SyncStatus};
 
 use crate::api::application::{
@@ -14,6 +14,7 @@ use crate::api::application::{
     ResourceStatus, SyncInfo,
 };
 use crate::compare::{Compared, ObjectState};
+use crate::health::{self, Judge};
 use crate::sync::SyncReport;
 
 const HISTORY_LIMIT: usize = 10;
@@ -49,6 +50,8 @@ pub struct Observed<'a> {
     pub revision: &'a str,
     pub tree: &'a str,
     pub compared: &'a [Compared],
+    /// The health rules in force for this Application.
+    pub health: &'a Judge,
 }
 
 /// A sync this reconcile ran.
@@ -72,7 +75,12 @@ pub fn next_status(
     status.observed_generation = generation;
 
     if let Some(observed) = observed {
-        status.resources = observed.compared.iter().map(resource_status).collect();
+        let judge = observed.health;
+        status.resources = observed
+            .compared
+            .iter()
+            .map(|compared| resource_status(compared, judge))
+            .collect();
         let in_sync = observed.compared.iter().all(Compared::in_sync);
         status.sync.status = if in_sync {
             SyncStatus::Synced
@@ -81,12 +89,17 @@ pub fn next_status(
         }
         .to_string();
         status.sync.compared_to = Some(format!("{} (tree {})", observed.revision, observed.tree));
-        let healths: Vec<Health> = observed.compared.iter().filter_map(object_health).collect();
+        let healths: Vec<Health> = observed
+            .compared
+            .iter()
+            .filter_map(|compared| object_health(compared, judge))
+            .collect();
         let health = app_health(&healths);
         status.health = HealthInfo {
             status: health.status.to_string(),
             message: health.message,
         };
+        set_health_rules_condition(&mut status.conditions, judge, now);
     }
     if status.sync.status.is_empty() {
         status.sync = SyncInfo {
@@ -151,6 +164,7 @@ fn record_sync(
     );
     status.history.truncate(HISTORY_LIMIT);
     // Everything just applied is in sync now, and in the inventory.
+    let mut created = false;
     for resource in &mut status.resources {
         if report.results.iter().any(|(id, _)| {
             id.kind == resource.kind
@@ -159,7 +173,11 @@ fn record_sync(
         }) {
             resource.sync = SyncStatus::Synced.to_string();
             resource.drift = None;
+            created |= mark_created(resource);
         }
+    }
+    if created {
+        status.health = app_health_of(&status.resources);
     }
     if status
         .resources
@@ -177,7 +195,42 @@ fn record_sync(
     }
 }
 
-fn resource_status(compared: &Compared) -> ResourceStatus {
+/// An object judged Missing before this sync created it exists now; its
+/// first status arrives with the next watch event. Until then it is
+/// Progressing, not Missing: a fresh sync is not "applied but failing".
+fn mark_created(resource: &mut ResourceStatus) -> bool {
+    let Some(health) = &mut resource.health else {
+        return false;
+    };
+    if health.status != HealthStatus::Missing.as_str() {
+        return false;
+    }
+    health.status = HealthStatus::Progressing.to_string();
+    health.message = format!(
+        "{} {}: created, waiting for its first status",
+        resource.kind, resource.name
+    );
+    true
+}
+
+/// The application's health from its resources' (as written in status).
+fn app_health_of(resources: &[ResourceStatus]) -> HealthInfo {
+    let healths: Vec<Health> = resources
+        .iter()
+        .filter_map(|resource| resource.health.as_ref())
+        .map(|health| {
+            let status = health.status.parse().unwrap_or(HealthStatus::Unknown);
+            Health::new(status, health.message.clone())
+        })
+        .collect();
+    let health = app_health(&healths);
+    HealthInfo {
+        status: health.status.to_string(),
+        message: health.message,
+    }
+}
+
+fn resource_status(compared: &Compared, judge: &Judge) -> ResourceStatus {
     let id = &compared.id;
     ResourceStatus {
         group: id.group.clone(),
@@ -190,7 +243,7 @@ fn resource_status(compared: &Compared) -> ResourceStatus {
             SyncStatus::OutOfSync
         }
         .to_string(),
-        health: object_health(compared).map(|health| HealthInfo {
+        health: object_health(compared, judge).map(|health| HealthInfo {
             status: health.status.to_string(),
             message: health.message,
         }),
@@ -198,9 +251,9 @@ fn resource_status(compared: &Compared) -> ResourceStatus {
     }
 }
 
-fn object_health(compared: &Compared) -> Option<Health> {
+fn object_health(compared: &Compared, judge: &Judge) -> Option<Health> {
     match &compared.live {
-        Some(live) => assess(live),
+        Some(live) => judge.assess(live),
         None => Some(Health::new(
             HealthStatus::Missing,
             format!("{}: desired but absent", compared.id),
@@ -264,12 +317,27 @@ fn operational_state(status: &ApplicationStatus) -> Option<OperationalState> {
     OperationalState::of(sync, health)
 }
 
-fn set_reconciled_condition(conditions: &mut Vec<Condition>, failure: Option<&Failure>, now: &str) {
-    let (value, reason, message) = match failure {
-        Some(failure) => ("False", failure.step.reason(), failure.message.clone()),
-        None => ("True", "Succeeded", String::new()),
+/// `HealthRules`: True when every rule in force compiled; False, naming
+/// each rule left out, when some did not.
+fn set_health_rules_condition(conditions: &mut Vec<Condition>, judge: &Judge, now: &str) {
+    let problems = judge.problems();
+    let (value, reason, message) = if problems.is_empty() {
+        ("True", "Loaded", judge.summary())
+    } else {
+        ("False", "RulesLeftOut", problems.join("; "))
     };
-    if let Some(existing) = conditions.iter_mut().find(|c| c.type_ == "Reconciled") {
+    set_condition(conditions, health::CONDITION, value, reason, message, now);
+}
+
+fn set_condition(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    value: &str,
+    reason: &str,
+    message: String,
+    now: &str,
+) {
+    if let Some(existing) = conditions.iter_mut().find(|c| c.type_ == type_) {
         if existing.status != value {
             existing.last_transition_time = Some(now.to_string());
         }
@@ -279,12 +347,20 @@ fn set_reconciled_condition(conditions: &mut Vec<Condition>, failure: Option<&Fa
         return;
     }
     conditions.push(Condition {
-        type_: "Reconciled".into(),
+        type_: type_.into(),
         status: value.into(),
         reason: reason.into(),
         message,
         last_transition_time: Some(now.to_string()),
     });
+}
+
+fn set_reconciled_condition(conditions: &mut Vec<Condition>, failure: Option<&Failure>, now: &str) {
+    let (value, reason, message) = match failure {
+        Some(failure) => ("False", failure.step.reason(), failure.message.clone()),
+        None => ("True", "Succeeded", String::new()),
+    };
+    set_condition(conditions, "Reconciled", value, reason, message, now);
 }
 
 fn short(revision: &str) -> &str {

@@ -50,6 +50,30 @@ pub struct ApplicationSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "open_object_list")]
     pub ignore_differences: Vec<IgnoreRule>,
+    /// How this Application's objects are judged healthy.
+    #[serde(default, skip_serializing_if = "HealthSpec::is_empty")]
+    pub health: HealthSpec,
+}
+
+/// Health rules for this Application only, over the cluster's rules (the
+/// `tether-health-rules` ConfigMap) and the shipped ones.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HealthSpec {
+    /// CEL health rules, each as one entry of a rules file: `group`,
+    /// `kinds`, and CEL expressions `suspended`, `degraded`, `progressing`,
+    /// `healthy`, `message` (see `tether_core::health::rules::file`). A
+    /// rule that does not compile is left out and reported in the
+    /// `HealthRules` condition.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "open_object_list")]
+    pub rules: Vec<serde_json::Value>,
+}
+
+impl HealthSpec {
+    fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
 }
 
 /// Where the desired objects go.

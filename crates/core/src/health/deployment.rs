@@ -16,19 +16,22 @@ pub(super) fn assess(object: &Value, subject: &Subject) -> Health {
     if int(object, "/status/observedGeneration").is_none() || generation_not_observed(object) {
         return subject.progressing("waiting for the controller to observe the latest spec");
     }
-    let progressing = find_condition(object, "Progressing");
-    if let Some(condition) = &progressing
-        && condition.reason == "ProgressDeadlineExceeded"
-    {
-        return subject.degraded(format!(
-            "rollout exceeded its progress deadline: {}",
-            condition.message
-        ));
-    }
     let desired = int(object, "/spec/replicas").unwrap_or(1);
     let updated = int_or_zero(object, "/status/updatedReplicas");
     let total = int_or_zero(object, "/status/replicas");
     let available = int_or_zero(object, "/status/availableReplicas");
+    let progressing = find_condition(object, "Progressing");
+    if let Some(condition) = &progressing
+        && condition.reason == "ProgressDeadlineExceeded"
+    {
+        // The reason pods do not start (CrashLoopBackOff, ImagePullBackOff)
+        // is on the Pods, not here; the counts say how far the rollout got.
+        return subject.degraded(format!(
+            "rollout exceeded its progress deadline ({updated}/{desired} replicas updated, \
+             {available} available): {}",
+            condition.message
+        ));
+    }
     if updated < desired {
         return subject.progressing(format!(
             "{updated}/{desired} replicas updated, rollout in progress"

@@ -306,15 +306,40 @@ impl RuleSet {
 
     /// [`RuleSet::assess`] at a given time (Unix seconds).
     pub fn assess_at(&self, object: &Value, now: i64) -> Option<Health> {
-        let subject = Subject::of(object).at(now);
-        if super::is_pending_deletion(object) {
-            return Some(subject.progressing("pending deletion"));
-        }
-        match self.rule_for(subject.group, subject.kind) {
-            Some(rule) => Some(rule.judge(&self.context, object, &subject)),
-            None => builtin_at(object, now).or_else(|| generic::assess(object)),
-        }
+        assess_stacked_at(&[self], object, now)
     }
+}
+
+/// Assesses `object` with a stack of rule sets, highest precedence first:
+/// the first set with a rule for the object's group and kind judges it,
+/// else the built-in checks. The same decision as [`RuleSet::over`], for
+/// sets that are shared (an Application's rules over the cluster's rules
+/// over the shipped ones) and so cannot be merged by value.
+///
+/// ```
+/// use tether_core::health::{HealthStatus, RuleSet, rules::assess_stacked};
+/// let app = RuleSet::from_yaml("app", "rules:\n- group: example.com\n  kinds: [Widget]\n  healthy: 'true'\n").unwrap();
+/// let shipped = RuleSet::shipped();
+/// let widget = serde_json::json!({"apiVersion": "example.com/v1", "kind": "Widget",
+///     "metadata": {"name": "w"}});
+/// let health = assess_stacked(&[&app, &shipped], &widget).unwrap();
+/// assert_eq!(health.status, HealthStatus::Healthy);
+/// ```
+pub fn assess_stacked(stack: &[&RuleSet], object: &Value) -> Option<Health> {
+    assess_stacked_at(stack, object, now())
+}
+
+/// [`assess_stacked`] at a given time (Unix seconds).
+pub fn assess_stacked_at(stack: &[&RuleSet], object: &Value, now: i64) -> Option<Health> {
+    let subject = Subject::of(object).at(now);
+    if super::is_pending_deletion(object) {
+        return Some(subject.progressing("pending deletion"));
+    }
+    let judged = stack.iter().find_map(|set| {
+        let rule = set.rule_for(subject.group, subject.kind)?;
+        Some(rule.judge(&set.context, object, &subject))
+    });
+    judged.or_else(|| builtin_at(object, now).or_else(|| generic::assess(object)))
 }
 
 fn parse_layer(origin: &str, text: &str) -> Result<Vec<Rule>, RuleError> {

@@ -1,0 +1,138 @@
+//! Shared by the controller's integration tests: a real Git repository
+//! (file://), the controller started in-process for one namespace, and
+//! waiting for an Application's status.
+//!
+//! Each test binary compiles this module on its own and uses only part of
+//! it, so unused items are expected here.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
+use tether_controller::api::{Application, ApplicationStatus};
+use tether_controller::{Config, install};
+use tether_testkit::TestNamespace;
+
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// A Git repository in a temporary directory.
+pub struct Repo {
+    pub dir: PathBuf,
+}
+
+impl Repo {
+    pub fn new(name: &str) -> Repo {
+        let dir = std::env::temp_dir().join(format!("tether-repo-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let repo = Repo { dir };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo
+    }
+
+    pub fn url(&self) -> String {
+        format!("file://{}", self.dir.display())
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        let output = Command::new("git")
+            .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
+            .args(args)
+            .current_dir(&self.dir)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap().trim().to_string()
+    }
+
+    /// Writes `files` and commits them; returns the commit id.
+    pub fn commit(&self, files: &[(&str, String)], message: &str) -> String {
+        for (path, text) in files {
+            let path = self.dir.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "-m", message]);
+        self.git(&["rev-parse", "HEAD"])
+    }
+}
+
+/// The configuration `tether run --watch-namespace` would use for `ns`,
+/// with a 2 s safety-net resync.
+pub fn config_for(ns: &TestNamespace, cache: &Path) -> Config {
+    Config {
+        resync: Duration::from_secs(2),
+        cache_dir: cache.to_path_buf(),
+        lease_namespace: ns.name.clone(),
+        identity: format!("test-{}", ns.name),
+        watch_namespace: Some(ns.name.clone()),
+        ..Config::default()
+    }
+}
+
+/// Starts a controller for `ns` only, as `tether run --watch-namespace` would.
+pub async fn start_controller(ns: &TestNamespace, cache: &Path) {
+    start_controller_with(ns, config_for(ns, cache)).await;
+}
+
+/// Installs Tether into `ns` and starts a controller with `config`.
+pub async fn start_controller_with(ns: &TestNamespace, config: Config) {
+    install::install(ns.client.clone(), &ns.name).await.unwrap();
+    let client = ns.client.clone();
+    tokio::spawn(async move {
+        if let Err(error) = tether_controller::run(client, config).await {
+            panic!("controller stopped: {error}");
+        }
+    });
+}
+
+/// Creates Application `shop` for the `app/` directory of `repo`.
+pub async fn create_app(ns: &TestNamespace, repo: &Repo) -> Api<Application> {
+    let apps: Api<Application> = Api::namespaced(ns.client.clone(), &ns.name);
+    let app = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "Application",
+        "metadata": {"name": "shop", "namespace": ns.name},
+        "spec": {"source": {"repoURL": repo.url(), "path": "app"},
+                 "destination": {"namespace": ns.name}}});
+    apps.patch("shop", &PatchParams::apply("test"), &Patch::Apply(&app))
+        .await
+        .unwrap();
+    apps
+}
+
+pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub async fn status_where(
+    apps: &Api<Application>,
+    what: &str,
+    check: impl Fn(&ApplicationStatus) -> bool,
+) -> ApplicationStatus {
+    eventually(what, || async {
+        let status = apps.get("shop").await.ok()?.status?;
+        check(&status).then_some(status)
+    })
+    .await
+}
