@@ -10,13 +10,16 @@
 pub mod api;
 pub mod compare;
 pub mod context;
+pub mod drift;
 pub mod install;
 pub mod live;
 pub mod memo;
+pub mod prune;
 pub mod reconcile;
 pub mod run;
 pub mod status;
 pub mod sync;
+pub mod trigger;
 
 pub use context::{Config, Context};
 pub use run::run;

@@ -2,144 +2,16 @@
 //! repository (file://), the controller running in-process, kubectl making
 //! drift.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod support;
+
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, Patch, PatchParams};
-use serde_json::json;
-use tether_controller::api::Application;
-use tether_controller::{Config, install};
+use kube::api::Api;
+use support::{Repo, create_app, eventually, start_controller, status_where, web};
 use tether_core::tracking::{APP_LABEL, TRACKING_ANNOTATION};
 use tether_testkit::TestNamespace;
-
-const PATIENCE: Duration = Duration::from_secs(60);
-
-struct Repo {
-    dir: PathBuf,
-}
-
-impl Repo {
-    fn new(name: &str) -> Repo {
-        let dir = std::env::temp_dir().join(format!("tether-repo-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let repo = Repo { dir };
-        repo.git(&["init", "-q", "-b", "main"]);
-        repo
-    }
-
-    fn url(&self) -> String {
-        format!("file://{}", self.dir.display())
-    }
-
-    fn git(&self, args: &[&str]) -> String {
-        let output = Command::new("git")
-            .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
-            .args(args)
-            .current_dir(&self.dir)
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).unwrap().trim().to_string()
-    }
-
-    /// Writes `files` and commits them; returns the commit id.
-    fn commit(&self, files: &[(&str, String)], message: &str) -> String {
-        for (path, text) in files {
-            let path = self.dir.join(path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        self.git(&["add", "-A"]);
-        self.git(&["commit", "-q", "-m", message]);
-        self.git(&["rev-parse", "HEAD"])
-    }
-}
-
-fn web(replicas: u32, greeting: &str) -> Vec<(&'static str, String)> {
-    vec![
-        (
-            "app/config.yaml",
-            format!(
-                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  greeting: \"{greeting}\"\n"
-            ),
-        ),
-        (
-            "app/web.yaml",
-            format!(
-                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: {replicas}\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.27\n"
-            ),
-        ),
-    ]
-}
-
-/// Starts a controller for `ns` only, as `tether run --watch-namespace` would.
-async fn start_controller(ns: &TestNamespace, cache: &Path) {
-    install::install(ns.client.clone(), &ns.name).await.unwrap();
-    let config = Config {
-        resync: Duration::from_secs(2),
-        cache_dir: cache.to_path_buf(),
-        lease_namespace: ns.name.clone(),
-        identity: format!("test-{}", ns.name),
-        watch_namespace: Some(ns.name.clone()),
-        ..Config::default()
-    };
-    let client = ns.client.clone();
-    tokio::spawn(async move {
-        if let Err(error) = tether_controller::run(client, config).await {
-            panic!("controller stopped: {error}");
-        }
-    });
-}
-
-async fn create_app(ns: &TestNamespace, repo: &Repo) -> Api<Application> {
-    let apps: Api<Application> = Api::namespaced(ns.client.clone(), &ns.name);
-    let app = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "Application",
-        "metadata": {"name": "shop", "namespace": ns.name},
-        "spec": {"source": {"repoURL": repo.url(), "path": "app"},
-                 "destination": {"namespace": ns.name}}});
-    apps.patch("shop", &PatchParams::apply("test"), &Patch::Apply(&app))
-        .await
-        .unwrap();
-    apps
-}
-
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-async fn status_where(
-    apps: &Api<Application>,
-    what: &str,
-    check: impl Fn(&tether_controller::api::ApplicationStatus) -> bool,
-) -> tether_controller::api::ApplicationStatus {
-    eventually(what, || async {
-        let status = apps.get("shop").await.ok()?.status?;
-        check(&status).then_some(status)
-    })
-    .await
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_new_application_reaches_synced_and_healthy_and_follows_new_commits() {

@@ -1,6 +1,7 @@
 //! The `tether` subcommands, one file each.
 
 mod app;
+mod drift;
 mod health;
 mod install;
 mod render;
@@ -26,6 +27,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     App(app::AppArgs),
+    Drift(drift::DriftArgs),
     Health(health::HealthArgs),
     Install(install::InstallArgs),
     Render(render::RenderArgs),
@@ -37,6 +39,7 @@ pub enum Command {
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::App(args) => app::run(args).await,
+        Command::Drift(args) => drift::run(args).await,
         Command::Health(args) => health::run(args),
         Command::Install(args) => install::run(args).await,
         Command::Run(args) => run::run(args).await,
