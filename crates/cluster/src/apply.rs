@@ -123,7 +123,50 @@ impl Applier {
         Ok(live.map(|live| serde_json::to_value(live).unwrap_or(Value::Null)))
     }
 
-    async fn api_for(
+    /// Applies `object` without reading it first: the caller knows the
+    /// resourceVersion it had (`None`: absent), e.g. from a watch cache. One
+    /// request; used to re-apply an object whose desired state already
+    /// passed validation.
+    pub async fn apply_over(
+        &self,
+        object: &Value,
+        known_version: Option<&str>,
+    ) -> Result<Applied, ClusterError> {
+        let id = self.identify(object).await?;
+        let api = self.api_for(&id, object).await?;
+        let mut body = object.clone();
+        if let Some(namespace) = &id.namespace {
+            body["metadata"]["namespace"] = Value::String(namespace.clone());
+        }
+        let after = api
+            .patch(
+                &id.name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&body),
+            )
+            .await
+            .map_err(|error| ClusterError::Request {
+                object: id.clone(),
+                step: "apply",
+                error,
+            })?;
+        let action = Action::of_apply(
+            known_version,
+            after
+                .metadata
+                .resource_version
+                .as_deref()
+                .unwrap_or_default(),
+        );
+        Ok(Applied {
+            object: id,
+            action,
+            live: serde_json::to_value(&after).unwrap_or(Value::Null),
+        })
+    }
+
+    /// The dynamic API of `id`'s kind (`object` gives its apiVersion).
+    pub async fn api_for(
         &self,
         id: &ObjectRef,
         object: &Value,

@@ -6,15 +6,19 @@
 //! defaults and fields other writers own (that Git does not mention) are
 //! never drift. The dry-run is skipped while neither the desired object nor
 //! the live object's resourceVersion changed since the last comparison, so a
-//! steady state makes no API requests.
+//! steady state makes no API requests. When only live changed, the last
+//! prediction is reused: Git's fields, as the server stored them, compared
+//! with live — trusted when every difference was written by another field
+//! manager (a `kubectl scale`, an edit), so noticing drift costs no request.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use tether_cluster::{Applier, ClusterError};
 use tether_core::ObjectRef;
-use tether_core::diff::{Diff, IgnoreRule, diff};
-use tether_core::tracking::{AppRef, stamp};
+use tether_core::attribution::Ownership;
+use tether_core::diff::{Diff, IgnoreRule, as_predicted, diff, diff_manifest};
+use tether_core::tracking::{AppRef, FIELD_MANAGER, stamp};
 use tether_source::Manifest;
 
 use crate::context::Context;
@@ -111,7 +115,20 @@ async fn compare_one(
         .lock()
         .expect("lock")
         .reuse(&id, desired_hash, &live_version);
-    let diff = match remembered {
+    let predicted = memo.lock().expect("lock").predicted(&id, desired_hash);
+    let foreign = remembered.is_none().then(|| {
+        predicted.and_then(|predicted| foreign_change(&desired, &predicted, &live, ignore))
+    });
+    if let Some(Some(diff)) = &foreign {
+        memo.lock().expect("lock").remember(
+            id.clone(),
+            desired_hash,
+            live_version.clone(),
+            diff.clone(),
+            None,
+        );
+    }
+    let diff = match remembered.or(foreign.flatten()) {
         Some(diff) => diff,
         None => match applier.apply(&desired, true).await {
             Ok(predicted) => {
@@ -127,6 +144,7 @@ async fn compare_one(
                     desired_hash,
                     live_version,
                     diff.clone(),
+                    Some(Arc::new(predicted.live)),
                 );
                 diff
             }
@@ -147,6 +165,25 @@ async fn compare_one(
         live: Some(live),
         state,
     })
+}
+
+/// The diff of `live` against Git's fields as the server last predicted
+/// them, when it can be trusted without a new dry-run: nothing differs, or
+/// every difference was last written by a manager other than Tether.
+fn foreign_change(
+    desired: &Value,
+    predicted: &Value,
+    live: &Value,
+    ignore: &[IgnoreRule],
+) -> Option<Diff> {
+    let wanted = as_predicted(desired, predicted);
+    let diff = diff_manifest(&wanted, live, ignore, FIELD_MANAGER).ok()?;
+    let ownership = Ownership::of(live).ok()?;
+    let foreign = ownership
+        .attribute(&diff)
+        .iter()
+        .all(|(_, writer)| writer.as_ref().is_some_and(|w| w.manager != FIELD_MANAGER));
+    foreign.then_some(diff)
 }
 
 fn missing(id: ObjectRef, desired: Value) -> Compared {

@@ -10,15 +10,18 @@
 pub mod api;
 pub mod compare;
 pub mod context;
+pub mod drift;
 pub mod health;
 pub mod install;
 pub mod live;
 pub mod memo;
 pub mod preview;
+pub mod prune;
 pub mod reconcile;
 pub mod run;
 pub mod status;
 pub mod sync;
+pub mod trigger;
 
 pub use context::{Config, Context};
 pub use run::run;

@@ -60,6 +60,38 @@ impl LiveCache {
         store.get(&key)
     }
 
+    /// Every cached object labelled `label_value`, across the kinds watched
+    /// so far, with its identity.
+    pub fn labelled(&self, label_value: &str) -> Vec<(ObjectRef, Arc<DynamicObject>)> {
+        let stores = self.stores.lock().expect("lock");
+        stores
+            .iter()
+            .flat_map(|((group, _, kind), store)| {
+                store
+                    .state()
+                    .into_iter()
+                    .filter(|object| {
+                        object
+                            .metadata
+                            .labels
+                            .as_ref()
+                            .and_then(|l| l.get(APP_LABEL))
+                            .is_some_and(|value| value == label_value)
+                    })
+                    .map(|object| {
+                        let id = ObjectRef {
+                            group: group.clone(),
+                            kind: kind.clone(),
+                            namespace: object.metadata.namespace.clone(),
+                            name: object.metadata.name.clone().unwrap_or_default(),
+                        };
+                        (id, object)
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
     /// How many objects the caches hold, across kinds.
     pub fn len(&self) -> usize {
         let stores = self.stores.lock().expect("lock");

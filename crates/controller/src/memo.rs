@@ -2,15 +2,20 @@
 //!
 //! A comparison is reused while neither the desired object (by hash) nor
 //! the live object (by resourceVersion) changed; a revision that failed is
-//! retried with exponential backoff, not in a hot loop.
+//! retried with exponential backoff, not in a hot loop. The server's last
+//! prediction of an object is kept too, so a change made by someone else
+//! can be judged without asking the API server again, and the flap guard
+//! remembers which fields Tether keeps reverting.
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tether_core::ObjectRef;
 use tether_core::diff::Diff;
+use tether_core::drift::FlapGuard;
 
 use crate::sync::AppliedObject;
 
@@ -20,6 +25,9 @@ pub struct Compared {
     pub desired_hash: u64,
     pub live_version: String,
     pub diff: Diff,
+    /// What the API server said the object would be once `desired_hash`
+    /// is applied (a dry-run or apply result).
+    pub predicted: Option<Arc<Value>>,
 }
 
 /// Failed attempts at one revision.
@@ -35,6 +43,7 @@ pub struct Failures {
 pub struct AppMemo {
     pub compared: HashMap<ObjectRef, Compared>,
     pub failures: Option<Failures>,
+    pub flaps: FlapGuard,
 }
 
 impl AppMemo {
@@ -46,13 +55,30 @@ impl AppMemo {
             .map(|c| c.diff.clone())
     }
 
-    pub fn remember(&mut self, id: ObjectRef, desired_hash: u64, live_version: String, diff: Diff) {
+    /// The server's prediction of `id` for the desired object `desired_hash`.
+    pub fn predicted(&self, id: &ObjectRef, desired_hash: u64) -> Option<Arc<Value>> {
+        self.compared
+            .get(id)
+            .filter(|c| c.desired_hash == desired_hash)
+            .and_then(|c| c.predicted.clone())
+    }
+
+    pub fn remember(
+        &mut self,
+        id: ObjectRef,
+        desired_hash: u64,
+        live_version: String,
+        diff: Diff,
+        predicted: Option<Arc<Value>>,
+    ) {
+        let predicted = predicted.or_else(|| self.predicted(&id, desired_hash));
         self.compared.insert(
             id,
             Compared {
                 desired_hash,
                 live_version,
                 diff,
+                predicted,
             },
         );
     }
@@ -71,6 +97,7 @@ impl AppMemo {
             hash_object(&applied.sent),
             version,
             Diff::default(),
+            Some(Arc::new(applied.live.clone())),
         );
     }
 

@@ -1,21 +1,27 @@
 //! The loop, for one Application: fetch → observe → diff → apply → report.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action as Next;
 use kube::runtime::events::{Event, EventType};
 use kube::{Resource, ResourceExt};
 use tether_cluster::Applier;
+use tether_core::ObjectRef;
+use tether_core::prune::PruneOptions;
 use tether_core::tracking::{AppRef, FIELD_MANAGER};
 use tether_source::{Manifest, Rendered};
 
+use crate::api::application::{ALLOW_MASS_PRUNE_ANNOTATION, SYNC_REQUEST_ANNOTATION};
 use crate::api::{Application, ApplicationStatus};
 use crate::compare::{Compared, compare_all};
 use crate::context::Context;
-use crate::status::{Failure, Observed, Step, SyncRun, next_status};
-use crate::sync::sync_manifests;
+use crate::drift::{self, Assessed, Policy as DriftPolicy, Response};
+use crate::memo::AppMemo;
+use crate::prune::{self, PruneReport};
+use crate::status::{Failure, Observed, PRUNE_BLOCKED_CONDITION, Step, SyncRun, next_status};
+use crate::sync::{SyncError, SyncReport, reapply, sync_manifests};
 
 /// Why a reconcile could not even report (writing status failed).
 #[derive(Debug, thiserror::Error)]
@@ -32,27 +38,17 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
     let owner = AppRef::new(&key.0, &key.1);
     ctx.live.register_owner(owner.label_value(), key.clone());
     let memo = ctx.memo(&key);
-    let policy = &app.spec.sync_policy;
     let applier = Applier::new(
         ctx.resources.clone(),
         app.spec.destination.namespace.clone(),
     );
+    let fail = |step, message| Failure { step, message };
 
     // Fetch the desired state.
     let desired = match fetch(&ctx, &app).await {
         Ok(desired) => desired,
         Err(message) => {
-            return report(
-                &ctx,
-                &app,
-                None,
-                None,
-                Some(&Failure {
-                    step: Step::Fetch,
-                    message,
-                }),
-            )
-            .await;
+            return report(&ctx, &app, None, None, Some(&fail(Step::Fetch, message))).await;
         }
     };
 
@@ -62,118 +58,392 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
         match compare_all(&ctx, &applier, &owner, &desired.manifests, ignore, &memo).await {
             Ok(compared) => compared,
             Err(error) => {
-                let failure = Failure {
-                    step: Step::Diff,
-                    message: error.to_string(),
-                };
+                let failure = fail(Step::Diff, error.to_string());
                 return report(&ctx, &app, None, None, Some(&failure)).await;
             }
         };
 
-    // Apply what differs, when the policy allows it.
+    // Classify drift and decide what self-heal may revert.
     let new_revision = app.status.as_ref().and_then(|s| s.sync.revision.as_deref())
         != Some(desired.commit.as_str());
-    let out_of_sync: Vec<&Compared> = compared.iter().filter(|c| !c.in_sync()).collect();
-    let retry = &policy.retry;
-    let (base, max) = (
-        Duration::from_secs(retry.backoff_seconds.into()),
-        Duration::from_secs(retry.max_backoff_seconds.into()),
-    );
-    let may_sync = memo
-        .lock()
-        .expect("lock")
-        .may_sync(&desired.commit, retry.limit, base, max);
-    let wanted = policy.automated && (new_revision || policy.self_heal);
+    let drift = assess_drift(&app, &owner, &compared, &memo, new_revision);
+
+    // Apply a new revision, or re-apply what drifted.
+    let sync = apply(
+        &ctx,
+        &app,
+        &applier,
+        &owner,
+        &desired,
+        &compared,
+        &drift,
+        new_revision,
+    )
+    .await;
+
+    // Prune orphans, after apply.
+    let synced = sync.as_ref().is_none_or(|s| s.result.is_ok()) && !new_revision
+        || sync.as_ref().is_some_and(|s| s.result.is_ok());
+    let pruned = prune_orphans(&ctx, &app, &applier, &owner, &compared, synced).await;
+
+    // Report.
     let health = ctx.health.for_app(&key, &app.spec.health.rules);
     let observed = Observed {
         revision: &desired.commit,
         tree: &desired.tree,
         compared: &compared,
         health: &health,
+        drift: &drift,
+        prune: &pruned,
     };
-    if out_of_sync.is_empty() || !wanted || !may_sync {
-        return report(&ctx, &app, Some(&observed), None, None).await;
+    announce(&ctx, &app, &drift, sync.as_ref(), &pruned).await;
+    let run = sync.as_ref().map(|sync| SyncRun {
+        revision: &desired.commit,
+        initiator: sync.initiator,
+        started_at: &sync.started_at,
+        outcome: sync.result.as_ref().map_err(ToString::to_string),
+    });
+    let failure = sync
+        .as_ref()
+        .and_then(|s| s.result.as_ref().err())
+        .map(|error| fail(Step::Apply, error.to_string()));
+    let next = report(&ctx, &app, Some(&observed), run.as_ref(), failure.as_ref()).await?;
+    clear_requests(&ctx, &app).await;
+    Ok(back_off_aware(next, &drift))
+}
+
+/// A sync this reconcile ran.
+struct Ran {
+    initiator: &'static str,
+    started_at: String,
+    result: Result<SyncReport, SyncError>,
+}
+
+/// Classifies each drifted object and, through the app's flap guard,
+/// decides whether to revert it.
+fn assess_drift(
+    app: &Application,
+    owner: &AppRef,
+    compared: &[Compared],
+    memo: &Mutex<AppMemo>,
+    pending: bool,
+) -> Vec<Assessed> {
+    let inventory = app
+        .status
+        .as_ref()
+        .map(|s| s.inventory.as_slice())
+        .unwrap_or_default();
+    let policy = DriftPolicy {
+        app: owner,
+        inventory,
+        pending,
+        heals: app.spec.sync_policy.heals(),
+    };
+    let mut memo = memo.lock().expect("lock");
+    drift::assess(
+        &policy,
+        compared,
+        &mut memo.flaps,
+        SystemTime::now(),
+        &now(),
+    )
+}
+
+/// Syncs everything for a new revision (when automated) or an explicit
+/// `tether sync`; otherwise re-applies only the objects self-heal reverts.
+#[allow(clippy::too_many_arguments)]
+async fn apply(
+    ctx: &Context,
+    app: &Application,
+    applier: &Applier,
+    owner: &AppRef,
+    desired: &Rendered,
+    compared: &[Compared],
+    drift: &[Assessed],
+    new_revision: bool,
+) -> Option<Ran> {
+    let policy = &app.spec.sync_policy;
+    let memo = ctx.memo(&(app.namespace().unwrap_or_default(), app.name_any()));
+    let requested = app.annotations().contains_key(SYNC_REQUEST_ANNOTATION);
+    let heal: Vec<&Assessed> = drift
+        .iter()
+        .filter(|d| d.response == Response::Heal)
+        .collect();
+    let everything = requested || new_revision && policy.automated;
+    if !everything && (heal.is_empty() || !policy.automated) {
+        return None;
     }
-    // A new revision syncs everything; self-heal re-applies only what drifted.
-    let to_apply: Vec<Manifest> = if new_revision {
-        desired.manifests.to_vec()
+    let (base, max) = (
+        Duration::from_secs(policy.retry.backoff_seconds.into()),
+        Duration::from_secs(policy.retry.max_backoff_seconds.into()),
+    );
+    let may_sync =
+        memo.lock()
+            .expect("lock")
+            .may_sync(&desired.commit, policy.retry.limit, base, max);
+    if !may_sync && !requested {
+        return None;
+    }
+    let started_at = now();
+    let (initiator, result) = if everything {
+        let initiator = if requested { "user" } else { "automated" };
+        publish(
+            ctx,
+            app,
+            EventType::Normal,
+            "SyncStarted",
+            format!(
+                "{initiator} sync of {} object(s) to {}",
+                desired.manifests.len(),
+                &desired.commit
+            ),
+        )
+        .await;
+        let result = sync_manifests(applier, owner, &desired.manifests).await;
+        (initiator, result)
     } else {
-        desired
+        let manifests: Vec<Manifest> = desired
             .manifests
             .iter()
-            .filter(|m| out_of_sync.iter().any(|c| c.desired_matches(m)))
+            .filter(|m| {
+                compared
+                    .iter()
+                    .any(|c| c.desired_matches(m) && heal.iter().any(|d| d.record.object == c.id))
+            })
             .cloned()
-            .collect()
+            .collect();
+        let versions: Vec<(ObjectRef, String)> = compared
+            .iter()
+            .filter_map(|c| {
+                let version = c.live.as_ref()?.pointer("/metadata/resourceVersion")?;
+                Some((c.id.clone(), version.as_str()?.to_string()))
+            })
+            .collect();
+        (
+            "self-heal",
+            reapply(applier, owner, &manifests, &versions).await,
+        )
     };
-    let initiator = if new_revision {
-        "automated"
-    } else {
-        "self-heal"
-    };
-    let started_at = now();
-    publish(
-        &ctx,
-        &app,
-        EventType::Normal,
-        "SyncStarted",
-        format!(
-            "{initiator} sync of {} object(s) to {}",
-            to_apply.len(),
-            &desired.commit
-        ),
-    )
-    .await;
-    let result = sync_manifests(&applier, &owner, &to_apply).await;
-    let failure = match &result {
+    let mut memo = memo.lock().expect("lock");
+    match &result {
         Ok(report) => {
-            let mut memo = memo.lock().expect("lock");
             memo.succeed();
             for applied in &report.applied {
                 memo.remember_applied(applied);
             }
-            None
         }
-        Err(error) => {
-            memo.lock().expect("lock").fail(&desired.commit);
-            Some(Failure {
-                step: Step::Apply,
-                message: error.to_string(),
-            })
+        Err(_) => {
+            memo.fail(&desired.commit);
         }
+    }
+    Some(Ran {
+        initiator,
+        started_at,
+        result,
+    })
+}
+
+/// Prunes the app's orphans (deleting only when the app prunes and live is
+/// at the desired revision); always reports them.
+async fn prune_orphans(
+    ctx: &Context,
+    app: &Application,
+    applier: &Applier,
+    owner: &AppRef,
+    compared: &[Compared],
+    synced: bool,
+) -> PruneReport {
+    let policy = &app.spec.sync_policy;
+    let inventory = app
+        .status
+        .as_ref()
+        .map(|s| s.inventory.as_slice())
+        .unwrap_or_default();
+    let desired: Vec<ObjectRef> = compared.iter().map(|c| c.id.clone()).collect();
+    let options = PruneOptions {
+        prune: policy.prune && synced,
+        max_share: policy.prune_max_share(),
+        allow_mass_prune: app.annotations().contains_key(ALLOW_MASS_PRUNE_ANNOTATION),
     };
-    match &result {
-        Ok(report) => {
+    let propagation = policy.prune_propagation.unwrap_or_default();
+    prune::prune(
+        ctx,
+        applier,
+        owner,
+        inventory,
+        &desired,
+        &options,
+        propagation,
+    )
+    .await
+}
+
+/// Events: a sync's outcome, drift reverted or left, a tripped breaker.
+async fn announce(
+    ctx: &Context,
+    app: &Application,
+    drift: &[Assessed],
+    sync: Option<&Ran>,
+    pruned: &PruneReport,
+) {
+    let previous = app.status.as_ref();
+    let healed = sync.is_some_and(|s| s.result.is_ok());
+    for assessed in drift {
+        let known = previous.is_some_and(|p| {
+            p.drift.iter().any(|e| {
+                e.record.object == assessed.record.object
+                    && e.record.fields == assessed.record.fields
+            })
+        });
+        match &assessed.response {
+            Response::Heal if healed => {
+                publish(
+                    ctx,
+                    app,
+                    EventType::Normal,
+                    "DriftReverted",
+                    format!("reverted {assessed}"),
+                )
+                .await
+            }
+            Response::Heal => {}
+            _ if known => {}
+            Response::Report => {
+                publish(
+                    ctx,
+                    app,
+                    EventType::Warning,
+                    "DriftDetected",
+                    format!("{assessed}; not reverted (self-heal is off, warn mode or opted out)"),
+                )
+                .await
+            }
+            Response::BackOff(fight) => {
+                publish(
+                    ctx,
+                    app,
+                    EventType::Warning,
+                    "SelfHealBackOff",
+                    fight.to_string(),
+                )
+                .await
+            }
+        }
+    }
+    match sync {
+        Some(Ran {
+            initiator: "self-heal",
+            result: Ok(_),
+            ..
+        }) => {}
+        Some(Ran {
+            result: Ok(report), ..
+        }) => {
             publish(
-                &ctx,
-                &app,
+                ctx,
+                app,
                 EventType::Normal,
                 "SyncSucceeded",
-                format!(
-                    "synced {} object(s) to {}",
-                    report.results.len(),
-                    &desired.commit
-                ),
+                format!("synced {} object(s)", report.results.len()),
             )
             .await
         }
-        Err(error) => {
+        Some(Ran {
+            result: Err(error), ..
+        }) => {
             publish(
-                &ctx,
-                &app,
+                ctx,
+                app,
                 EventType::Warning,
                 "SyncFailed",
                 error.to_string(),
             )
             .await
         }
+        None => {}
     }
-    let run = SyncRun {
-        revision: &desired.commit,
-        initiator,
-        started_at: &started_at,
-        outcome: result.as_ref().map_err(|error| error.to_string()),
-    };
-    report(&ctx, &app, Some(&observed), Some(&run), failure.as_ref()).await
+    for (object, fate) in &pruned.orphans {
+        let before =
+            previous.and_then(|p| p.orphans.iter().find(|o| o.object == object.to_string()));
+        if fate == "Deleted" {
+            publish(
+                ctx,
+                app,
+                EventType::Normal,
+                "Pruned",
+                format!("{object}: deleted"),
+            )
+            .await;
+        } else if before.is_none() {
+            publish(
+                ctx,
+                app,
+                EventType::Normal,
+                "OrphanDetected",
+                format!("{object}: no longer in Git; {fate}"),
+            )
+            .await;
+        }
+    }
+    let was_blocked = previous.is_some_and(|p| {
+        p.conditions
+            .iter()
+            .any(|c| c.type_ == PRUNE_BLOCKED_CONDITION && c.status == "True")
+    });
+    if let Some(breaker) = &pruned.breaker
+        && !was_blocked
+    {
+        publish(
+            ctx,
+            app,
+            EventType::Warning,
+            "PruneBlocked",
+            breaker.to_string(),
+        )
+        .await;
+    }
+}
+
+/// Removes the handled `tether sync` annotations from the Application.
+async fn clear_requests(ctx: &Context, app: &Application) {
+    let annotations = app.annotations();
+    if !annotations.contains_key(SYNC_REQUEST_ANNOTATION)
+        && !annotations.contains_key(ALLOW_MASS_PRUNE_ANNOTATION)
+    {
+        return;
+    }
+    let api: Api<Application> =
+        Api::namespaced(ctx.client.clone(), &app.namespace().unwrap_or_default());
+    let patch = serde_json::json!({"metadata": {"annotations": {
+        SYNC_REQUEST_ANNOTATION: null, ALLOW_MASS_PRUNE_ANNOTATION: null}}});
+    if let Err(error) = api
+        .patch(
+            &app.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        tracing::warn!(app = %app.name_any(), %error, "clearing the sync request failed");
+    }
+}
+
+/// Looks again when the earliest flap-guard back-off ends, if sooner.
+fn back_off_aware(next: Next, drift: &[Assessed]) -> Next {
+    let until = drift
+        .iter()
+        .filter_map(|d| match &d.response {
+            Response::BackOff(fight) => Some(fight.until),
+            _ => None,
+        })
+        .min();
+    match until {
+        Some(until) => {
+            let wait = until.duration_since(SystemTime::now()).unwrap_or_default();
+            Next::requeue(wait + Duration::from_millis(50))
+        }
+        None => next,
+    }
 }
 
 /// On an error the controller retries with backoff; reconcile reports its

@@ -10,14 +10,22 @@ use tether_core::health::{Health, HealthStatus, app_health};
 use tether_core::{OperationalState, SyncStatus};
 
 use crate::api::application::{
-    ApplicationStatus, Change, Condition, HealthInfo, HistoryEntry, InventoryEntry, OperationState,
-    ResourceStatus, SyncInfo,
+    ApplicationStatus, Change, Condition, DriftEntry, HealthInfo, HistoryEntry, InventoryEntry,
+    OperationState, OrphanStatus, ResourceStatus, SyncInfo,
 };
 use crate::compare::{Compared, ObjectState};
+use crate::drift::{Assessed, Response};
 use crate::health::{self, Judge};
+use crate::prune::{PruneReport, identity};
 use crate::sync::SyncReport;
 
 const HISTORY_LIMIT: usize = 10;
+const DRIFT_LIMIT: usize = 50;
+const LAST_DRIFT_LIMIT: usize = 10;
+/// Condition raised while the flap guard keeps Tether from reverting.
+pub const BACK_OFF_CONDITION: &str = "SelfHealBackOff";
+/// Condition raised while a prune circuit breaker holds deletions back.
+pub const PRUNE_BLOCKED_CONDITION: &str = "PruneBlocked";
 const DRIFT_FIELDS_SHOWN: usize = 5;
 
 /// The step of the loop that failed; its name is the condition's reason.
@@ -52,6 +60,9 @@ pub struct Observed<'a> {
     pub compared: &'a [Compared],
     /// The health rules in force for this Application.
     pub health: &'a Judge,
+    /// The drifted objects and the response to each.
+    pub drift: &'a [Assessed],
+    pub prune: &'a PruneReport,
 }
 
 /// A sync this reconcile ran.
@@ -110,6 +121,35 @@ pub fn next_status(
 
     if let Some(sync) = sync {
         record_sync(&mut status, sync, observed, now);
+    }
+    if let Some(observed) = observed {
+        let healed = sync.is_some_and(|sync| sync.outcome.is_ok());
+        record_drift(&mut status, previous, observed.drift, healed, now);
+        record_prune(&mut status, observed);
+        let fights: Vec<String> = observed
+            .drift
+            .iter()
+            .filter_map(|assessed| match &assessed.response {
+                Response::BackOff(fight) => Some(fight.to_string()),
+                _ => None,
+            })
+            .collect();
+        let breaker = observed.prune.breaker.as_ref().map(ToString::to_string);
+        let fights = (!fights.is_empty()).then(|| fights.join("; "));
+        set_problem_condition(
+            &mut status.conditions,
+            BACK_OFF_CONDITION,
+            "FightingAnotherWriter",
+            fights,
+            now,
+        );
+        set_problem_condition(
+            &mut status.conditions,
+            PRUNE_BLOCKED_CONDITION,
+            "CircuitBreaker",
+            breaker,
+            now,
+        );
     }
 
     status.state = operational_state(&status).map(|state| state.to_string());
@@ -193,6 +233,87 @@ fn record_sync(
         inventory.dedup();
         status.inventory = inventory;
     }
+}
+
+/// Moves drift that was healed now, or that went away, to `lastDrift`;
+/// keeps the rest in `drift` with the time it was first detected.
+fn record_drift(
+    status: &mut ApplicationStatus,
+    previous: Option<&ApplicationStatus>,
+    drift: &[Assessed],
+    healed: bool,
+    now: &str,
+) {
+    let before = previous.map(|p| p.drift.as_slice()).unwrap_or_default();
+    let mut current = Vec::new();
+    let mut resolved = Vec::new();
+    for assessed in drift {
+        let mut record = assessed.record.clone();
+        if let Some(earlier) = before
+            .iter()
+            .find(|e| e.record.object == record.object && e.record.kind == record.kind)
+        {
+            record.detected_at = earlier.record.detected_at.clone();
+        }
+        match (&assessed.response, healed) {
+            (Response::Heal, true) => resolved.push(DriftEntry {
+                record,
+                response: Response::Heal.as_str().into(),
+                resolved_at: Some(now.to_string()),
+            }),
+            (Response::Heal, false) => current.push(DriftEntry {
+                record,
+                response: Response::Report.as_str().into(),
+                resolved_at: None,
+            }),
+            (response, _) => current.push(DriftEntry {
+                record,
+                response: response.as_str().into(),
+                resolved_at: None,
+            }),
+        }
+    }
+    for gone in before
+        .iter()
+        .filter(|e| !drift.iter().any(|a| a.record.object == e.record.object))
+    {
+        resolved.push(DriftEntry {
+            resolved_at: Some(now.to_string()),
+            ..gone.clone()
+        });
+    }
+    current.truncate(DRIFT_LIMIT);
+    status.drift = current;
+    if !resolved.is_empty() {
+        resolved.append(&mut status.last_drift);
+        resolved.truncate(LAST_DRIFT_LIMIT);
+        status.last_drift = resolved;
+    }
+}
+
+/// Orphans as prune left them; the inventory keeps every orphan not
+/// deleted (or taken over by another app).
+fn record_prune(status: &mut ApplicationStatus, observed: &Observed<'_>) {
+    let prune = observed.prune;
+    status.orphans = prune
+        .orphans
+        .iter()
+        .map(|(id, fate)| OrphanStatus {
+            object: id.to_string(),
+            prune: fate.clone(),
+        })
+        .collect();
+    let desired: Vec<_> = observed.compared.iter().map(|c| &c.id).collect();
+    let mut inventory: Vec<InventoryEntry> = status
+        .inventory
+        .iter()
+        .filter(|entry| desired.contains(&&identity(entry)))
+        .cloned()
+        .chain(prune.kept.iter().cloned())
+        .collect();
+    inventory.sort();
+    inventory.dedup();
+    status.inventory = inventory;
 }
 
 /// An object judged Missing before this sync created it exists now; its
@@ -353,6 +474,37 @@ fn set_condition(
         message,
         last_transition_time: Some(now.to_string()),
     });
+}
+
+/// Sets condition `type_` True with `message`, or False when `None`
+/// (added only once it has been True).
+fn set_problem_condition(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    reason: &str,
+    message: Option<String>,
+    now: &str,
+) {
+    let value = if message.is_some() { "True" } else { "False" };
+    let existing = conditions.iter_mut().find(|c| c.type_ == type_);
+    match (existing, message) {
+        (Some(existing), message) => {
+            if existing.status != value {
+                existing.last_transition_time = Some(now.to_string());
+            }
+            existing.status = value.into();
+            existing.reason = if value == "True" { reason } else { "Resolved" }.into();
+            existing.message = message.unwrap_or_default();
+        }
+        (None, Some(message)) => conditions.push(Condition {
+            type_: type_.into(),
+            status: value.into(),
+            reason: reason.into(),
+            message,
+            last_transition_time: Some(now.to_string()),
+        }),
+        (None, None) => {}
+    }
 }
 
 fn set_reconciled_condition(conditions: &mut Vec<Condition>, failure: Option<&Failure>, now: &str) {

@@ -103,6 +103,39 @@ pub async fn sync_manifests(
     Ok(report)
 }
 
+/// Re-applies `manifests` for `app` to revert drift, in apply order and
+/// without validating first: their desired state is unchanged since it
+/// passed validation, and `live_versions` (from the watch cache) says what
+/// each object was, so each object costs exactly one request.
+pub async fn reapply(
+    applier: &Applier,
+    app: &AppRef,
+    manifests: &[Manifest],
+    live_versions: &[(ObjectRef, String)],
+) -> Result<SyncReport, SyncError> {
+    let mut report = SyncReport::default();
+    for (id, object) in plan(applier, app, manifests).await? {
+        let known = live_versions
+            .iter()
+            .find(|(live, _)| *live == id)
+            .map(|(_, version)| version.as_str());
+        let applied = applier
+            .apply_over(&object, known)
+            .await
+            .map_err(SyncError::Apply)?;
+        tracing::info!(object = %applied.object, action = %applied.action, "re-applied");
+        report
+            .results
+            .push((applied.object.clone(), applied.action));
+        report.applied.push(AppliedObject {
+            id: applied.object,
+            sent: object,
+            live: applied.live,
+        });
+    }
+    Ok(report)
+}
+
 async fn apply_one(
     applier: &Applier,
     id: &ObjectRef,

@@ -9,26 +9,9 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
-use support::{Repo, create_app, eventually, start_controller, status_where};
+use support::{Repo, create_app, eventually, start_controller, status_where, web};
 use tether_core::tracking::{APP_LABEL, TRACKING_ANNOTATION};
 use tether_testkit::TestNamespace;
-
-fn web(replicas: u32, greeting: &str) -> Vec<(&'static str, String)> {
-    vec![
-        (
-            "app/config.yaml",
-            format!(
-                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  greeting: \"{greeting}\"\n"
-            ),
-        ),
-        (
-            "app/web.yaml",
-            format!(
-                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: {replicas}\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.27\n"
-            ),
-        ),
-    ]
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_new_application_reaches_synced_and_healthy_and_follows_new_commits() {

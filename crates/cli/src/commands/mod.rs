@@ -2,6 +2,7 @@
 
 mod app;
 mod diff;
+mod drift;
 mod health;
 mod install;
 mod render;
@@ -28,6 +29,7 @@ pub struct Cli {
 pub enum Command {
     App(app::AppArgs),
     Diff(diff::DiffArgs),
+    Drift(drift::DriftArgs),
     Health(health::HealthArgs),
     Install(install::InstallArgs),
     Render(render::RenderArgs),
@@ -40,6 +42,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::App(args) => app::run(args).await,
         Command::Diff(args) => diff::run(args).await,
+        Command::Drift(args) => drift::run(args).await,
         Command::Health(args) => health::run(args),
         Command::Install(args) => install::run(args).await,
         Command::Run(args) => run::run(args).await,

@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tether_core::Action;
 use tether_core::diff::IgnoreRule;
+use tether_core::drift::DriftRecord;
 use tether_source::Source;
 
 /// Desired state: where it comes from (`source`), where it goes
@@ -91,22 +92,81 @@ pub struct SyncPolicy {
     /// Apply new commits without being asked (default true).
     #[serde(default = "yes")]
     pub automated: bool,
-    /// Revert changes made outside Git (default true).
+    /// Revert changes made outside Git (default true). `false` reports
+    /// drift and leaves it, like `driftResponse: warn`.
     #[serde(default = "yes")]
     pub self_heal: bool,
+    /// What to do about drift: `heal` (revert it) or `warn` (record it,
+    /// emit a Warning event, never revert). Overrides `selfHeal` when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_response: Option<DriftResponse>,
     /// Delete objects removed from Git (default false: the footgun is off).
     #[serde(default)]
     pub prune: bool,
+    /// How deletions propagate to dependents (default background).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prune_propagation: Option<PrunePropagation>,
+    /// The largest share of the inventory, in percent, one prune may delete
+    /// without `tether sync APP --allow-mass-prune` (default 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prune_max_percent: Option<u8>,
     #[serde(default)]
     pub retry: Retry,
 }
+
+impl SyncPolicy {
+    /// Whether drift is reverted (else only reported).
+    pub fn heals(&self) -> bool {
+        match self.drift_response {
+            Some(response) => response == DriftResponse::Heal,
+            None => self.self_heal,
+        }
+    }
+
+    /// The share of the inventory one prune may delete, 0.0–1.0.
+    pub fn prune_max_share(&self) -> f64 {
+        f64::from(self.prune_max_percent.unwrap_or(50).min(100)) / 100.0
+    }
+}
+
+/// The response to drift.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DriftResponse {
+    /// Revert drifted fields to Git's values.
+    Heal,
+    /// Report drift (status, Warning event), never revert.
+    Warn,
+}
+
+/// Kubernetes deletion propagation for pruned objects.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PrunePropagation {
+    Foreground,
+    #[default]
+    Background,
+    Orphan,
+}
+
+/// Annotation on an Application asking for a sync now (`tether sync APP`);
+/// the value is the request time. Cleared by the controller once handled.
+pub const SYNC_REQUEST_ANNOTATION: &str = "tether.dev/sync-requested-at";
+/// Annotation on an Application confirming a prune the circuit breaker
+/// stopped (`tether sync APP --allow-mass-prune`). Cleared once handled.
+pub const ALLOW_MASS_PRUNE_ANNOTATION: &str = "tether.dev/allow-mass-prune";
+/// Per-object opt-out from self-heal: `tether.dev/self-heal: disabled`.
+pub const SELF_HEAL_ANNOTATION: &str = "tether.dev/self-heal";
 
 impl Default for SyncPolicy {
     fn default() -> Self {
         SyncPolicy {
             automated: true,
             self_heal: true,
+            drift_response: None,
             prune: false,
+            prune_propagation: None,
+            prune_max_percent: None,
             retry: Retry::default(),
         }
     }
@@ -151,6 +211,18 @@ pub struct ApplicationStatus {
     pub state: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<ResourceStatus>,
+    /// Objects that differ from Git now, by kind (Manual, Accidental,
+    /// Emergency), with the fields and their writers; at most 50.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "open_object_list")]
+    pub drift: Vec<DriftEntry>,
+    /// Recently resolved drift (reverted or gone), newest first; at most 10.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "open_object_list")]
+    pub last_drift: Vec<DriftEntry>,
+    /// Objects of the inventory that Git no longer has, and their fate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub orphans: Vec<OrphanStatus>,
     /// Every object Tether applied for this app (prune's source of truth).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inventory: Vec<InventoryEntry>,
@@ -209,6 +281,31 @@ pub struct ResourceStatus {
     /// A one-line drift summary: which fields differ and who wrote them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<String>,
+}
+
+/// A drift record (see `tether_core::drift::DriftRecord`) and what Tether
+/// did about it.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftEntry {
+    #[serde(flatten)]
+    pub record: DriftRecord,
+    /// Healed (reverted), Reported (warn mode, self-heal off or opted out)
+    /// or BackedOff (the flap guard stopped reverting).
+    pub response: String,
+    /// When the drift was reverted (or otherwise resolved).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_at: Option<String>,
+}
+
+/// An object in the inventory that Git no longer has.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OrphanStatus {
+    /// `Kind namespace/name`.
+    pub object: String,
+    /// Deleted, or why it is kept.
+    pub prune: String,
 }
 
 /// One object Tether applied for this app.
@@ -326,7 +423,17 @@ mod tests {
         assert!(app.spec.sync_policy.automated);
         assert!(app.spec.sync_policy.self_heal);
         assert!(!app.spec.sync_policy.prune);
+        assert!(app.spec.sync_policy.heals());
+        assert_eq!(app.spec.sync_policy.prune_max_share(), 0.5);
         assert_eq!(app.spec.sync_policy.retry.limit, 5);
+    }
+
+    #[test]
+    fn self_heal_false_and_warn_mode_both_only_report() {
+        let policy = |value| serde_json::from_value::<SyncPolicy>(value).unwrap();
+        assert!(!policy(serde_json::json!({"selfHeal": false})).heals());
+        assert!(!policy(serde_json::json!({"driftResponse": "warn"})).heals());
+        assert!(policy(serde_json::json!({"selfHeal": false, "driftResponse": "heal"})).heals());
     }
 
     #[test]

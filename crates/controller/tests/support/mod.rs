@@ -11,7 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use kube::api::{Api, Patch, PatchParams};
-use serde_json::json;
+use serde_json::{Value, json};
 use tether_controller::api::{Application, ApplicationStatus};
 use tether_controller::{Config, install};
 use tether_testkit::TestNamespace;
@@ -67,6 +67,23 @@ impl Repo {
 
 /// The configuration `tether run --watch-namespace` would use for `ns`,
 /// with a 2 s safety-net resync.
+pub fn web(replicas: u32, greeting: &str) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "app/config.yaml",
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  greeting: \"{greeting}\"\n"
+            ),
+        ),
+        (
+            "app/web.yaml",
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: {replicas}\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.27\n"
+            ),
+        ),
+    ]
+}
+
 pub fn config_for(ns: &TestNamespace, cache: &Path) -> Config {
     Config {
         resync: Duration::from_secs(2),
@@ -96,11 +113,21 @@ pub async fn start_controller_with(ns: &TestNamespace, config: Config) {
 
 /// Creates Application `shop` for the `app/` directory of `repo`.
 pub async fn create_app(ns: &TestNamespace, repo: &Repo) -> Api<Application> {
+    create_app_with(ns, repo, json!({})).await
+}
+
+/// Creates Application `shop` for `repo`'s `app/` with `sync_policy`.
+pub async fn create_app_with(
+    ns: &TestNamespace,
+    repo: &Repo,
+    sync_policy: Value,
+) -> Api<Application> {
     let apps: Api<Application> = Api::namespaced(ns.client.clone(), &ns.name);
     let app = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "Application",
         "metadata": {"name": "shop", "namespace": ns.name},
         "spec": {"source": {"repoURL": repo.url(), "path": "app"},
-                 "destination": {"namespace": ns.name}}});
+                 "destination": {"namespace": ns.name},
+                 "syncPolicy": sync_policy}});
     apps.patch("shop", &PatchParams::apply("test"), &Patch::Apply(&app))
         .await
         .unwrap();

@@ -102,6 +102,48 @@ pub fn diff_manifest(
     compare(manifest, live, ignore, Mode::Manifest, Some(manager))
 }
 
+/// `manifest` with each value it sets replaced by the server's version of
+/// it in `predicted` (an earlier dry-run of the same manifest), so values
+/// the server normalizes (quantities, list items it completes) compare as
+/// the server stores them. Fields the manifest does not set stay absent;
+/// a list whose length changed keeps the manifest's items.
+///
+/// ```
+/// use serde_json::json;
+/// use tether_core::diff::as_predicted;
+/// let manifest = json!({"spec": {"cpu": "1000m"}});
+/// let predicted = json!({"spec": {"cpu": "1", "defaulted": true}});
+/// assert_eq!(as_predicted(&manifest, &predicted), json!({"spec": {"cpu": "1"}}));
+/// ```
+pub fn as_predicted(manifest: &Value, predicted: &Value) -> Value {
+    match (manifest, predicted) {
+        (Value::Object(wanted), Value::Object(server)) => Value::Object(
+            wanted
+                .iter()
+                .map(|(key, value)| {
+                    let value = match server.get(key) {
+                        Some(server) => as_predicted(value, server),
+                        None => value.clone(),
+                    };
+                    (key.clone(), value)
+                })
+                .collect(),
+        ),
+        (Value::Array(wanted), Value::Array(server)) if wanted.len() == server.len() => {
+            Value::Array(
+                wanted
+                    .iter()
+                    .zip(server)
+                    .map(|(value, server)| as_predicted(value, server))
+                    .collect(),
+            )
+        }
+        (Value::Object(_) | Value::Array(_), _) => manifest.clone(),
+        (_, Value::Object(_) | Value::Array(_)) => manifest.clone(),
+        (_, server) => server.clone(),
+    }
+}
+
 fn compare(
     desired: &Value,
     live: &Value,

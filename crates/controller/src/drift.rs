@@ -1,0 +1,315 @@
+//! Drift, for one reconcile: which compared objects drifted, of which kind,
+//! and what Tether does about each — revert it, only report it, or back off
+//! because it keeps fighting another writer.
+//!
+//! The kinds come from `tether_core::drift::classify`, the back-off from
+//! its `FlapGuard`; this module only gathers their inputs.
+
+use std::fmt;
+use std::time::SystemTime;
+
+use serde_json::Value;
+use tether_core::attribution::Ownership;
+use tether_core::drift::{
+    DriftKind, DriftRecord, Fight, FlapGuard, HealVerdict, LiveState, Observation, classify,
+    drifted_fields,
+};
+use tether_core::tracking::AppRef;
+
+use crate::api::application::{InventoryEntry, SELF_HEAL_ANNOTATION};
+use crate::compare::{Compared, ObjectState};
+
+/// Fields kept per record in status; the rest are counted in the events.
+const FIELDS_PER_RECORD: usize = 10;
+
+/// What Tether does about one drifted object; the same words in status,
+/// CLI and events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Response {
+    /// Re-apply Git's state of the object now.
+    Heal,
+    /// Leave it and report it: self-heal is off, warn mode, the object
+    /// opted out, or a break-glass window covers it.
+    Report,
+    /// Leave it for a while: Tether keeps reverting this field and someone
+    /// keeps changing it back.
+    BackOff(Fight),
+}
+
+impl Response {
+    /// The word status shows once this response was carried out.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Response::Heal => "Healed",
+            Response::Report => "Reported",
+            Response::BackOff(_) => "BackedOff",
+        }
+    }
+}
+
+/// One drifted object and the response to it.
+#[derive(Debug, Clone)]
+pub struct Assessed {
+    pub record: DriftRecord,
+    pub response: Response,
+}
+
+impl fmt::Display for Assessed {
+    /// `Deployment shop/web (Manual): spec.replicas 2 → 5 by kubectl-scale`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let record = &self.record;
+        write!(f, "{} ({})", record.object, record.kind)?;
+        if record.fields.is_empty() {
+            return f.write_str(": missing");
+        }
+        let fields: Vec<String> = record
+            .fields
+            .iter()
+            .map(|field| {
+                let show = |value: &Option<Value>| match value {
+                    Some(value) => value.to_string(),
+                    None => "(absent)".into(),
+                };
+                let by = field
+                    .writer
+                    .as_ref()
+                    .map(|w| format!(" by {}", w.manager))
+                    .unwrap_or_default();
+                format!(
+                    "{} {} → {}{by}",
+                    field.path,
+                    show(&field.desired),
+                    show(&field.live)
+                )
+            })
+            .collect();
+        write!(f, ": {}", fields.join(", "))
+    }
+}
+
+/// The app-level inputs of an assessment.
+pub struct Policy<'a> {
+    pub app: &'a AppRef,
+    /// Objects Tether applied before.
+    pub inventory: &'a [InventoryEntry],
+    /// A new revision is not applied yet: Tether's own fields may differ.
+    pub pending: bool,
+    /// Self-heal is on (not `selfHeal: false`, not warn mode).
+    pub heals: bool,
+}
+
+/// The drifted objects among `compared`, each with its response. Counts a
+/// revert in `flaps` for every object it decides to heal.
+pub fn assess(
+    policy: &Policy<'_>,
+    compared: &[Compared],
+    flaps: &mut FlapGuard,
+    now: SystemTime,
+    detected_at: &str,
+) -> Vec<Assessed> {
+    compared
+        .iter()
+        .filter_map(|object| {
+            let record = record(policy, object, now, detected_at)?;
+            let response = respond(policy, object, &record, flaps, now);
+            Some(Assessed { record, response })
+        })
+        .collect()
+}
+
+fn record(
+    policy: &Policy<'_>,
+    object: &Compared,
+    now: SystemTime,
+    detected_at: &str,
+) -> Option<DriftRecord> {
+    let fields = match (&object.state, &object.live) {
+        (ObjectState::Differs(diff), Some(live)) => {
+            drifted_fields(diff, &Ownership::of(live).ok()?)
+        }
+        (ObjectState::Missing, _) => Vec::new(),
+        _ => return None,
+    };
+    let live = match object.state {
+        ObjectState::Missing => LiveState::Missing,
+        _ => LiveState::Present(&fields),
+    };
+    let observation = Observation {
+        app: policy.app,
+        object: &object.id,
+        live,
+        applied: in_inventory(policy.inventory, object),
+        pending: policy.pending,
+        interrupted_sync: false,
+    };
+    let kind = classify(&observation, &[], now)?;
+    let mut fields = fields;
+    fields.truncate(FIELDS_PER_RECORD);
+    Some(DriftRecord {
+        object: object.id.clone(),
+        kind,
+        fields,
+        detected_at: detected_at.to_string(),
+    })
+}
+
+fn respond(
+    policy: &Policy<'_>,
+    object: &Compared,
+    record: &DriftRecord,
+    flaps: &mut FlapGuard,
+    now: SystemTime,
+) -> Response {
+    if !policy.heals || record.kind == DriftKind::Emergency || opted_out(object) {
+        return Response::Report;
+    }
+    for field in &record.fields {
+        let writer = field.writer.as_ref().map(|w| w.manager.as_str());
+        if let HealVerdict::BackOff(fight) = flaps.decide(&record.object, &field.path, writer, now)
+        {
+            return Response::BackOff(fight);
+        }
+    }
+    Response::Heal
+}
+
+fn in_inventory(inventory: &[InventoryEntry], object: &Compared) -> bool {
+    inventory.iter().any(|entry| {
+        entry.group == object.id.group
+            && entry.kind == object.id.kind
+            && entry.namespace == object.id.namespace
+            && entry.name == object.id.name
+    })
+}
+
+/// `tether.dev/self-heal: disabled` on the live object.
+fn opted_out(object: &Compared) -> bool {
+    object
+        .live
+        .as_ref()
+        .and_then(|live| live.pointer("/metadata/annotations"))
+        .and_then(|annotations| annotations.get(SELF_HEAL_ANNOTATION))
+        .and_then(Value::as_str)
+        == Some("disabled")
+}
+
+/// One row of `tether drift`: an app's object, one drifted field (or none
+/// for a missing object or an orphan), and what became of it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftRow {
+    pub app: String,
+    pub object: String,
+    /// Manual, Accidental, Emergency, or Orphan.
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<tether_core::drift::DriftedField>,
+    /// Healed, Reported, BackedOff, or an orphan's prune fate.
+    pub response: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detected_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_at: Option<String>,
+}
+
+/// The rows `tether drift` shows for `apps`: current drift, then recently
+/// resolved drift, then orphans.
+pub fn rows(apps: &[crate::api::Application]) -> Vec<DriftRow> {
+    use kube::ResourceExt;
+    let mut rows = Vec::new();
+    for app in apps {
+        let Some(status) = &app.status else { continue };
+        for entry in status.drift.iter().chain(&status.last_drift) {
+            let record = &entry.record;
+            let row = |field| DriftRow {
+                app: app.name_any(),
+                object: record.object.to_string(),
+                kind: record.kind.to_string(),
+                field,
+                response: entry.response.clone(),
+                detected_at: Some(record.detected_at.clone()),
+                resolved_at: entry.resolved_at.clone(),
+            };
+            if record.fields.is_empty() {
+                rows.push(row(None));
+            }
+            rows.extend(record.fields.iter().cloned().map(Some).map(row));
+        }
+        for orphan in &status.orphans {
+            rows.push(DriftRow {
+                app: app.name_any(),
+                object: orphan.object.clone(),
+                kind: "Orphan".into(),
+                field: None,
+                response: orphan.prune.clone(),
+                detected_at: None,
+                resolved_at: None,
+            });
+        }
+    }
+    rows
+}
+
+/// `rows` as an aligned table: APP OBJECT KIND FIELD DESIRED LIVE WRITER
+/// DETECTED RESPONSE.
+pub fn table(rows: &[DriftRow]) -> String {
+    let header = [
+        "APP", "OBJECT", "KIND", "FIELD", "DESIRED", "LIVE", "WRITER", "DETECTED", "RESPONSE",
+    ];
+    let dash = || "-".to_string();
+    let value = |value: &Option<Value>| value.as_ref().map(Value::to_string).unwrap_or_else(dash);
+    let mut lines: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
+    for row in rows {
+        let field = row.field.as_ref();
+        let writer = field.and_then(|f| f.writer.as_ref()).map(|w| {
+            let via = w
+                .subresource
+                .as_deref()
+                .map(|s| format!("/{s}"))
+                .unwrap_or_default();
+            format!(
+                "{}{via} {:?} {}",
+                w.manager,
+                w.operation,
+                w.time.as_deref().unwrap_or("")
+            )
+        });
+        let response = match &row.resolved_at {
+            Some(at) => format!("{} at {at}", row.response),
+            None => row.response.clone(),
+        };
+        lines.push(vec![
+            row.app.clone(),
+            row.object.clone(),
+            row.kind.clone(),
+            field.map(|f| f.path.clone()).unwrap_or_else(dash),
+            field.map(|f| value(&f.desired)).unwrap_or_else(dash),
+            field.map(|f| value(&f.live)).unwrap_or_else(dash),
+            writer
+                .map(|w| w.trim_end().to_string())
+                .unwrap_or_else(dash),
+            row.detected_at.clone().unwrap_or_else(dash),
+            response,
+        ]);
+    }
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            lines
+                .iter()
+                .map(|l| l[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    lines
+        .iter()
+        .map(|line| {
+            let cells: Vec<String> = line
+                .iter()
+                .zip(&widths)
+                .map(|(cell, width)| format!("{cell:<width$}"))
+                .collect();
+            format!("{}\n", cells.join("  ").trim_end())
+        })
+        .collect()
+}

@@ -1,0 +1,137 @@
+//! Prune, after apply: find the app's orphans in the watch caches, let
+//! `tether_core::prune::plan_prune` decide their fate, delete what it
+//! allows with the app's propagation policy.
+
+use kube::api::{DeleteParams, PropagationPolicy};
+use serde_json::{Value, json};
+use tether_cluster::Applier;
+use tether_core::ObjectRef;
+use tether_core::prune::{Breaker, KeepReason, PruneDecision, PruneOptions, plan_prune};
+use tether_core::tracking::AppRef;
+
+use crate::api::application::{InventoryEntry, PrunePropagation};
+use crate::context::Context;
+
+/// What prune found and did.
+#[derive(Debug, Clone, Default)]
+pub struct PruneReport {
+    /// Every orphan and its fate: `Deleted`, or why it was kept.
+    pub orphans: Vec<(ObjectRef, String)>,
+    /// Inventory entries that must stay: orphans kept (or whose deletion
+    /// failed), so a later prune can still find them.
+    pub kept: Vec<InventoryEntry>,
+    /// Set when a circuit breaker stopped every deletion.
+    pub breaker: Option<Breaker>,
+}
+
+/// Finds and prunes `owner`'s orphans: objects of `inventory` (or labelled
+/// as the app's) that are not among `desired`. Deletes only when `options`
+/// allow it; a failed deletion keeps the object and is reported as kept.
+pub async fn prune(
+    ctx: &Context,
+    applier: &Applier,
+    owner: &AppRef,
+    inventory: &[InventoryEntry],
+    desired: &[ObjectRef],
+    options: &PruneOptions,
+    propagation: PrunePropagation,
+) -> PruneReport {
+    let inventory_ids: Vec<ObjectRef> = inventory.iter().map(identity).collect();
+    let mut live: Vec<(ObjectRef, Value)> = Vec::new();
+    for (entry, id) in inventory.iter().zip(&inventory_ids) {
+        if desired.contains(id) {
+            continue;
+        }
+        let probe = json!({"apiVersion": api_version(entry), "kind": entry.kind});
+        let Ok(served) = ctx.resources.resolve(id, &probe).await else {
+            continue;
+        };
+        if let Some(object) = ctx.live.get(&served, id).await {
+            live.push((
+                id.clone(),
+                serde_json::to_value(&*object).unwrap_or_default(),
+            ));
+        }
+    }
+    for (id, object) in ctx.live.labelled(&owner.label_value()) {
+        if !desired.contains(&id) && !live.iter().any(|(found, _)| *found == id) {
+            live.push((id, serde_json::to_value(&*object).unwrap_or_default()));
+        }
+    }
+    let pairs: Vec<(ObjectRef, &Value)> = live.iter().map(|(id, o)| (id.clone(), o)).collect();
+    let plan = plan_prune(owner, &inventory_ids, desired, &pairs, options);
+
+    let mut report = PruneReport {
+        breaker: plan.breaker.clone(),
+        ..PruneReport::default()
+    };
+    for (id, decision) in &plan.orphans {
+        let fate = match decision {
+            PruneDecision::Delete => match delete(applier, id, &live, propagation).await {
+                Ok(()) => "Deleted".to_string(),
+                Err(error) => format!("kept: deletion failed: {error}"),
+            },
+            PruneDecision::Keep(reason) => format!("kept: {reason}"),
+        };
+        let stays_ours = !matches!(
+            decision,
+            PruneDecision::Keep(KeepReason::NotInInventory | KeepReason::NotTracked)
+        );
+        if stays_ours
+            && fate != "Deleted"
+            && let Some(entry) = inventory.iter().find(|entry| identity(entry) == *id)
+        {
+            report.kept.push(entry.clone());
+        }
+        report.orphans.push((id.clone(), fate));
+    }
+    report
+}
+
+async fn delete(
+    applier: &Applier,
+    id: &ObjectRef,
+    live: &[(ObjectRef, Value)],
+    propagation: PrunePropagation,
+) -> Result<(), String> {
+    let object = live
+        .iter()
+        .find(|(found, _)| found == id)
+        .map(|(_, object)| object)
+        .ok_or("not found")?;
+    let api = applier
+        .api_for(id, object)
+        .await
+        .map_err(|error| error.to_string())?;
+    let params = DeleteParams {
+        propagation_policy: Some(match propagation {
+            PrunePropagation::Foreground => PropagationPolicy::Foreground,
+            PrunePropagation::Background => PropagationPolicy::Background,
+            PrunePropagation::Orphan => PropagationPolicy::Orphan,
+        }),
+        ..DeleteParams::default()
+    };
+    match api.delete(&id.name, &params).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(error) => Err(tether_cluster::error::describe(&error)),
+    }
+}
+
+/// The identity an inventory entry records.
+pub fn identity(entry: &InventoryEntry) -> ObjectRef {
+    ObjectRef {
+        group: entry.group.clone(),
+        kind: entry.kind.clone(),
+        namespace: entry.namespace.clone(),
+        name: entry.name.clone(),
+    }
+}
+
+fn api_version(entry: &InventoryEntry) -> String {
+    if entry.group.is_empty() {
+        entry.version.clone()
+    } else {
+        format!("{}/{}", entry.group, entry.version)
+    }
+}
