@@ -80,6 +80,11 @@ pub fn web(replicas: u32, greeting: &str) -> Vec<(&'static str, String)> {
 
 /// Starts a controller for `ns` only, as `tether run --watch-namespace` would.
 pub async fn start_controller(ns: &TestNamespace, cache: &Path) {
+    start_controller_with(ns, cache, Config::default()).await;
+}
+
+/// Starts a controller for `ns` with `base`'s settings otherwise.
+pub async fn start_controller_with(ns: &TestNamespace, cache: &Path, base: Config) {
     install::install(ns.client.clone(), &ns.name).await.unwrap();
     let config = Config {
         resync: Duration::from_secs(2),
@@ -87,7 +92,7 @@ pub async fn start_controller(ns: &TestNamespace, cache: &Path) {
         lease_namespace: ns.name.clone(),
         identity: format!("test-{}", ns.name),
         watch_namespace: Some(ns.name.clone()),
-        ..Config::default()
+        ..base
     };
     let client = ns.client.clone();
     tokio::spawn(async move {
@@ -142,9 +147,22 @@ pub async fn status_where(
     what: &str,
     check: impl Fn(&ApplicationStatus) -> bool,
 ) -> ApplicationStatus {
-    eventually(what, || async {
-        let status = apps.get("shop").await.ok()?.status?;
-        check(&status).then_some(status)
-    })
-    .await
+    let last = std::sync::Mutex::new(None);
+    let found = tokio::time::timeout(
+        PATIENCE,
+        eventually(what, || async {
+            let status = apps.get("shop").await.ok()?.status?;
+            let matched = check(&status);
+            *last.lock().unwrap() = Some(status.clone());
+            matched.then_some(status)
+        }),
+    )
+    .await;
+    match found {
+        Ok(status) => status,
+        Err(_) => panic!(
+            "timed out waiting for {what}; last status: {}",
+            serde_json::to_string_pretty(&*last.lock().unwrap()).unwrap()
+        ),
+    }
 }
