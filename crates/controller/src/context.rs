@@ -8,6 +8,7 @@ use std::time::Duration;
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
 use tether_cluster::Resources;
+use tether_core::drift::{FlapGuard, FlapPolicy};
 use tether_source::Repositories;
 
 use crate::health::HealthRules;
@@ -30,6 +31,9 @@ pub struct Config {
     pub identity: String,
     /// Reconcile only the Applications in this namespace (default: all).
     pub watch_namespace: Option<String>,
+    /// When self-heal stops fighting another writer (default: more than 3
+    /// reverts of one field in 5 minutes backs off for 1 minute, doubling).
+    pub flap_policy: FlapPolicy,
 }
 
 impl Default for Config {
@@ -41,6 +45,7 @@ impl Default for Config {
             lease_namespace: "default".into(),
             identity: format!("tether-{}", std::process::id()),
             watch_namespace: None,
+            flap_policy: FlapPolicy::default(),
         }
     }
 }
@@ -82,7 +87,12 @@ impl Context {
             .lock()
             .expect("lock")
             .entry(app.clone())
-            .or_default()
+            .or_insert_with(|| {
+                Arc::new(Mutex::new(AppMemo {
+                    flaps: FlapGuard::new(self.config.flap_policy),
+                    ..AppMemo::default()
+                }))
+            })
             .clone()
     }
 }

@@ -46,6 +46,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         lease_namespace: args.lease_namespace,
         identity: args.identity.unwrap_or(defaults.identity),
         watch_namespace: args.watch_namespace,
+        flap_policy: defaults.flap_policy,
     };
     let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
     tokio::select! {

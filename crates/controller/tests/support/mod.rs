@@ -157,9 +157,22 @@ pub async fn status_where(
     what: &str,
     check: impl Fn(&ApplicationStatus) -> bool,
 ) -> ApplicationStatus {
-    eventually(what, || async {
-        let status = apps.get("shop").await.ok()?.status?;
-        check(&status).then_some(status)
-    })
-    .await
+    let last = std::sync::Mutex::new(None);
+    let found = tokio::time::timeout(
+        PATIENCE,
+        eventually(what, || async {
+            let status = apps.get("shop").await.ok()?.status?;
+            let matched = check(&status);
+            *last.lock().unwrap() = Some(status.clone());
+            matched.then_some(status)
+        }),
+    )
+    .await;
+    match found {
+        Ok(status) => status,
+        Err(_) => panic!(
+            "timed out waiting for {what}; last status: {}",
+            serde_json::to_string_pretty(&*last.lock().unwrap()).unwrap()
+        ),
+    }
 }
