@@ -20,6 +20,8 @@ use crate::prune::{PruneReport, identity};
 use crate::sync::SyncReport;
 
 const HISTORY_LIMIT: usize = 10;
+/// Deleted orphans still listed in status after they are gone.
+const PRUNED_KEPT_ON_RECORD: usize = 20;
 const DRIFT_LIMIT: usize = 50;
 const LAST_DRIFT_LIMIT: usize = 10;
 /// Condition raised while the flap guard keeps Tether from reverting.
@@ -295,7 +297,7 @@ fn record_drift(
 /// deleted (or taken over by another app).
 fn record_prune(status: &mut ApplicationStatus, observed: &Observed<'_>) {
     let prune = observed.prune;
-    status.orphans = prune
+    let mut orphans: Vec<OrphanStatus> = prune
         .orphans
         .iter()
         .map(|(id, fate)| OrphanStatus {
@@ -303,6 +305,17 @@ fn record_prune(status: &mut ApplicationStatus, observed: &Observed<'_>) {
             prune: fate.clone(),
         })
         .collect();
+    // A deletion stays on record after the object is gone (the reconcile
+    // its watch event triggers no longer sees it as an orphan), bounded.
+    let deleted_before = status
+        .orphans
+        .iter()
+        .filter(|old| old.prune == "Deleted" && !orphans.iter().any(|o| o.object == old.object))
+        .take(PRUNED_KEPT_ON_RECORD)
+        .cloned()
+        .collect::<Vec<_>>();
+    orphans.extend(deleted_before);
+    status.orphans = orphans;
     let desired: Vec<_> = observed.compared.iter().map(|c| &c.id).collect();
     let mut inventory: Vec<InventoryEntry> = status
         .inventory
