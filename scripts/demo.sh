@@ -47,8 +47,9 @@ git -C "$repo" log --oneline | sed 's/^/    /'
 echo "==> tether install"
 "$tether" install --namespace tether-system
 
-echo "==> tether run (in the background; log in .demo/tether.log)"
-"$tether" run --lease-namespace tether-system --cache-dir "$state/cache" >"$state/tether.log" 2>&1 &
+echo "==> tether run (in the background; polls Git every 5 s for the demo; log in .demo/tether.log)"
+"$tether" run --lease-namespace tether-system --cache-dir "$state/cache" --resync-seconds 5 \
+  >"$state/tether.log" 2>&1 &
 tether_pid=$!
 trap 'kill $tether_pid 2>/dev/null || true' EXIT
 
