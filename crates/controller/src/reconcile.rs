@@ -103,13 +103,29 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
         started_at: &sync.started_at,
         outcome: sync.result.as_ref().map_err(ToString::to_string),
     });
-    let failure = sync
-        .as_ref()
-        .and_then(|s| s.result.as_ref().err())
-        .map(|error| fail(Step::Apply, error.to_string()));
+    let failure = match &sync {
+        Some(ran) => ran
+            .result
+            .as_ref()
+            .err()
+            .map(|error| fail(Step::Apply, error.to_string())),
+        None => failure_in_force(&app, &desired.commit, &compared),
+    };
     let next = report(&ctx, &app, Some(&observed), run.as_ref(), failure.as_ref()).await?;
     clear_requests(&ctx, &app).await;
     Ok(back_off_aware(next, &drift))
+}
+
+/// A failed sync of this very revision that no sync has replaced yet (it
+/// is waiting out its backoff): its failure still stands, so a reconcile
+/// in between must not report success.
+fn failure_in_force(app: &Application, revision: &str, compared: &[Compared]) -> Option<Failure> {
+    let operation = app.status.as_ref()?.operation_state.as_ref()?;
+    let pending = compared.iter().any(|c| !c.in_sync());
+    (operation.phase == "Failed" && operation.revision == revision && pending).then(|| Failure {
+        step: Step::Apply,
+        message: operation.message.clone(),
+    })
 }
 
 /// A sync this reconcile ran.
