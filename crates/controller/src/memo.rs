@@ -12,6 +12,7 @@ use serde_json::Value;
 use tether_core::ObjectRef;
 use tether_core::diff::Diff;
 
+use crate::api::ApplicationStatus;
 use crate::sync::AppliedObject;
 
 /// The last comparison of one object.
@@ -35,6 +36,12 @@ pub struct Failures {
 pub struct AppMemo {
     pub compared: HashMap<ObjectRef, Compared>,
     pub failures: Option<Failures>,
+    /// The status this controller last wrote. The Application in the watch
+    /// cache can lag behind it (a reconcile woken by the watch events of
+    /// objects it just applied may run before the cache sees its own status
+    /// write), and computing from a stale status would rewrite the status
+    /// without the revision and history just recorded.
+    pub written_status: Option<ApplicationStatus>,
 }
 
 impl AppMemo {

@@ -1,6 +1,6 @@
 //! The loop, for one Application: fetch → observe → diff → apply → report.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube::api::{Api, Patch, PatchParams};
@@ -14,6 +14,7 @@ use tether_source::{Manifest, Rendered};
 use crate::api::{Application, ApplicationStatus};
 use crate::compare::{Compared, compare_all};
 use crate::context::Context;
+use crate::memo::AppMemo;
 use crate::status::{Failure, Observed, Step, SyncRun, next_status};
 use crate::sync::sync_manifests;
 
@@ -45,6 +46,7 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
             return report(
                 &ctx,
                 &app,
+                &memo,
                 None,
                 None,
                 Some(&Failure {
@@ -66,13 +68,15 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
                     step: Step::Diff,
                     message: error.to_string(),
                 };
-                return report(&ctx, &app, None, None, Some(&failure)).await;
+                return report(&ctx, &app, &memo, None, None, Some(&failure)).await;
             }
         };
 
     // Apply what differs, when the policy allows it.
-    let new_revision = app.status.as_ref().and_then(|s| s.sync.revision.as_deref())
-        != Some(desired.commit.as_str());
+    let previous = memo.lock().expect("lock").written_status.clone();
+    let previous = previous.as_ref().or(app.status.as_ref());
+    let new_revision =
+        previous.and_then(|s| s.sync.revision.as_deref()) != Some(desired.commit.as_str());
     let out_of_sync: Vec<&Compared> = compared.iter().filter(|c| !c.in_sync()).collect();
     let retry = &policy.retry;
     let (base, max) = (
@@ -90,7 +94,7 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
         compared: &compared,
     };
     if out_of_sync.is_empty() || !wanted || !may_sync {
-        return report(&ctx, &app, Some(&observed), None, None).await;
+        return report(&ctx, &app, &memo, Some(&observed), None, None).await;
     }
     // A new revision syncs everything; self-heal re-applies only what drifted.
     let to_apply: Vec<Manifest> = if new_revision {
@@ -171,7 +175,15 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
         started_at: &started_at,
         outcome: result.as_ref().map_err(|error| error.to_string()),
     };
-    report(&ctx, &app, Some(&observed), Some(&run), failure.as_ref()).await
+    report(
+        &ctx,
+        &app,
+        &memo,
+        Some(&observed),
+        Some(&run),
+        failure.as_ref(),
+    )
+    .await
 }
 
 /// On an error the controller retries with backoff; reconcile reports its
@@ -195,11 +207,14 @@ async fn fetch(ctx: &Context, app: &Application) -> Result<Rendered, String> {
 async fn report(
     ctx: &Context,
     app: &Application,
+    memo: &Mutex<AppMemo>,
     observed: Option<&Observed<'_>>,
     sync: Option<&SyncRun<'_>>,
     failure: Option<&Failure>,
 ) -> Result<Next, ReconcileError> {
-    let previous = app.status.as_ref();
+    // The newer of what this controller last wrote and the cached object.
+    let written = memo.lock().expect("lock").written_status.clone();
+    let previous = written.as_ref().or(app.status.as_ref());
     let status = next_status(
         previous,
         app.metadata.generation,
@@ -215,6 +230,7 @@ async fn report(
                 app: app.name_any(),
                 error,
             })?;
+        memo.lock().expect("lock").written_status = Some(status);
     }
     if let Some(failure) = failure {
         tracing::warn!(app = %app.name_any(), reason = failure.step.reason(), message = %failure.message, "reconcile step failed");
