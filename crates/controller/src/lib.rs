@@ -10,6 +10,7 @@
 pub mod api;
 pub mod compare;
 pub mod context;
+pub mod http;
 pub mod install;
 pub mod live;
 pub mod memo;
@@ -17,7 +18,9 @@ pub mod reconcile;
 pub mod run;
 pub mod status;
 pub mod sync;
+pub mod trigger;
 
 pub use context::{Config, Context};
-pub use run::run;
+pub use run::{run, run_with};
 pub use sync::{SyncError, SyncReport, sync_manifests};
+pub use trigger::Trigger;
