@@ -16,7 +16,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tether_cluster::resources::ServedKind;
 use tether_core::ObjectRef;
 use tether_core::tracking::APP_LABEL;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 /// An Application to reconcile, named by namespace and name.
 pub type AppKey = (String, String);
@@ -24,11 +24,23 @@ pub type AppKey = (String, String);
 /// A served kind: group, version, kind.
 type KindKey = (String, String, String);
 
+/// One kind's cache, and whether its first list has arrived.
+///
+/// Readiness is a `tokio::sync::watch` rather than `Store::wait_until_ready`:
+/// the latter keeps a single waker, so when several reconciles wait for a
+/// new kind at once all but the last are never woken (seen in the
+/// benchmark: 3 of 200 applications stuck forever, holding workers).
+#[derive(Clone)]
+struct Watched {
+    store: Store<DynamicObject>,
+    ready: watch::Receiver<bool>,
+}
+
 /// The watch caches, and who to wake when something in them changes.
 #[derive(Clone)]
 pub struct LiveCache {
     client: kube::Client,
-    stores: Arc<Mutex<HashMap<KindKey, Store<DynamicObject>>>>,
+    stores: Arc<Mutex<HashMap<KindKey, Watched>>>,
     owners: Arc<Mutex<HashMap<String, AppKey>>>,
     wake: mpsc::UnboundedSender<AppKey>,
 }
@@ -66,8 +78,9 @@ impl LiveCache {
         let stores = self.stores.lock().expect("lock");
         stores
             .iter()
-            .flat_map(|((group, _, kind), store)| {
-                store
+            .flat_map(|((group, _, kind), watched)| {
+                watched
+                    .store
                     .state()
                     .into_iter()
                     .filter(|object| {
@@ -95,7 +108,7 @@ impl LiveCache {
     /// How many objects the caches hold, across kinds.
     pub fn len(&self) -> usize {
         let stores = self.stores.lock().expect("lock");
-        stores.values().map(|store| store.len()).sum()
+        stores.values().map(|watched| watched.store.len()).sum()
     }
 
     /// Whether the caches hold nothing.
@@ -111,27 +124,24 @@ impl LiveCache {
             resource.kind.clone(),
         );
         let existing = self.stores.lock().expect("lock").get(&key).cloned();
-        let store = match existing {
-            Some(store) => store,
+        let mut watched = match existing {
+            Some(watched) => watched,
             None => self.start_watch(key, served),
         };
         // A store is ready once its first list has arrived.
-        let _ = store.wait_until_ready().await;
-        store
+        let _ = watched.ready.wait_for(|ready| *ready).await;
+        watched.store
     }
 
-    fn start_watch(
-        &self,
-        key: (String, String, String),
-        served: &ServedKind,
-    ) -> Store<DynamicObject> {
+    fn start_watch(&self, key: (String, String, String), served: &ServedKind) -> Watched {
         let mut stores = self.stores.lock().expect("lock");
-        if let Some(store) = stores.get(&key) {
-            return store.clone();
+        if let Some(watched) = stores.get(&key) {
+            return watched.clone();
         }
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &served.resource);
         let writer = reflector::store::Writer::new(served.resource.clone());
         let store = writer.as_reader();
+        let (ready_tx, ready) = watch::channel(false);
         let config = watcher::Config::default().labels(APP_LABEL).any_semantic();
         let owners = self.owners.clone();
         let wake = self.wake.clone();
@@ -144,13 +154,17 @@ impl LiveCache {
                     Ok(watcher::Event::Apply(object) | watcher::Event::Delete(object)) => {
                         wake_owner(&owners, &wake, &object);
                     }
+                    Ok(watcher::Event::InitDone) => {
+                        ready_tx.send_replace(true);
+                    }
                     Ok(_) => {}
                     Err(error) => tracing::warn!(%kind, %error, "watch interrupted; retrying"),
                 }
             }
         });
-        stores.insert(key, store.clone());
-        store
+        let watched = Watched { store, ready };
+        stores.insert(key, watched.clone());
+        watched
     }
 }
 

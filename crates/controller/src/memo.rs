@@ -17,6 +17,7 @@ use tether_core::ObjectRef;
 use tether_core::diff::Diff;
 use tether_core::drift::FlapGuard;
 
+use crate::api::ApplicationStatus;
 use crate::sync::AppliedObject;
 
 /// The last comparison of one object.
@@ -44,6 +45,12 @@ pub struct AppMemo {
     pub compared: HashMap<ObjectRef, Compared>,
     pub failures: Option<Failures>,
     pub flaps: FlapGuard,
+    /// The status this controller last wrote. The Application in the watch
+    /// cache can lag behind it (a reconcile woken by the watch events of
+    /// objects it just applied may run before the cache sees its own status
+    /// write), and computing from a stale status would rewrite the status
+    /// without the revision and history just recorded.
+    pub written_status: Option<ApplicationStatus>,
 }
 
 impl AppMemo {

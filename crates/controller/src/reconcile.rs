@@ -38,6 +38,7 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
     let owner = AppRef::new(&key.0, &key.1);
     ctx.live.register_owner(owner.label_value(), key.clone());
     let memo = ctx.memo(&key);
+    let app = with_written_status(&app, &memo);
     let applier = Applier::new(
         ctx.resources.clone(),
         app.spec.destination.namespace.clone(),
@@ -126,6 +127,22 @@ fn failure_in_force(app: &Application, revision: &str, compared: &[Compared]) ->
         step: Step::Apply,
         message: operation.message.clone(),
     })
+}
+
+/// `app` with the status this controller last wrote, when it has written
+/// one. The watch cache can lag behind that write (a reconcile woken by the
+/// objects it just applied may run before the cache sees its own status), and
+/// working from a stale status would rewrite it without the revision and
+/// history just recorded.
+fn with_written_status(app: &Arc<Application>, memo: &Mutex<AppMemo>) -> Arc<Application> {
+    match memo.lock().expect("lock").written_status.clone() {
+        Some(written) => {
+            let mut latest = (**app).clone();
+            latest.status = Some(written);
+            Arc::new(latest)
+        }
+        None => app.clone(),
+    }
 }
 
 /// A sync this reconcile ran.
@@ -503,6 +520,8 @@ async fn report(
                 app: app.name_any(),
                 error,
             })?;
+        let key = (app.namespace().unwrap_or_default(), app.name_any());
+        ctx.memo(&key).lock().expect("lock").written_status = Some(status);
     }
     if let Some(failure) = failure {
         tracing::warn!(app = %app.name_any(), reason = failure.step.reason(), message = %failure.message, "reconcile step failed");

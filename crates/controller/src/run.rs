@@ -16,6 +16,7 @@ use crate::api::Application;
 use crate::context::{Config, Context};
 use crate::live::{AppKey, LiveCache};
 use crate::reconcile::{error_policy, reconcile};
+use crate::trigger::Trigger;
 
 const LEASE_NAME: &str = "tether-controller";
 const LEASE_SECONDS: u64 = 15;
@@ -35,6 +36,11 @@ pub enum RunError {
 /// Application on change, on changes to its managed objects, and on a
 /// periodic resync.
 pub async fn run(client: Client, config: Config) -> Result<(), RunError> {
+    run_with(client, config, Trigger::default()).await
+}
+
+/// [`run`], with `trigger` wired to wake Applications early (a webhook).
+pub async fn run_with(client: Client, config: Config, trigger: Trigger) -> Result<(), RunError> {
     let lease_error = |error: kube_lease_manager::LeaseManagerError| RunError::Lease {
         namespace: config.lease_namespace.clone(),
         message: error.to_string(),
@@ -57,7 +63,7 @@ pub async fn run(client: Client, config: Config) -> Result<(), RunError> {
     tracing::info!(identity = %config.identity, "leading; reconciling");
 
     let (wake_tx, wake_rx) = mpsc::unbounded_channel::<AppKey>();
-    let live = LiveCache::new(client.clone(), wake_tx);
+    let live = LiveCache::new(client.clone(), wake_tx.clone());
     let context = Arc::new(Context::new(client.clone(), live, config.clone()));
     // Load the cluster's health rules before judging anything.
     let rules_changed = crate::health::watch_cluster_rules(
@@ -74,7 +80,9 @@ pub async fn run(client: Client, config: Config) -> Result<(), RunError> {
         Some(namespace) => Api::namespaced(client, namespace),
         None => Api::all(client),
     };
-    let controller = Controller::new(apps, watcher::Config::default())
+    let controller = Controller::new(apps, watcher::Config::default());
+    trigger.wire(controller.store(), wake_tx);
+    let controller = controller
         .with_config(
             controller::Config::default()
                 .concurrency(config.concurrency)

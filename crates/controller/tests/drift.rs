@@ -438,7 +438,7 @@ async fn an_emptied_directory_trips_the_circuit_breaker_until_confirmed() {
     assert_eq!(replicas(&ns).await, 2, "nothing deleted");
 
     // The operator confirms: `tether sync shop --allow-mass-prune`.
-    tether_controller::trigger::request_sync(ns.client.clone(), &ns.name, "shop", true)
+    tether_controller::request::request_sync(ns.client.clone(), &ns.name, "shop", true)
         .await
         .unwrap();
     status_where(&apps, "everything pruned", |s| s.inventory.is_empty()).await;

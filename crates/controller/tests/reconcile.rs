@@ -8,8 +8,10 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::Api;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
 use support::{Repo, create_app, eventually, start_controller, status_where, web};
+use tether_controller::api::Application;
 use tether_core::tracking::{APP_LABEL, TRACKING_ANNOTATION};
 use tether_testkit::TestNamespace;
 
@@ -207,6 +209,58 @@ async fn server_defaulted_fields_never_show_as_drift() {
         "no sync after the first: {:?}",
         status.history
     );
+    let _ = std::fs::remove_dir_all(&repo.dir);
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn applications_created_at_once_all_reach_synced() {
+    // Several reconciles then wait together for the first list of a newly
+    // watched kind; every one of them must be woken.
+    let ns = TestNamespace::create("burst").await;
+    let repo = Repo::new(&ns.name);
+    let mut files = Vec::new();
+    for i in 0..8 {
+        for (path, text) in web(1, "hi") {
+            let text = text.replace("name: settings", &format!("name: settings-{i}"));
+            let text = text.replace("name: web\n", &format!("name: web-{i}\n"));
+            files.push((path.replace("app/", &format!("app-{i}/")), text));
+        }
+    }
+    let files: Vec<(&str, String)> = files.iter().map(|(p, t)| (p.as_str(), t.clone())).collect();
+    repo.commit(&files, "eight apps");
+    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
+    start_controller(&ns, &cache).await;
+    let apps: Api<Application> = Api::namespaced(ns.client.clone(), &ns.name);
+    for i in 0..8 {
+        let name = format!("app-{i}");
+        let app = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": name, "namespace": ns.name},
+            "spec": {"source": {"repoURL": repo.url(), "path": name},
+                     "destination": {"namespace": ns.name}}});
+        apps.patch(&name, &PatchParams::apply("test"), &Patch::Apply(&app))
+            .await
+            .unwrap();
+    }
+    eventually(
+        "all eight Applications Synced, with revision and history",
+        || async {
+            let list = apps.list(&Default::default()).await.ok()?;
+            let synced = list
+                .items
+                .iter()
+                .filter(|a| {
+                    a.status.as_ref().is_some_and(|s| {
+                        s.sync.status == "Synced"
+                            && s.sync.revision.is_some()
+                            && s.history.len() == 1
+                    })
+                })
+                .count();
+            (synced == 8).then_some(())
+        },
+    )
+    .await;
     let _ = std::fs::remove_dir_all(&repo.dir);
     let _ = std::fs::remove_dir_all(&cache);
 }

@@ -1,17 +1,24 @@
 //! `tether run`: the controller.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use tether_controller::Config;
+use anyhow::Context as _;
+use tether_controller::{Config, Trigger, http};
 
 /// Run the controller against the current kubeconfig: reconcile every
 /// Application continuously (Git changes, Application changes and changes
 /// to managed objects wake it; a periodic resync is the safety net). Only
 /// one replica acts at a time (leader election on a Lease).
 ///
-/// Example: `tether run --lease-namespace tether-system`
+/// With `--http-addr` it serves `/healthz` and, given a webhook secret,
+/// `POST /webhook/{github|gitlab|gitea|forgejo}`: a verified push wakes
+/// every Application of the pushed repository at once.
+///
+/// Example: `tether run --lease-namespace tether-system --http-addr 127.0.0.1:8080
+/// --webhook-secret-file /etc/tether/webhook-secret`
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// Namespace of the leader-election Lease.
@@ -35,6 +42,13 @@ pub struct RunArgs {
     /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster).
     #[arg(long, env = "TETHER_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
+    /// Serve HTTP (health, webhooks) on this address, e.g. 127.0.0.1:8080.
+    #[arg(long)]
+    pub http_addr: Option<SocketAddr>,
+    /// File holding the shared webhook secret (GitHub/Gitea HMAC key,
+    /// GitLab token); without it no webhook is accepted.
+    #[arg(long, env = "TETHER_WEBHOOK_SECRET_FILE")]
+    pub webhook_secret_file: Option<PathBuf>,
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -48,9 +62,29 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         watch_namespace: args.watch_namespace,
         flap_policy: defaults.flap_policy,
     };
+    let secret = match &args.webhook_secret_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading the webhook secret {}", path.display()))?
+                .trim()
+                .as_bytes()
+                .to_vec(),
+        ),
+        None => None,
+    };
     let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
+    let trigger = Trigger::default();
+    let serve_http = async {
+        match args.http_addr {
+            Some(addr) => http::serve(addr, http::app(trigger.clone(), secret))
+                .await
+                .with_context(|| format!("serving HTTP on {addr}")),
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
-        result = tether_controller::run(client, config) => result?,
+        result = tether_controller::run_with(client, config, trigger.clone()) => result?,
+        result = serve_http => result?,
         _ = tokio::signal::ctrl_c() => eprintln!("tether: stopping"),
     }
     Ok(ExitCode::SUCCESS)

@@ -44,7 +44,7 @@ pub async fn run(args: SyncArgs) -> anyhow::Result<ExitCode> {
     let Some(path) = &args.path else {
         let name = args.application.as_deref().unwrap_or_default();
         let namespace = args.namespace.as_deref().unwrap_or("tether-system");
-        tether_controller::trigger::request_sync(client, namespace, name, args.allow_mass_prune)
+        tether_controller::request::request_sync(client, namespace, name, args.allow_mass_prune)
             .await
             .with_context(|| format!("Application {namespace}/{name}"))?;
         let confirmed = if args.allow_mass_prune {

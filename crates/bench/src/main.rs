@@ -1,0 +1,580 @@
+//! `tether-bench`: Tether's performance figures, side by side with kubectl,
+//! against one local control plane (kube-local with an audit log).
+//!
+//! 1. Initial sync of N applications × 10 objects: Tether (a separate
+//!    `tether run` process) vs `kubectl apply --server-side` per app, in
+//!    sequence, and in one call for all.
+//! 2. Steady state: Tether's API requests by verb over a quiet window.
+//! 3. Commit-to-Synced latency of a 50-object app after a push webhook.
+//! 4. The controller's resident memory with everything synced.
+//!
+//! Run with `scripts/bench.sh` (builds release binaries first). It prints
+//! figures; it asserts nothing.
+
+mod audit;
+mod plane;
+mod workload;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use futures::{StreamExt, TryStreamExt};
+use hmac::{Hmac, Mac};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use serde_json::json;
+use sha2::Sha256;
+use tether_controller::api::Application;
+
+use crate::audit::Counts;
+use crate::plane::{Plane, client};
+use crate::workload::{OBJECTS_PER_APP, Repo, app_files, latency_files};
+
+const LEASE_NAMESPACE: &str = "tether-system";
+const WEBHOOK_SECRET: &str = "bench-webhook-secret";
+const LATENCY_OBJECTS: usize = 50;
+
+struct Options {
+    apps: usize,
+    steady_seconds: u64,
+    commits: usize,
+    resync_seconds: u64,
+    controller_manager: bool,
+}
+
+impl Options {
+    fn from_args() -> anyhow::Result<Options> {
+        let mut options = Options {
+            apps: 200,
+            steady_seconds: 120,
+            commits: 20,
+            resync_seconds: 60,
+            controller_manager: true,
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(arg) = args.next() {
+            let mut value =
+                || -> anyhow::Result<u64> { Ok(args.next().context("a value")?.parse()?) };
+            match arg.as_str() {
+                "--apps" => options.apps = value()? as usize,
+                "--steady-seconds" => options.steady_seconds = value()?,
+                "--commits" => options.commits = value()? as usize,
+                "--resync-seconds" => options.resync_seconds = value()?,
+                "--no-controller-manager" => options.controller_manager = false,
+                other => bail!(
+                    "unknown argument {other}; usage: tether-bench [--apps N] [--steady-seconds S] \
+                     [--commits N] [--resync-seconds S] [--no-controller-manager]"
+                ),
+            }
+        }
+        Ok(options)
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let options = Options::from_args()?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()?;
+    let tether_bin = std::env::current_exe()?.with_file_name("tether");
+    if !tether_bin.exists() {
+        bail!(
+            "{} not found: build it (scripts/bench.sh does)",
+            tether_bin.display()
+        );
+    }
+    let work = std::env::temp_dir().join(format!("tether-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&work)?;
+    let n = options.apps;
+
+    say(&format!(
+        "starting kube-local (controller-manager and fake kubelet: {})",
+        options.controller_manager
+    ));
+    let plane = Plane::start(&root, &work.join("plane"), options.controller_manager)?;
+    let admin = client(&plane.admin).await?;
+    let tether_kubeconfig = plane.user("tether")?;
+    let kubectl_kubeconfig = plane.user("kubectl-bench")?;
+    tether_controller::install::install(admin.clone(), LEASE_NAMESPACE)
+        .await
+        .context("installing the CRDs")?;
+
+    say(&format!(
+        "writing the Git repository: {n} apps × {OBJECTS_PER_APP} objects"
+    ));
+    let repo = Repo::create(&work.join("repo"))?;
+    let mut files = Vec::new();
+    for i in 0..n {
+        for (file, text) in app_files(&app_name(i), None) {
+            files.push((format!("apps/{}/{file}", app_name(i)), text));
+        }
+    }
+    files.extend(latency_files(LATENCY_OBJECTS, 0));
+    let head = repo.commit(&files, "bench apps")?;
+    let all_dir = work.join("kubectl-all");
+    for i in 0..n {
+        let text: Vec<String> = app_files(&app_name(i), Some(&format!("k1-{i:03}")))
+            .into_iter()
+            .map(|(_, text)| text)
+            .collect();
+        std::fs::create_dir_all(&all_dir)?;
+        std::fs::write(
+            all_dir.join(format!("{}.yaml", app_name(i))),
+            text.join("---\n"),
+        )?;
+    }
+
+    say("creating namespaces");
+    let mut namespaces = vec!["bench-latency".to_string()];
+    for i in 0..n {
+        namespaces.extend([
+            format!("tt-{i:03}"),
+            format!("kc-{i:03}"),
+            format!("k1-{i:03}"),
+        ]);
+    }
+    create_namespaces(&admin, &namespaces).await?;
+
+    // 1. Initial sync with Tether.
+    say("starting `tether run` as its own process");
+    let http_addr: SocketAddr = "127.0.0.1:18471".parse()?;
+    let secret_file = work.join("webhook-secret");
+    std::fs::write(&secret_file, WEBHOOK_SECRET)?;
+    let mut tether = Command::new(&tether_bin)
+        .args(["run", "--kubeconfig"])
+        .arg(&tether_kubeconfig)
+        .args(["--lease-namespace", LEASE_NAMESPACE, "--identity", "bench"])
+        .args(["--resync-seconds", &options.resync_seconds.to_string()])
+        .args([
+            "--http-addr",
+            &http_addr.to_string(),
+            "--webhook-secret-file",
+        ])
+        .arg(&secret_file)
+        .arg("--cache-dir")
+        .arg(work.join("tether-cache"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(work.join("tether.log"))?)
+        .spawn()?;
+    let stop = Stop(tether.id());
+    wait_leading(&admin).await?;
+
+    say(&format!(
+        "Tether: creating {n} Applications and waiting for Synced"
+    ));
+    let from = Timestamp::now();
+    let started = Instant::now();
+    create_apps(&admin, &repo.url(), n).await?;
+    wait_synced(&admin, "bench=initial", n, &head).await?;
+    let tether_sync = started.elapsed();
+    let all_synced = Timestamp::now();
+    let tether_pid = tether.id();
+
+    // 2. Steady state.
+    // Nothing is changing only once the Deployments have rolled out (the
+    // controller-manager writes their status until then, and each write
+    // rightly costs Tether a comparison): wait for Healthy, then settle.
+    say("waiting for all Applications Healthy (Deployments rolled out)");
+    wait_apps(&admin, "bench=initial", n, |a| {
+        synced_at(a, &head)
+            && a.status
+                .as_ref()
+                .is_some_and(|s| s.health.status == "Healthy")
+    })
+    .await?;
+    let tether_healthy = started.elapsed();
+    let healthy_at = Timestamp::now();
+    let settle = Duration::from_secs(10);
+    say(&format!(
+        "steady state: settling {}s, then counting for {}s (resync every {}s)",
+        settle.as_secs(),
+        options.steady_seconds,
+        options.resync_seconds
+    ));
+    tokio::time::sleep(settle).await;
+    let steady_from = Timestamp::now();
+    tokio::time::sleep(Duration::from_secs(options.steady_seconds)).await;
+    let steady_to = Timestamp::now();
+
+    // 4. Memory, with everything synced.
+    let (rss, hwm) = memory(tether_pid)?;
+
+    // 3. Commit-to-Synced latency after a webhook.
+    say(&format!(
+        "latency: {} commits to a {LATENCY_OBJECTS}-object app, each announced by a webhook",
+        options.commits
+    ));
+    let latencies = latency(&admin, &repo, &head, http_addr, options.commits).await?;
+
+    let initial = audit::count(&plane.audit_log, "tether", from, all_synced).await;
+    let rollout = audit::count(&plane.audit_log, "tether", all_synced, healthy_at).await;
+    let settling = audit::count(&plane.audit_log, "tether", healthy_at, steady_from).await;
+    let steady = audit::count(&plane.audit_log, "tether", steady_from, steady_to).await;
+    drop(stop);
+    let _ = tether.wait();
+
+    // 1b. kubectl, after Tether has stopped.
+    say(&format!(
+        "kubectl: {n} × `kubectl apply --server-side -n NS -f apps/APP/`"
+    ));
+    let kubectl = Kubectl {
+        kubeconfig: kubectl_kubeconfig,
+        cache: work.join("kubectl-cache"),
+    };
+    kubectl.run(&["api-resources"])?; // a warm discovery cache, as a CI runner would have
+    let from = Timestamp::now();
+    let started = Instant::now();
+    let mut per_app = Vec::with_capacity(n);
+    for i in 0..n {
+        let one = Instant::now();
+        let dir = repo.dir.join("apps").join(app_name(i));
+        let ns = format!("kc-{i:03}");
+        kubectl.apply(&["-n", &ns, "-f", &dir.to_string_lossy()])?;
+        per_app.push(one.elapsed());
+    }
+    let kubectl_sequential = started.elapsed();
+    let sequential_counts =
+        audit::count(&plane.audit_log, "kubectl-bench", from, Timestamp::now()).await;
+
+    say("kubectl: one `kubectl apply --server-side -f` for all apps");
+    let from = Timestamp::now();
+    let started = Instant::now();
+    kubectl.apply(&["-f", &all_dir.to_string_lossy()])?;
+    let kubectl_one = started.elapsed();
+    let one_counts = audit::count(&plane.audit_log, "kubectl-bench", from, Timestamp::now()).await;
+
+    // The figures.
+    let objects = n * OBJECTS_PER_APP;
+    println!();
+    println!(
+        "Tether benchmark — {n} apps × {OBJECTS_PER_APP} objects = {objects} objects, one kube-local"
+    );
+    println!(
+        "(controller-manager + fake kubelet: {}; 2-core shared machine; times are wall clock)",
+        options.controller_manager
+    );
+    println!();
+    println!("1. Initial sync");
+    println!(
+        "   Tether (concurrency 16, own process)     {:>8.1} s   {:>6.0} objects/s",
+        secs(tether_sync),
+        objects as f64 / secs(tether_sync)
+    );
+    println!(
+        "   kubectl apply --server-side, per app     {:>8.1} s   {:>6.0} objects/s   (median {:.0} ms/app)",
+        secs(kubectl_sequential),
+        objects as f64 / secs(kubectl_sequential),
+        median_ms(&mut per_app)
+    );
+    println!(
+        "   kubectl apply --server-side, one call    {:>8.1} s   {:>6.0} objects/s",
+        secs(kubectl_one),
+        objects as f64 / secs(kubectl_one)
+    );
+    println!(
+        "   ratio kubectl per app / Tether           {:>8.2}×   (target ≥ 3×)",
+        secs(kubectl_sequential) / secs(tether_sync)
+    );
+    println!(
+        "   ratio kubectl one call / Tether          {:>8.2}×",
+        secs(kubectl_one) / secs(tether_sync)
+    );
+    print_counts("Tether requests", &initial, objects);
+    print_counts("kubectl per app requests", &sequential_counts, objects);
+    print_counts("kubectl one call requests", &one_counts, objects);
+    println!();
+    println!(
+        "   (all Healthy, i.e. Deployments rolled out, after {:.1} s)",
+        secs(tether_healthy)
+    );
+    println!();
+    println!("2. Steady state (after all Synced and Healthy)");
+    println!("   while Deployments rolled out: {}", rollout.line());
+    println!(
+        "   first {}s (settling): {}",
+        settle.as_secs(),
+        settling.line()
+    );
+    println!(
+        "   next {}s: {} request(s) beyond watches and Lease renewals (target 0)",
+        options.steady_seconds,
+        steady.beyond_watches_and_lease()
+    );
+    println!("     by verb: {}", steady.line());
+    println!();
+    println!(
+        "3. Commit-to-Synced after a push webhook ({LATENCY_OBJECTS}-object app, {} commits)",
+        latencies.len()
+    );
+    let mut sorted = latencies.clone();
+    sorted.sort();
+    println!(
+        "   p50 {:.0} ms   p99 {:.0} ms   max {:.0} ms   (target p99 < 2000 ms)",
+        percentile_ms(&sorted, 0.50),
+        percentile_ms(&sorted, 0.99),
+        percentile_ms(&sorted, 1.0)
+    );
+    println!();
+    println!("4. Controller memory with {objects} objects synced (tether run, pid {tether_pid})");
+    println!(
+        "   VmRSS {:.1} MB   VmHWM (peak) {:.1} MB   (target < 100 MB)",
+        rss, hwm
+    );
+    println!();
+    println!("work directory (audit log, tether.log): {}", work.display());
+    Ok(())
+}
+
+fn app_name(i: usize) -> String {
+    format!("app-{i:03}")
+}
+
+fn say(message: &str) {
+    eprintln!("tether-bench: {message}");
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+fn median_ms(values: &mut [Duration]) -> f64 {
+    values.sort();
+    percentile_ms(values, 0.5)
+}
+
+/// Nearest-rank percentile of sorted `values`, in milliseconds.
+fn percentile_ms(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1].as_secs_f64() * 1000.0
+}
+
+fn print_counts(what: &str, counts: &Counts, objects: usize) {
+    println!(
+        "   {what}: {} ({:.1} per object): {}",
+        counts.total(),
+        counts.total() as f64 / objects as f64,
+        counts.line()
+    );
+}
+
+/// Stops the Tether process (SIGTERM, by its pid) when dropped, also on
+/// an early error.
+struct Stop(u32);
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg(self.0.to_string()).status();
+    }
+}
+
+async fn create_namespaces(admin: &kube::Client, names: &[String]) -> anyhow::Result<()> {
+    let api: Api<Namespace> = Api::all(admin.clone());
+    futures::stream::iter(names.iter().map(|name| {
+        let api = api.clone();
+        async move {
+            let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+            api.patch(name, &PatchParams::apply("bench"), &Patch::Apply(&ns))
+                .await
+                .with_context(|| format!("namespace {name}"))
+        }
+    }))
+    .buffer_unordered(16)
+    .try_collect::<Vec<_>>()
+    .await?;
+    Ok(())
+}
+
+async fn wait_leading(admin: &kube::Client) -> anyhow::Result<()> {
+    let leases: Api<Lease> = Api::namespaced(admin.clone(), LEASE_NAMESPACE);
+    for _ in 0..600 {
+        if let Ok(lease) = leases.get("tether-controller").await
+            && lease.spec.and_then(|s| s.holder_identity).as_deref() == Some("bench")
+        {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bail!("tether did not take the lease within 60 s")
+}
+
+async fn create_apps(admin: &kube::Client, repo_url: &str, n: usize) -> anyhow::Result<()> {
+    futures::stream::iter((0..n).map(|i| {
+        let admin = admin.clone();
+        let ns = format!("tt-{i:03}");
+        let name = app_name(i);
+        let app = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": name, "namespace": ns, "labels": {"bench": "initial"}},
+            "spec": {"source": {"repoURL": repo_url, "path": format!("apps/{name}")},
+                     "destination": {"namespace": ns}}});
+        async move {
+            let api: Api<Application> = Api::namespaced(admin, &ns);
+            api.patch(&name, &PatchParams::apply("bench"), &Patch::Apply(&app))
+                .await
+                .with_context(|| format!("Application {ns}/{name}"))
+        }
+    }))
+    .buffer_unordered(8)
+    .try_collect::<Vec<_>>()
+    .await?;
+    Ok(())
+}
+
+/// Polls until `n` Applications matching `selector` are Synced at `revision`.
+async fn wait_synced(
+    admin: &kube::Client,
+    selector: &str,
+    n: usize,
+    revision: &str,
+) -> anyhow::Result<()> {
+    wait_apps(admin, selector, n, |a| synced_at(a, revision)).await
+}
+
+/// Polls until `n` Applications matching `selector` satisfy `done`.
+async fn wait_apps(
+    admin: &kube::Client,
+    selector: &str,
+    n: usize,
+    done: impl Fn(&Application) -> bool,
+) -> anyhow::Result<()> {
+    let apps: Api<Application> = Api::all(admin.clone());
+    let deadline = Instant::now() + Duration::from_secs(1800);
+    loop {
+        let list = apps.list(&ListParams::default().labels(selector)).await?;
+        let synced = list.items.iter().filter(|a| done(a)).count();
+        if synced >= n {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("only {synced}/{n} Applications ready after 30 min");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn synced_at(app: &Application, revision: &str) -> bool {
+    app.status
+        .as_ref()
+        .is_some_and(|s| s.sync.status == "Synced" && s.sync.revision.as_deref() == Some(revision))
+}
+
+async fn latency(
+    admin: &kube::Client,
+    repo: &Repo,
+    head: &str,
+    http_addr: SocketAddr,
+    commits: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let api: Api<Application> = Api::namespaced(admin.clone(), "bench-latency");
+    let app = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "Application",
+        "metadata": {"name": "latency", "namespace": "bench-latency", "labels": {"bench": "latency"}},
+        "spec": {"source": {"repoURL": repo.url(), "path": "apps/latency"},
+                 "destination": {"namespace": "bench-latency"}}});
+    api.patch("latency", &PatchParams::apply("bench"), &Patch::Apply(&app))
+        .await?;
+    wait_synced(admin, "bench=latency", 1, head).await?;
+    let mut latencies = Vec::with_capacity(commits);
+    for round in 1..=commits {
+        let commit = repo.commit(
+            &latency_files(LATENCY_OBJECTS, round),
+            &format!("round {round}"),
+        )?;
+        let started = Instant::now();
+        let status = post_push(http_addr, &repo.url())?;
+        if status != 202 {
+            bail!("webhook answered {status}");
+        }
+        let deadline = started + Duration::from_secs(60);
+        loop {
+            let app = api.get("latency").await?;
+            if synced_at(&app, &commit) {
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!("commit {commit} not Synced 60 s after its webhook");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        latencies.push(started.elapsed());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    Ok(latencies)
+}
+
+/// Sends a signed GitHub push event for `repo_url`; returns the HTTP status.
+fn post_push(addr: SocketAddr, repo_url: &str) -> anyhow::Result<u16> {
+    let body = json!({"ref": "refs/heads/main", "repository": {"clone_url": repo_url}}).to_string();
+    let mut mac = Hmac::<Sha256>::new_from_slice(WEBHOOK_SECRET.as_bytes())?;
+    mac.update(body.as_bytes());
+    let signature = hex::encode(mac.finalize().into_bytes());
+    let mut stream = TcpStream::connect(addr)?;
+    write!(
+        stream,
+        "POST /webhook/github HTTP/1.1\r\nHost: {addr}\r\nX-GitHub-Event: push\r\n\
+         X-Hub-Signature-256: sha256={signature}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .context("an HTTP status line")?;
+    Ok(status)
+}
+
+/// VmRSS and VmHWM of process `pid`, in MB.
+fn memory(pid: u32) -> anyhow::Result<(f64, f64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let field = |name: &str| -> f64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(f64::NAN, |kb| kb / 1024.0)
+    };
+    Ok((field("VmRSS:"), field("VmHWM:")))
+}
+
+struct Kubectl {
+    kubeconfig: PathBuf,
+    cache: PathBuf,
+}
+
+impl Kubectl {
+    fn apply(&self, args: &[&str]) -> anyhow::Result<()> {
+        let mut full = vec!["apply", "--server-side", "--field-manager", "bench-kubectl"];
+        full.extend_from_slice(args);
+        self.run(&full)
+    }
+
+    fn run(&self, args: &[&str]) -> anyhow::Result<()> {
+        let output = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(&self.cache)
+            .args(args)
+            .output()
+            .context("running kubectl")?;
+        if !output.status.success() {
+            bail!(
+                "kubectl {args:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,177 @@
+//! The controller's HTTP endpoint: Git push webhooks.
+//!
+//! `POST /webhook/{provider}` (github, gitlab, gitea, forgejo) verifies the
+//! event with the shared secret ([`tether_source::webhook::parse_push`]) and
+//! wakes every Application using the pushed repository ([`Trigger`]). It
+//! answers 202 with how many were woken, 401 on a bad signature or token
+//! (changing nothing), 400 on an unreadable event, and 202 for events that
+//! are not pushes. Without a configured secret there is no webhook route:
+//! an unverified push is never accepted.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use tether_source::webhook::{WebhookError, parse_push};
+
+use crate::trigger::Trigger;
+
+const PROVIDERS: [&str; 4] = ["github", "gitlab", "gitea", "forgejo"];
+
+#[derive(Clone)]
+struct Webhooks {
+    trigger: Trigger,
+    secret: Arc<Vec<u8>>,
+}
+
+/// The routes: `/healthz`, and `/webhook/{provider}` when `secret` is set.
+pub fn app(trigger: Trigger, secret: Option<Vec<u8>>) -> Router {
+    let health = Router::new().route("/healthz", get(|| async { "ok" }));
+    match secret {
+        Some(secret) => Router::new()
+            .route("/webhook/{provider}", post(webhook))
+            .with_state(Webhooks {
+                trigger,
+                secret: Arc::new(secret),
+            })
+            .merge(health),
+        None => health,
+    }
+}
+
+/// Serves `router` on `addr` until the task is dropped.
+pub async fn serve(addr: SocketAddr, router: Router) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    tracing::info!(%addr, "serving HTTP");
+    axum::serve(listener, router).await
+}
+
+async fn webhook(
+    State(hooks): State<Webhooks>,
+    Path(provider): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<(StatusCode, String), Rejection> {
+    if !PROVIDERS.contains(&provider.as_str()) {
+        return Err(Rejection::UnknownProvider(provider));
+    }
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_string)
+    };
+    let push = parse_push(header, &body, &hooks.secret).map_err(Rejection::Webhook)?;
+    let woken = hooks.trigger.repository(&push.repo_urls);
+    tracing::info!(git_ref = %push.git_ref, woken, "push webhook");
+    Ok((
+        StatusCode::ACCEPTED,
+        format!("woke {woken} application(s)\n"),
+    ))
+}
+
+/// Why a webhook request was not acted on.
+enum Rejection {
+    UnknownProvider(String),
+    Webhook(WebhookError),
+}
+
+impl IntoResponse for Rejection {
+    fn into_response(self) -> Response {
+        let (status, message) = match self {
+            Rejection::UnknownProvider(provider) => (
+                StatusCode::NOT_FOUND,
+                format!("unknown webhook provider {provider:?}; one of {PROVIDERS:?}"),
+            ),
+            Rejection::Webhook(error) => {
+                let status = match &error {
+                    WebhookError::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
+                    WebhookError::Ignored { .. } => StatusCode::ACCEPTED,
+                    WebhookError::BadRequest(_) => StatusCode::BAD_REQUEST,
+                };
+                (status, error.to_string())
+            }
+        };
+        (status, format!("{message}\n")).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::Application;
+    use axum::body::Body;
+    use axum::http::Request;
+    use hmac::{Hmac, Mac};
+    use kube::runtime::reflector::store::Writer;
+    use kube::runtime::watcher;
+    use serde_json::json;
+    use sha2::Sha256;
+    use tokio::sync::mpsc;
+    use tower::ServiceExt;
+
+    const SECRET: &[u8] = b"s3cret";
+
+    fn wired() -> (Trigger, mpsc::UnboundedReceiver<crate::live::AppKey>) {
+        let mut writer = Writer::<Application>::default();
+        let app: Application = serde_json::from_value(json!({
+            "apiVersion": "tether.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"source": {"repoURL": "https://github.com/shop/site.git", "path": "app"},
+                     "destination": {"namespace": "shop"}}
+        }))
+        .unwrap();
+        writer.apply_watcher_event(&watcher::Event::Apply(app));
+        let trigger = Trigger::default();
+        let (wake, woken) = mpsc::unbounded_channel();
+        trigger.wire(writer.as_reader(), wake);
+        (trigger, woken)
+    }
+
+    fn push(signature_secret: &[u8]) -> Request<Body> {
+        let body = r#"{"ref":"refs/heads/main","repository":{"clone_url":"https://github.com/shop/site.git"}}"#;
+        let mut mac = Hmac::<Sha256>::new_from_slice(signature_secret).unwrap();
+        mac.update(body.as_bytes());
+        let signature = hex::encode(mac.finalize().into_bytes());
+        Request::post("/webhook/github")
+            .header("X-GitHub-Event", "push")
+            .header("X-Hub-Signature-256", format!("sha256={signature}"))
+            .body(Body::from(body))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_signed_push_wakes_the_apps_of_its_repository() {
+        let (trigger, mut woken) = wired();
+        let response = app(trigger, Some(SECRET.to_vec()))
+            .oneshot(push(SECRET))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::ACCEPTED);
+        assert_eq!(woken.try_recv().unwrap(), ("shop".into(), "web".into()));
+    }
+
+    #[tokio::test]
+    async fn a_forged_push_is_unauthorized_and_wakes_nothing() {
+        let (trigger, mut woken) = wired();
+        let response = app(trigger, Some(SECRET.to_vec()))
+            .oneshot(push(b"guess"))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+        assert!(woken.try_recv().is_err());
+    }
+
+    #[tokio::test]
+    async fn without_a_secret_there_is_no_webhook_route() {
+        let (trigger, mut woken) = wired();
+        let response = app(trigger, None).oneshot(push(b"")).await.unwrap();
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+        assert!(woken.try_recv().is_err());
+    }
+}
