@@ -34,6 +34,29 @@ pub fn manifests(namespace: &str) -> Vec<Value> {
     ]
 }
 
+/// A Deployment running `tether run` in the cluster as the controller's
+/// service account, two replicas (one leads; the other waits on the Lease),
+/// webhooks served on port 8080 when a secret named `tether-webhook` exists.
+pub fn deployment(namespace: &str, image: &str) -> Value {
+    let labels = json!({"app.kubernetes.io/name": "tether-controller"});
+    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace, "labels": labels},
+        "spec": {"replicas": 2, "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels},
+                "spec": {"serviceAccountName": SERVICE_ACCOUNT,
+                    "containers": [{"name": "tether", "image": image,
+                        "args": ["run", "--lease-namespace", namespace,
+                                 "--http-addr", "0.0.0.0:8080",
+                                 "--webhook-secret-file", "/etc/tether/webhook/secret"],
+                        "ports": [{"name": "http", "containerPort": 8080}],
+                        "readinessProbe": {"httpGet": {"path": "/healthz", "port": "http"}},
+                        "volumeMounts": [{"name": "webhook", "mountPath": "/etc/tether/webhook", "readOnly": true}],
+                        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
+                                      "limits": {"memory": "512Mi"}}}],
+                    "volumes": [{"name": "webhook",
+                        "secret": {"secretName": "tether-webhook", "optional": true}}]}}}})
+}
+
 /// Applies [`manifests`] and waits until the Application CRD is established.
 pub async fn install(
     client: kube::Client,
@@ -54,4 +77,19 @@ pub async fn install(
         results.push((applied.object, applied.action));
     }
     Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_in_cluster_deployment_runs_the_controller_as_its_service_account() {
+        let deployment = deployment("tether-system", "example.com/tether:0.1");
+        let pod = &deployment["spec"]["template"]["spec"];
+        assert_eq!(pod["serviceAccountName"], SERVICE_ACCOUNT);
+        assert_eq!(pod["containers"][0]["image"], "example.com/tether:0.1");
+        assert_eq!(pod["containers"][0]["args"][0], "run");
+        assert_eq!(deployment["metadata"]["namespace"], "tether-system");
+    }
 }
