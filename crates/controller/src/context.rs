@@ -7,10 +7,13 @@ use std::time::Duration;
 
 use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::Store;
 use tether_cluster::Resources;
 use tether_core::drift::{FlapGuard, FlapPolicy};
 use tether_source::Repositories;
 
+use crate::api::BreakGlass;
+use crate::break_glass::audit::AuditLog;
 use crate::health::HealthRules;
 use crate::live::{AppKey, LiveCache};
 use crate::memo::AppMemo;
@@ -50,6 +53,14 @@ impl Default for Config {
     }
 }
 
+/// How this replica signs its events.
+pub fn reporter(config: &Config) -> Reporter {
+    Reporter {
+        controller: "tether".into(),
+        instance: Some(config.identity.clone()),
+    }
+}
+
 /// Shared by all reconciles.
 pub struct Context {
     pub client: Client,
@@ -59,16 +70,22 @@ pub struct Context {
     /// Health rules: shipped, the cluster's, and each Application's.
     pub health: Arc<HealthRules>,
     pub recorder: Recorder,
+    /// Every break-glass window (watched), and the audit log of the
+    /// changes made inside them.
+    pub windows: Store<BreakGlass>,
+    pub audit: AuditLog,
     pub config: Config,
     memos: Mutex<HashMap<AppKey, Arc<Mutex<AppMemo>>>>,
 }
 
 impl Context {
-    pub fn new(client: Client, live: LiveCache, config: Config) -> Self {
-        let reporter = Reporter {
-            controller: "tether".into(),
-            instance: Some(config.identity.clone()),
-        };
+    pub fn new(
+        client: Client,
+        live: LiveCache,
+        windows: Store<BreakGlass>,
+        config: Config,
+    ) -> Self {
+        let reporter = reporter(&config);
         Context {
             resources: Resources::new(client.clone()),
             repositories: Arc::new(Repositories::new(config.cache_dir.join("repositories"))),
@@ -76,6 +93,8 @@ impl Context {
             client,
             live,
             health: Arc::default(),
+            windows,
+            audit: AuditLog::default(),
             config,
             memos: Mutex::default(),
         }

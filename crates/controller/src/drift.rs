@@ -11,8 +11,8 @@ use std::time::SystemTime;
 use serde_json::Value;
 use tether_core::attribution::Ownership;
 use tether_core::drift::{
-    DriftKind, DriftRecord, Fight, FlapGuard, HealVerdict, LiveState, Observation, classify,
-    drifted_fields,
+    DriftKind, DriftRecord, Fight, FlapGuard, HealVerdict, LiveState, Observation, WindowScope,
+    classify, drifted_fields,
 };
 use tether_core::tracking::AppRef;
 
@@ -96,6 +96,9 @@ pub struct Policy<'a> {
     pub pending: bool,
     /// Self-heal is on (not `selfHeal: false`, not warn mode).
     pub heals: bool,
+    /// The app's open break-glass windows: changes in their scope are
+    /// Emergency drift, reported and left alone.
+    pub windows: &'a [WindowScope],
 }
 
 /// The drifted objects among `compared`, each with its response. Counts a
@@ -142,7 +145,7 @@ fn record(
         pending: policy.pending,
         interrupted_sync: false,
     };
-    let kind = classify(&observation, &[], now)?;
+    let kind = classify(&observation, policy.windows, now)?;
     let mut fields = fields;
     fields.truncate(FIELDS_PER_RECORD);
     Some(DriftRecord {

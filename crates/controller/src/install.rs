@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tether_cluster::{Applier, ClusterError, Resources};
 use tether_core::{Action, ObjectRef};
 
-use crate::api::Application;
+use crate::api::{Application, BreakGlass};
 
 /// The controller's service account name.
 pub const SERVICE_ACCOUNT: &str = "tether-controller";
@@ -18,6 +18,7 @@ pub fn manifests(namespace: &str) -> Vec<Value> {
     vec![
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
         serde_json::to_value(Application::crd()).expect("CRD serializes"),
+        serde_json::to_value(BreakGlass::crd()).expect("CRD serializes"),
         json!({"apiVersion": "v1", "kind": "ServiceAccount",
             "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace}}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
@@ -31,7 +32,52 @@ pub fn manifests(namespace: &str) -> Vec<Value> {
             "metadata": {"name": SERVICE_ACCOUNT},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": SERVICE_ACCOUNT},
             "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": namespace}]}),
+        break_glass_policy(),
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": BREAK_GLASS_POLICY},
+            "spec": {"policyName": BREAK_GLASS_POLICY, "validationActions": ["Deny"]}}),
     ]
+}
+
+/// The admission policy that makes a BreakGlass window's authors the API
+/// server's word, not free text.
+pub const BREAK_GLASS_POLICY: &str = "tether-break-glass";
+
+/// A ValidatingAdmissionPolicy (CEL, evaluated by the API server): a
+/// window's `openedBy` is the user creating it; what it was opened for
+/// (application, scope, reason, opener, original expiry) never changes;
+/// extensions are only appended, each by the user making the request; a
+/// closing is written once, by the user closing.
+fn break_glass_policy() -> Value {
+    let rule = |expression: &str, message: &str| {
+        json!({"expression": expression,
+        "messageExpression": format!("'BreakGlass ' + object.metadata.name + ': ' + {message}")})
+    };
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+    "metadata": {"name": BREAK_GLASS_POLICY},
+    "spec": {"failurePolicy": "Fail",
+        "matchConstraints": {"resourceRules": [{"apiGroups": ["tether.dev"], "apiVersions": ["*"],
+            "operations": ["CREATE", "UPDATE"], "resources": ["breakglasses"]}]},
+        "matchConditions": [{"name": "spec-only", "expression": "request.subResource == ''"}],
+        "variables": [
+            {"name": "extensions", "expression":
+                "has(object.spec.extensions) ? object.spec.extensions : []"},
+            {"name": "oldExtensions", "expression":
+                "request.operation == 'UPDATE' && has(oldObject.spec.extensions) ? oldObject.spec.extensions : []"},
+            {"name": "scope", "expression": "has(object.spec.resources) ? object.spec.resources : []"},
+            {"name": "oldScope", "expression":
+                "request.operation == 'UPDATE' && has(oldObject.spec.resources) ? oldObject.spec.resources : []"},
+        ],
+        "validations": [
+            rule("request.operation != 'CREATE' || object.spec.openedBy.username == request.userInfo.username",
+                "'spec.openedBy.username must be the requesting user (' + request.userInfo.username + '); open windows with tether break-glass open'"),
+            rule("request.operation != 'UPDATE' || (object.spec.application == oldObject.spec.application && object.spec.reason == oldObject.spec.reason && object.spec.openedBy == oldObject.spec.openedBy && object.spec.expiresAt == oldObject.spec.expiresAt && variables.scope == variables.oldScope)",
+                "'application, resources, reason, openedBy and expiresAt cannot change; extend with tether break-glass extend'"),
+            rule("request.operation != 'UPDATE' || (variables.oldExtensions.all(e, e in variables.extensions) && variables.extensions.all(e, e in variables.oldExtensions || e.by == request.userInfo.username))",
+                "'extensions are only appended, each by the requesting user (' + request.userInfo.username + ')'"),
+            rule("request.operation != 'UPDATE' || !has(object.spec.close) || (has(oldObject.spec.close) ? object.spec.close == oldObject.spec.close : object.spec.close.by == request.userInfo.username)",
+                "'spec.close is written once, by the requesting user (' + request.userInfo.username + ')'"),
+        ]}})
 }
 
 /// A Deployment running `tether run` in the cluster as the controller's

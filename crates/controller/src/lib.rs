@@ -8,6 +8,7 @@
 //! - [`sync`] validates a whole set by dry-run, then applies it in order.
 
 pub mod api;
+pub mod break_glass;
 pub mod compare;
 pub mod context;
 pub mod drift;

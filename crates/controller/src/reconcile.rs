@@ -9,12 +9,14 @@ use kube::runtime::events::{Event, EventType};
 use kube::{Resource, ResourceExt};
 use tether_cluster::Applier;
 use tether_core::ObjectRef;
+use tether_core::drift::{DriftKind, WindowScope};
 use tether_core::prune::PruneOptions;
 use tether_core::tracking::{AppRef, FIELD_MANAGER};
 use tether_source::{Manifest, Rendered};
 
 use crate::api::application::{ALLOW_MASS_PRUNE_ANNOTATION, SYNC_REQUEST_ANNOTATION};
 use crate::api::{Application, ApplicationStatus};
+use crate::break_glass;
 use crate::compare::{Compared, compare_all};
 use crate::context::Context;
 use crate::drift::{self, Assessed, Policy as DriftPolicy, Response};
@@ -64,10 +66,14 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
             }
         };
 
-    // Classify drift and decide what self-heal may revert.
+    // Classify drift and decide what self-heal may revert; record what
+    // changed inside open break-glass windows.
     let new_revision = app.status.as_ref().and_then(|s| s.sync.revision.as_deref())
         != Some(desired.commit.as_str());
-    let drift = assess_drift(&app, &owner, &compared, &memo, new_revision);
+    let windows = break_glass::windows_of(&ctx, &app, &owner).await;
+    let scopes: Vec<_> = windows.iter().map(|w| w.scope.clone()).collect();
+    let drift = assess_drift(&app, &owner, &compared, &memo, new_revision, &scopes);
+    break_glass::record(&ctx, &app, &windows, &drift).await;
 
     // Apply a new revision, or re-apply what drifted.
     let sync = apply(
@@ -114,6 +120,7 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
     };
     let next = report(&ctx, &app, Some(&observed), run.as_ref(), failure.as_ref()).await?;
     clear_requests(&ctx, &app).await;
+    let next = break_glass::until_expiry(next, &windows, ctx.config.resync);
     Ok(back_off_aware(next, &drift))
 }
 
@@ -160,6 +167,7 @@ fn assess_drift(
     compared: &[Compared],
     memo: &Mutex<AppMemo>,
     pending: bool,
+    windows: &[WindowScope],
 ) -> Vec<Assessed> {
     let inventory = app
         .status
@@ -171,6 +179,7 @@ fn assess_drift(
         inventory,
         pending,
         heals: app.spec.sync_policy.heals(),
+        windows,
     };
     let mut memo = memo.lock().expect("lock");
     drift::assess(
@@ -232,7 +241,22 @@ async fn apply(
             ),
         )
         .await;
-        let result = sync_manifests(applier, owner, &desired.manifests).await;
+        // A new revision does not overwrite what an open break-glass
+        // window keeps: those objects wait for the window to end.
+        let manifests: Vec<Manifest> = desired
+            .manifests
+            .iter()
+            .filter(|m| {
+                !drift.iter().any(|d| {
+                    d.record.kind == DriftKind::Emergency
+                        && compared
+                            .iter()
+                            .any(|c| c.id == d.record.object && c.desired_matches(m))
+                })
+            })
+            .cloned()
+            .collect();
+        let result = sync_manifests(applier, owner, &manifests).await;
         (initiator, result)
     } else {
         let manifests: Vec<Manifest> = desired
@@ -341,6 +365,18 @@ async fn announce(
             }
             Response::Heal => {}
             _ if known => {}
+            Response::Report if assessed.record.kind == DriftKind::Emergency => {
+                publish(
+                    ctx,
+                    app,
+                    EventType::Warning,
+                    "EmergencyChange",
+                    format!(
+                        "{assessed}; inside an open break-glass window: recorded, not reverted"
+                    ),
+                )
+                .await
+            }
             Response::Report => {
                 publish(
                     ctx,

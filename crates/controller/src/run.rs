@@ -12,7 +12,8 @@ use kube::runtime::watcher;
 use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::mpsc;
 
-use crate::api::Application;
+use crate::api::{Application, BreakGlass};
+use crate::break_glass::lifecycle::{self, WindowContext};
 use crate::context::{Config, Context};
 use crate::live::{AppKey, LiveCache};
 use crate::reconcile::{error_policy, reconcile};
@@ -64,7 +65,38 @@ pub async fn run_with(client: Client, config: Config, trigger: Trigger) -> Resul
 
     let (wake_tx, wake_rx) = mpsc::unbounded_channel::<AppKey>();
     let live = LiveCache::new(client.clone(), wake_tx.clone());
-    let context = Arc::new(Context::new(client.clone(), live, config.clone()));
+    let (windows_api, apps): (Api<BreakGlass>, Api<Application>) = match &config.watch_namespace {
+        Some(namespace) => (
+            Api::namespaced(client.clone(), namespace),
+            Api::namespaced(client.clone(), namespace),
+        ),
+        None => (Api::all(client.clone()), Api::all(client.clone())),
+    };
+    let windows = Controller::new(windows_api.clone(), watcher::Config::default());
+    let context = Arc::new(Context::new(
+        client.clone(),
+        live,
+        windows.store(),
+        config.clone(),
+    ));
+    let window_context = Arc::new(WindowContext {
+        client: client.clone(),
+        recorder: kube::runtime::events::Recorder::new(
+            client.clone(),
+            crate::context::reporter(&config),
+        ),
+    });
+    let windows = windows
+        .run(
+            lifecycle::reconcile,
+            lifecycle::error_policy,
+            window_context,
+        )
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "break-glass round");
+            }
+        });
     // Load the cluster's health rules before judging anything.
     let rules_changed = crate::health::watch_cluster_rules(
         client.clone(),
@@ -76,10 +108,6 @@ pub async fn run_with(client: Client, config: Config, trigger: Trigger) -> Resul
         let (namespace, name) = rx.recv().await?;
         Some((ObjectRef::<Application>::new(&name).within(&namespace), rx))
     });
-    let apps: Api<Application> = match &config.watch_namespace {
-        Some(namespace) => Api::namespaced(client, namespace),
-        None => Api::all(client),
-    };
     let controller = Controller::new(apps, watcher::Config::default());
     trigger.wire(controller.store(), wake_tx);
     let controller = controller
@@ -89,6 +117,15 @@ pub async fn run_with(client: Client, config: Config, trigger: Trigger) -> Resul
                 .debounce(Duration::from_millis(20)),
         )
         .reconcile_on(wakes)
+        // A window opening, expiring or closing changes what self-heal may do.
+        .watches(
+            windows_api,
+            watcher::Config::default(),
+            |window: BreakGlass| {
+                let namespace = window.metadata.namespace.clone()?;
+                Some(ObjectRef::<Application>::new(&window.spec.application).within(&namespace))
+            },
+        )
         .reconcile_all_on(rules_changed)
         .run(reconcile, error_policy, context)
         .for_each(|result| async move {
@@ -105,6 +142,7 @@ pub async fn run_with(client: Client, config: Config, trigger: Trigger) -> Resul
     };
     tokio::select! {
         () = controller => Ok(()),
+        () = windows => Ok(()),
         () = lost => Err(RunError::LostLease),
     }
 }

@@ -16,6 +16,7 @@ pub mod order;
 pub mod prune;
 pub mod state;
 pub mod tracking;
+pub mod window;
 
 pub use action::Action;
 pub use health::{Health, HealthStatus};

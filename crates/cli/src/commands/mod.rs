@@ -1,6 +1,7 @@
 //! The `tether` subcommands, one file each.
 
 mod app;
+mod break_glass;
 mod diff;
 mod drift;
 mod health;
@@ -28,6 +29,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     App(app::AppArgs),
+    BreakGlass(break_glass::BreakGlassArgs),
     Diff(diff::DiffArgs),
     Drift(drift::DriftArgs),
     Health(health::HealthArgs),
@@ -41,6 +43,7 @@ pub enum Command {
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::App(args) => app::run(args).await,
+        Command::BreakGlass(args) => break_glass::run(args).await,
         Command::Diff(args) => diff::run(args).await,
         Command::Drift(args) => drift::run(args).await,
         Command::Health(args) => health::run(args),

@@ -377,11 +377,11 @@ pub struct HistoryEntry {
 
 /// The schema of a field whose type is defined (and validated) by the
 /// crate that owns it: an object the API server stores as given.
-fn open_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+pub(crate) fn open_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
 }
 
-fn open_object_list(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+pub(crate) fn open_object_list(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": "array", "items":
         {"type": "object", "x-kubernetes-preserve-unknown-fields": true}})
 }

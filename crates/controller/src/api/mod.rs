@@ -1,5 +1,7 @@
 //! Tether's Kubernetes API: the custom resources it serves and reads.
 
 pub mod application;
+pub mod break_glass;
 
 pub use application::{Application, ApplicationSpec, ApplicationStatus};
+pub use break_glass::{BreakGlass, BreakGlassSpec, BreakGlassStatus};

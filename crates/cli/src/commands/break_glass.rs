@@ -1,0 +1,312 @@
+//! `tether break-glass`: open, list, show, extend and close the audited
+//! windows in which self-heal leaves (part of) an application alone.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use anyhow::Context;
+use kube::ResourceExt;
+use kube::api::Api;
+use tether_controller::api::BreakGlass;
+use tether_controller::api::break_glass::Resolution;
+use tether_controller::break_glass::audit;
+use tether_controller::break_glass::request::{self, Opening};
+use tether_core::window::parse_ttl;
+
+/// Break-glass windows: suspend self-heal for an app (or some of its
+/// objects) during an incident, with who, why and until when recorded; every
+/// change made inside is recorded as Emergency drift in the window and its
+/// audit log. Afterwards adopt the changes into Git (`tether adopt`) or let
+/// self-heal revert them.
+#[derive(Debug, clap::Args)]
+pub struct BreakGlassArgs {
+    #[command(subcommand)]
+    pub command: BreakGlassCommand,
+    /// Namespace the Application and its windows live in.
+    #[arg(long, short = 'n', default_value = "tether-system", global = true)]
+    pub namespace: String,
+    /// Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).
+    #[arg(long, env = "TETHER_KUBECONFIG", global = true)]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum BreakGlassCommand {
+    /// Open a window. Example: `tether break-glass open shop --resource
+    /// Deployment/web --reason "INC-1234: checkout 500s" --ttl 2h`
+    Open {
+        app: String,
+        /// An object of the app in scope, KIND/NAME (repeat; default: the whole app).
+        #[arg(long = "resource")]
+        resources: Vec<String>,
+        /// Why: the incident reference and a sentence.
+        #[arg(long)]
+        reason: String,
+        /// How long self-heal stays suspended: 90s, 30m, 2h, 1h30m.
+        #[arg(long, default_value = "1h")]
+        ttl: String,
+    },
+    /// List windows (of one app, or all), newest first.
+    List { app: Option<String> },
+    /// Show one window: who, why, scope, phase and the changes recorded,
+    /// with the audit log checked against its digest chain.
+    Show {
+        /// The window's name, or an app with one open window.
+        name: String,
+    },
+    /// Extend an open window from now; recorded as an entry of its own.
+    Extend {
+        /// The window's name, or an app with one open window.
+        name: String,
+        #[arg(long)]
+        ttl: String,
+        #[arg(long)]
+        reason: String,
+    },
+    /// Close an open window: `adopt` once the changes are in Git (see
+    /// `tether adopt`), `revert` to let self-heal converge back to Git now.
+    Close {
+        /// The window's name, or an app with one open window.
+        name: String,
+        #[arg(long, value_parser = ["adopt", "revert"])]
+        resolve: String,
+    },
+}
+
+pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
+    let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
+    let namespace = args.namespace;
+    match args.command {
+        BreakGlassCommand::Open {
+            app,
+            resources,
+            reason,
+            ttl,
+        } => {
+            let ttl = parse_ttl(&ttl)?;
+            let resources = resources
+                .iter()
+                .map(|r| request::parse_resource(r))
+                .collect::<Result<Vec<_>, _>>()?;
+            let window = request::open(
+                &client,
+                Opening {
+                    namespace: namespace.clone(),
+                    app,
+                    resources,
+                    reason,
+                    ttl,
+                },
+            )
+            .await?;
+            println!(
+                "BreakGlass {namespace}/{} opened by {} until {}",
+                window.name_any(),
+                window.spec.opened_by.username,
+                window.spec.expires_at
+            );
+        }
+        BreakGlassCommand::List { app } => {
+            let api: Api<BreakGlass> = Api::namespaced(client, &namespace);
+            let mut windows: Vec<BreakGlass> = api
+                .list(&Default::default())
+                .await?
+                .items
+                .into_iter()
+                .filter(|w| app.as_ref().is_none_or(|a| &w.spec.application == a))
+                .collect();
+            windows.sort_by_key(|w| std::cmp::Reverse(w.creation_timestamp()));
+            print!("{}", list(&windows));
+        }
+        BreakGlassCommand::Show { name } => {
+            let window = find(&client, &namespace, &name).await?;
+            print!("{}", show(&window));
+            match audit::read(&client, &window).await? {
+                Ok(records) => println!("audit log: {} record(s), chain intact", records.len()),
+                Err(broken) => {
+                    println!("audit log: {broken}");
+                    return Ok(ExitCode::from(1));
+                }
+            }
+        }
+        BreakGlassCommand::Extend { name, ttl, reason } => {
+            let ttl = parse_ttl(&ttl)?;
+            let window = find(&client, &namespace, &name).await?;
+            let window = request::extend(&client, &window, ttl, &reason).await?;
+            println!(
+                "BreakGlass {namespace}/{} extended until {}",
+                window.name_any(),
+                window.expires_at()
+            );
+        }
+        BreakGlassCommand::Close { name, resolve } => {
+            let resolve = match resolve.as_str() {
+                "adopt" => Resolution::Adopt,
+                _ => Resolution::Revert,
+            };
+            let window = find(&client, &namespace, &name).await?;
+            request::close(&client, &window, resolve).await?;
+            println!(
+                "BreakGlass {namespace}/{} closed ({}); self-heal resumes for Application {}",
+                window.name_any(),
+                match resolve {
+                    Resolution::Adopt => "changes adopted into Git",
+                    Resolution::Revert => "changes will be reverted",
+                },
+                window.spec.application
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The window named `name`, else the one open window of app `name`.
+async fn find(client: &kube::Client, namespace: &str, name: &str) -> anyhow::Result<BreakGlass> {
+    let api: Api<BreakGlass> = Api::namespaced(client.clone(), namespace);
+    if let Some(window) = api.get_opt(name).await? {
+        return Ok(window);
+    }
+    request::find(client, namespace, Some(name), None)
+        .await
+        .with_context(|| format!("no BreakGlass named {name}, and as an application"))
+}
+
+fn phase(window: &BreakGlass) -> String {
+    match window.times() {
+        Ok(times) => times.phase(SystemTime::now()).to_string(),
+        Err(_) => "Invalid".into(),
+    }
+}
+
+/// NAME APP PHASE OPENED-BY EXPIRES CHANGES REASON.
+fn list(windows: &[BreakGlass]) -> String {
+    let mut lines = vec![
+        [
+            "NAME",
+            "APP",
+            "PHASE",
+            "OPENED-BY",
+            "EXPIRES",
+            "CHANGES",
+            "REASON",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for window in windows {
+        let count = window.status.as_ref().map(|s| s.record_count).unwrap_or(0);
+        lines.push(vec![
+            window.name_any(),
+            window.spec.application.clone(),
+            phase(window),
+            window.spec.opened_by.username.clone(),
+            window.expires_at().to_string(),
+            count.to_string(),
+            window.spec.reason.clone(),
+        ]);
+    }
+    align(&lines)
+}
+
+fn align(lines: &[Vec<String>]) -> String {
+    let widths: Vec<usize> = (0..lines[0].len())
+        .map(|i| {
+            lines
+                .iter()
+                .map(|l| l[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    lines
+        .iter()
+        .map(|line| {
+            let cells: Vec<String> = line
+                .iter()
+                .zip(&widths)
+                .map(|(cell, width)| format!("{cell:<width$}"))
+                .collect();
+            format!("{}\n", cells.join("  ").trim_end())
+        })
+        .collect()
+}
+
+fn show(window: &BreakGlass) -> String {
+    let spec = &window.spec;
+    let mut text = format!(
+        "BreakGlass {}/{}\n  application: {}\n  phase:       {}\n  opened by:   {}{}\n  reason:      {}\n  opened at:   {}\n  expires at:  {}\n",
+        window.namespace().unwrap_or_default(),
+        window.name_any(),
+        spec.application,
+        phase(window),
+        spec.opened_by.username,
+        if spec.opened_by.groups.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", spec.opened_by.groups.join(", "))
+        },
+        spec.reason,
+        window
+            .creation_timestamp()
+            .map(|t| t.0.to_string())
+            .unwrap_or_default(),
+        window.expires_at(),
+    );
+    let scope = if spec.resources.is_empty() {
+        "the whole application".to_string()
+    } else {
+        spec.resources
+            .iter()
+            .map(|r| format!("{}/{}", r.kind, r.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    text.push_str(&format!("  scope:       {scope}\n"));
+    for extension in &spec.extensions {
+        text.push_str(&format!(
+            "  extended by {} at {} to {}: {}\n",
+            extension.by, extension.at, extension.expires_at, extension.reason
+        ));
+    }
+    if let Some(close) = &spec.close {
+        text.push_str(&format!(
+            "  closed by {} at {} ({:?})\n",
+            close.by, close.at, close.resolve
+        ));
+    }
+    let status = window.status.clone().unwrap_or_default();
+    text.push_str(&format!(
+        "  changes:     {} recorded{}\n",
+        status.record_count,
+        if status.record_count as usize > status.records.len() {
+            format!(" (newest {} shown)", status.records.len())
+        } else {
+            String::new()
+        }
+    ));
+    for record in &status.records {
+        for field in &record.fields {
+            let show = |v: &Option<serde_json::Value>| {
+                v.as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_else(|| "(absent)".into())
+            };
+            let writer = field
+                .writer
+                .as_ref()
+                .map(|w| format!(" by {}", w.manager))
+                .unwrap_or_default();
+            text.push_str(&format!(
+                "    #{} {} {}: {} → {}{writer} ({})\n",
+                record.sequence,
+                record.object,
+                field.path,
+                show(&field.desired),
+                show(&field.live),
+                record.recorded_at
+            ));
+        }
+    }
+    text
+}

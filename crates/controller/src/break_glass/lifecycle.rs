@@ -1,0 +1,450 @@
+//! A window's life: opened, extended, warned before expiry, expired or
+//! closed. [`plan`] decides (pure: the window, whether its app exists, the
+//! time); [`reconcile`] writes the status, sends the events and looks again
+//! at the next deadline. Writing `Expired` or `Closed` wakes the app (its
+//! controller watches windows), which resumes self-heal for the scope.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action as Next;
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::{Client, Resource, ResourceExt};
+use serde_json::json;
+use tether_core::window::WindowPhase;
+
+use crate::api::application::Condition;
+use crate::api::break_glass::{Resolution, format_time};
+use crate::api::{Application, BreakGlass};
+
+/// Field manager of the lifecycle status fields.
+const MANAGER: &str = "tether-break-glass";
+/// The condition every window carries: is self-heal suspended by it?
+pub const OPEN_CONDITION: &str = "Open";
+
+/// What the lifecycle writes into a window's status.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lifecycle {
+    pub phase: String,
+    pub expires_at: Option<String>,
+    pub warned_at: Option<String>,
+    pub extensions_seen: usize,
+    pub condition: Condition,
+}
+
+/// One event to send about the window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notice {
+    pub warning: bool,
+    pub reason: &'static str,
+    pub note: String,
+}
+
+/// The next status, the events that go with it, and when to look again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub lifecycle: Lifecycle,
+    pub notices: Vec<Notice>,
+    pub next: Option<SystemTime>,
+}
+
+/// Decides a window's status and events at `now`.
+pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime) -> Plan {
+    let status = window.status.clone().unwrap_or_default();
+    let previous = status.phase.as_str();
+    let name = window.name_any();
+    let app = &window.spec.application;
+    let condition = |open: bool, reason: &str, message: String| Condition {
+        type_: OPEN_CONDITION.into(),
+        status: if open { "True" } else { "False" }.into(),
+        reason: reason.into(),
+        message,
+        last_transition_time: Some(format_time(now)),
+    };
+    let mut notices = Vec::new();
+    let mut notice = |warning, reason, note: String| {
+        notices.push(Notice {
+            warning,
+            reason,
+            note,
+        })
+    };
+    let invalid = |message: String| Plan {
+        lifecycle: Lifecycle {
+            phase: "Invalid".into(),
+            expires_at: None,
+            warned_at: None,
+            extensions_seen: 0,
+            condition: condition(false, "Invalid", message.clone()),
+        },
+        notices: if previous == "Invalid" {
+            Vec::new()
+        } else {
+            vec![Notice {
+                warning: true,
+                reason: "BreakGlassInvalid",
+                note: message,
+            }]
+        },
+        next: None,
+    };
+    if !app_exists {
+        return invalid(format!(
+            "BreakGlass {name}: Application {app} does not exist in this namespace; nothing is suspended"
+        ));
+    }
+    let times = match window.times() {
+        Ok(times) => times,
+        Err(error) => return invalid(format!("{error}; nothing is suspended")),
+    };
+    let phase = times.phase(now);
+    let expires = window.expires_at().to_string();
+    let scope = scope(window);
+    let by = &window.spec.opened_by.username;
+    if previous.is_empty() {
+        notice(
+            false,
+            "BreakGlassOpened",
+            format!(
+                "{by} opened break-glass for {scope} until {expires}: {}",
+                window.spec.reason
+            ),
+        );
+    }
+    for extension in window.spec.extensions.iter().skip(status.extensions_seen) {
+        notice(
+            false,
+            "BreakGlassExtended",
+            format!(
+                "{} extended break-glass for {scope} to {}: {}",
+                extension.by, extension.expires_at, extension.reason
+            ),
+        );
+    }
+    let mut warned_at = status.warned_at.clone();
+    // An extension postpones the warning: warn again before the new expiry.
+    if status.extensions_seen < window.spec.extensions.len() {
+        warned_at = None;
+    }
+    if phase == WindowPhase::Open && now >= times.warn_at() && warned_at.is_none() {
+        notice(
+            true,
+            "BreakGlassExpiring",
+            format!(
+                "break-glass for {scope} expires at {expires}; self-heal then reverts what was not adopted (tether adopt {app}) — extend with tether break-glass extend {name}"
+            ),
+        );
+        warned_at = Some(format_time(now));
+    }
+    let condition = match phase {
+        WindowPhase::Open => condition(
+            true,
+            "Opened",
+            format!(
+                "self-heal suspended for {scope} until {expires} (opened by {by}: {})",
+                window.spec.reason
+            ),
+        ),
+        WindowPhase::Expired => {
+            if previous != "Expired" {
+                notice(
+                    true,
+                    "BreakGlassExpired",
+                    format!("break-glass for {scope} expired at {expires}; self-heal resumed"),
+                );
+            }
+            condition(
+                false,
+                "Expired",
+                format!("expired at {expires}; self-heal resumed"),
+            )
+        }
+        WindowPhase::Closed => {
+            let close = window
+                .spec
+                .close
+                .as_ref()
+                .expect("a closed window has a close");
+            let resolve = match close.resolve {
+                Resolution::Adopt => "adopted into Git",
+                Resolution::Revert => "reverted by self-heal",
+            };
+            if previous != "Closed" {
+                notice(
+                    false,
+                    "BreakGlassClosed",
+                    format!(
+                        "{} closed break-glass for {scope}; changes {resolve}",
+                        close.by
+                    ),
+                );
+            }
+            condition(
+                false,
+                "Closed",
+                format!("closed by {} at {}; changes {resolve}", close.by, close.at),
+            )
+        }
+    };
+    let keep_transition = status
+        .conditions
+        .iter()
+        .find(|c| {
+            c.type_ == OPEN_CONDITION
+                && c.status == condition.status
+                && c.reason == condition.reason
+        })
+        .and_then(|c| c.last_transition_time.clone());
+    let condition = Condition {
+        last_transition_time: keep_transition.or(condition.last_transition_time),
+        ..condition
+    };
+    Plan {
+        lifecycle: Lifecycle {
+            phase: phase.to_string(),
+            expires_at: Some(expires),
+            warned_at,
+            extensions_seen: window.spec.extensions.len(),
+            condition,
+        },
+        notices,
+        next: times.next_deadline(now),
+    }
+}
+
+/// `Application web` or `Deployment web, ConfigMap settings of Application web`.
+fn scope(window: &BreakGlass) -> String {
+    let app = format!("Application {}", window.spec.application);
+    if window.spec.resources.is_empty() {
+        return app;
+    }
+    let resources: Vec<String> = window
+        .spec
+        .resources
+        .iter()
+        .map(|r| format!("{} {}", r.kind, r.name))
+        .collect();
+    format!("{} of {app}", resources.join(", "))
+}
+
+/// What window reconciles share.
+pub struct WindowContext {
+    pub client: Client,
+    pub recorder: Recorder,
+}
+
+/// Why a window could not be reconciled.
+#[derive(Debug, thiserror::Error)]
+#[error("BreakGlass {window}: {error}")]
+pub struct WindowReconcileError {
+    window: String,
+    error: kube::Error,
+}
+
+/// Brings one window's status up to date and sends its events.
+pub async fn reconcile(
+    window: Arc<BreakGlass>,
+    ctx: Arc<WindowContext>,
+) -> Result<Next, WindowReconcileError> {
+    let namespace = window.namespace().unwrap_or_default();
+    let failed = |error| WindowReconcileError {
+        window: format!("{namespace}/{}", window.name_any()),
+        error,
+    };
+    let apps: Api<Application> = Api::namespaced(ctx.client.clone(), &namespace);
+    let app_exists = apps
+        .get_opt(&window.spec.application)
+        .await
+        .map_err(failed)?
+        .is_some();
+    let now = SystemTime::now();
+    let plan = plan(&window, app_exists, now);
+    let current = window.status.clone().unwrap_or_default();
+    let unchanged = current.phase == plan.lifecycle.phase
+        && current.expires_at == plan.lifecycle.expires_at
+        && current.warned_at == plan.lifecycle.warned_at
+        && current.extensions_seen == plan.lifecycle.extensions_seen
+        && current.conditions.first() == Some(&plan.lifecycle.condition);
+    if !unchanged {
+        let api: Api<BreakGlass> = Api::namespaced(ctx.client.clone(), &namespace);
+        let lifecycle = &plan.lifecycle;
+        let patch = json!({
+            "apiVersion": "tether.dev/v1alpha1",
+            "kind": "BreakGlass",
+            "status": {
+                "phase": lifecycle.phase,
+                "expiresAt": lifecycle.expires_at,
+                "warnedAt": lifecycle.warned_at,
+                "extensionsSeen": lifecycle.extensions_seen,
+                "conditions": [lifecycle.condition],
+            }
+        });
+        api.patch_status(
+            &window.name_any(),
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+        .map_err(failed)?;
+    }
+    for notice in &plan.notices {
+        let event = Event {
+            type_: if notice.warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: notice.reason.into(),
+            note: Some(notice.note.clone()),
+            action: "BreakGlass".into(),
+            secondary: None,
+        };
+        if let Err(error) = ctx.recorder.publish(&event, &window.object_ref(&())).await {
+            tracing::debug!(%error, "publishing event failed");
+        }
+        tracing::info!(window = %window.name_any(), reason = notice.reason, note = %notice.note, "break-glass");
+    }
+    Ok(match plan.next {
+        Some(at) => {
+            Next::requeue(at.duration_since(now).unwrap_or_default() + Duration::from_millis(100))
+        }
+        None => Next::await_change(),
+    })
+}
+
+pub fn error_policy(
+    _window: Arc<BreakGlass>,
+    error: &WindowReconcileError,
+    _ctx: Arc<WindowContext>,
+) -> Next {
+    tracing::warn!(%error, "break-glass reconcile failed");
+    Next::requeue(Duration::from_secs(5))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::break_glass::{BreakGlassStatus, Closing, Extension, parse_time};
+
+    fn window(expires: &str) -> BreakGlass {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "tether.dev/v1alpha1", "kind": "BreakGlass",
+            "metadata": {"name": "inc-1234", "namespace": "shop",
+                         "creationTimestamp": "2026-12-02T10:00:00Z"},
+            "spec": {"application": "web", "reason": "INC-1234: checkout down",
+                     "openedBy": {"username": "alice"},
+                     "resources": [{"kind": "Deployment", "name": "web"}],
+                     "expiresAt": expires}
+        }))
+        .unwrap()
+    }
+
+    fn at(text: &str) -> SystemTime {
+        parse_time(text).unwrap()
+    }
+
+    fn with_phase(mut window: BreakGlass, phase: &str) -> BreakGlass {
+        window.status = Some(BreakGlassStatus {
+            phase: phase.into(),
+            ..BreakGlassStatus::default()
+        });
+        window
+    }
+
+    fn reasons(plan: &Plan) -> Vec<&str> {
+        plan.notices.iter().map(|n| n.reason).collect()
+    }
+
+    #[test]
+    fn a_new_window_is_announced_with_who_why_and_until_when() {
+        let plan = plan(
+            &window("2026-12-02T12:00:00Z"),
+            true,
+            at("2026-12-02T10:00:01Z"),
+        );
+        assert_eq!(plan.lifecycle.phase, "Open");
+        assert_eq!(reasons(&plan), ["BreakGlassOpened"]);
+        assert_eq!(
+            plan.notices[0].note,
+            "alice opened break-glass for Deployment web of Application web until 2026-12-02T12:00:00Z: INC-1234: checkout down"
+        );
+        assert_eq!(plan.next, Some(at("2026-12-02T11:55:00Z")));
+    }
+
+    #[test]
+    fn a_window_warns_once_before_it_expires() {
+        let open = with_phase(window("2026-12-02T12:00:00Z"), "Open");
+        let plan = plan(&open, true, at("2026-12-02T11:56:00Z"));
+        assert_eq!(reasons(&plan), ["BreakGlassExpiring"]);
+        assert!(plan.lifecycle.warned_at.is_some());
+        assert_eq!(plan.next, Some(at("2026-12-02T12:00:00Z")));
+    }
+
+    #[test]
+    fn an_expired_window_says_so_once_and_looks_no_more() {
+        let open = with_phase(window("2026-12-02T12:00:00Z"), "Open");
+        let plan = plan(&open, true, at("2026-12-02T12:00:00Z"));
+        assert_eq!(plan.lifecycle.phase, "Expired");
+        assert!(reasons(&plan).contains(&"BreakGlassExpired"));
+        assert_eq!(plan.lifecycle.condition.status, "False");
+        assert_eq!(plan.next, None);
+        let expired = with_phase(window("2026-12-02T12:00:00Z"), "Expired");
+        let again = super::plan(&expired, true, at("2026-12-02T12:00:10Z"));
+        assert!(!reasons(&again).contains(&"BreakGlassExpired"));
+    }
+
+    #[test]
+    fn an_extension_is_announced_with_its_author() {
+        let mut open = with_phase(window("2026-12-02T12:00:00Z"), "Open");
+        open.spec.extensions.push(Extension {
+            by: "bob".into(),
+            at: "2026-12-02T11:58:00Z".into(),
+            expires_at: "2026-12-02T14:00:00Z".into(),
+            reason: "still mitigating".into(),
+        });
+        let plan = plan(&open, true, at("2026-12-02T12:30:00Z"));
+        assert_eq!(plan.lifecycle.phase, "Open");
+        assert_eq!(reasons(&plan), ["BreakGlassExtended"]);
+        assert!(plan.notices[0].note.starts_with("bob extended"));
+        assert_eq!(plan.lifecycle.extensions_seen, 1);
+    }
+
+    #[test]
+    fn a_closed_window_records_who_closed_it_and_how() {
+        let mut open = with_phase(window("2026-12-02T12:00:00Z"), "Open");
+        open.spec.close = Some(Closing {
+            by: "alice".into(),
+            at: "2026-12-02T11:00:00Z".into(),
+            resolve: Resolution::Revert,
+        });
+        let plan = plan(&open, true, at("2026-12-02T11:00:01Z"));
+        assert_eq!(plan.lifecycle.phase, "Closed");
+        assert_eq!(reasons(&plan), ["BreakGlassClosed"]);
+        assert_eq!(
+            plan.lifecycle.condition.message,
+            "closed by alice at 2026-12-02T11:00:00Z; changes reverted by self-heal"
+        );
+    }
+
+    #[test]
+    fn a_window_for_an_unknown_app_is_invalid_and_suspends_nothing() {
+        let plan = plan(
+            &window("2026-12-02T12:00:00Z"),
+            false,
+            at("2026-12-02T10:00:01Z"),
+        );
+        assert_eq!(plan.lifecycle.phase, "Invalid");
+        assert_eq!(
+            plan.notices[0].note,
+            "BreakGlass inc-1234: Application web does not exist in this namespace; nothing is suspended"
+        );
+    }
+
+    #[test]
+    fn a_malformed_expiry_makes_the_window_invalid() {
+        let plan = plan(&window("soon"), true, at("2026-12-02T10:00:01Z"));
+        assert_eq!(plan.lifecycle.phase, "Invalid");
+        assert!(plan.notices[0].note.contains("spec.expiresAt: \"soon\""));
+    }
+}
