@@ -58,7 +58,7 @@ fn break_glass_policy() -> Value {
     "spec": {"failurePolicy": "Fail",
         "matchConstraints": {"resourceRules": [{"apiGroups": ["tether.dev"], "apiVersions": ["*"],
             "operations": ["CREATE", "UPDATE"], "resources": ["breakglasses"]}]},
-        "matchConditions": [{"name": "spec-only", "expression": "request.subResource == ''"}],
+        "matchConditions": [{"name": "spec-only", "expression": "!has(request.subResource) || request.subResource == ''"}],
         "variables": [
             {"name": "extensions", "expression":
                 "has(object.spec.extensions) ? object.spec.extensions : []"},

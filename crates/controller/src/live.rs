@@ -43,6 +43,20 @@ pub struct LiveCache {
     stores: Arc<Mutex<HashMap<KindKey, Watched>>>,
     owners: Arc<Mutex<HashMap<String, AppKey>>>,
     wake: mpsc::UnboundedSender<AppKey>,
+    /// The watch tasks; they stop when the last clone of the cache goes.
+    tasks: Arc<Tasks>,
+}
+
+/// Watch tasks, aborted on drop: a stopped controller leaves no watch behind.
+#[derive(Default)]
+struct Tasks(Mutex<Vec<tokio::task::JoinHandle<()>>>);
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for task in self.0.get_mut().expect("lock").drain(..) {
+            task.abort();
+        }
+    }
 }
 
 impl LiveCache {
@@ -51,6 +65,7 @@ impl LiveCache {
         LiveCache {
             client,
             stores: Arc::default(),
+            tasks: Arc::default(),
             owners: Arc::default(),
             wake,
         }
@@ -146,8 +161,22 @@ impl LiveCache {
         let owners = self.owners.clone();
         let wake = self.wake.clone();
         let kind = served.resource.kind.clone();
-        let stream = reflector::reflector(writer, watcher(api, config).default_backoff());
-        tokio::spawn(async move {
+        // A list response's items carry no apiVersion/kind (watch events
+        // do): fill them in, or every object listed at start-up would
+        // differ from desired state in those two fields.
+        let types = kube::api::TypeMeta {
+            api_version: served.resource.api_version.clone(),
+            kind: served.resource.kind.clone(),
+        };
+        let stream = watcher(api, config)
+            .default_backoff()
+            .modify(move |object| {
+                if object.types.is_none() {
+                    object.types = Some(types.clone());
+                }
+            });
+        let stream = reflector::reflector(writer, stream);
+        let task = tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {
                 match event {
@@ -162,6 +191,7 @@ impl LiveCache {
                 }
             }
         });
+        self.tasks.0.lock().expect("lock").push(task);
         let watched = Watched { store, ready };
         stores.insert(key, watched.clone());
         watched

@@ -54,7 +54,10 @@ pub async fn run_with(client: Client, config: Config, trigger: Trigger) -> Resul
         .build()
         .await
         .map_err(lease_error)?;
-    let (mut leading, _lease_task) = lease.watch().await;
+    let (mut leading, lease_task) = lease.watch().await;
+    // The lease task is spawned; stop it with this function (a stopped
+    // controller must not keep renewing its lease).
+    let _lease_task = tokio_util::task::AbortOnDropHandle::new(lease_task);
     tracing::info!(identity = %config.identity, "waiting to lead");
     while !*leading.borrow_and_update() {
         if leading.changed().await.is_err() {

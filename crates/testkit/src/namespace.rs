@@ -48,6 +48,25 @@ impl TestNamespace {
             .expect("kubectl is installed")
     }
 
+    /// Runs `kubectl` with `input` on its standard input (`create -f -`).
+    pub fn kubectl_with_stdin(&self, args: &[&str], input: &str) -> Output {
+        use std::io::Write;
+        let mut child = self
+            .kubectl_command(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("kubectl is installed");
+        child
+            .stdin
+            .take()
+            .expect("piped stdin")
+            .write_all(input.as_bytes())
+            .expect("kubectl reads stdin");
+        child.wait_with_output().expect("kubectl runs")
+    }
+
     /// A `kubectl` command for this namespace, to add environment or stdin.
     pub fn kubectl_command(&self, args: &[&str]) -> Command {
         let mut command = Command::new("kubectl");

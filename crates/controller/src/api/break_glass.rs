@@ -251,12 +251,15 @@ pub fn parse_time(text: &str) -> Option<SystemTime> {
     Some(SystemTime::from(timestamp))
 }
 
-/// Formats `time` as RFC 3339 (UTC, whole seconds).
+/// Formats `time` as RFC 3339 (UTC, whole seconds, rounded down: a time
+/// written now is never in the future).
 pub fn format_time(time: SystemTime) -> String {
-    let timestamp = k8s_openapi::jiff::Timestamp::try_from(time).unwrap_or_default();
-    timestamp
-        .round(k8s_openapi::jiff::Unit::Second)
-        .unwrap_or(timestamp)
+    let seconds = time
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or_default();
+    k8s_openapi::jiff::Timestamp::from_second(seconds)
+        .unwrap_or_default()
         .to_string()
 }
 

@@ -1,0 +1,487 @@
+//! Break-glass windows end to end, against a real kube-apiserver with real
+//! `kubectl` and a real Git repository: a window keeps an emergency change
+//! and records it, the rest of the app keeps healing, expiry resumes
+//! self-heal, the records outlive a controller restart, and bad requests
+//! change nothing.
+
+mod support;
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Event};
+use kube::ResourceExt;
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use serde_json::json;
+use support::{Repo, config_for, create_app, eventually, start_controller, status_where, web};
+use tether_controller::api::BreakGlass;
+use tether_controller::api::break_glass::Resolution;
+use tether_controller::break_glass::audit;
+use tether_controller::break_glass::request::{self, Opening, RequestError};
+use tether_testkit::TestNamespace;
+
+fn with_api(replicas: u32) -> Vec<(&'static str, String)> {
+    let mut files = web(replicas, "hello");
+    files.push((
+        "app/api.yaml",
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\nspec:\n  replicas: {replicas}\n  selector:\n    matchLabels: {{app: api}}\n  template:\n    metadata:\n      labels: {{app: api}}\n    spec:\n      containers:\n        - name: api\n          image: nginx:1.27\n"
+        ),
+    ));
+    files
+}
+
+async fn synced(ns: &TestNamespace, repo: &Repo) -> Api<tether_controller::api::Application> {
+    let apps = create_app(ns, repo).await;
+    status_where(&apps, "Synced", |s| {
+        s.sync.status == "Synced" && !s.inventory.is_empty()
+    })
+    .await;
+    apps
+}
+
+fn opening(ns: &TestNamespace, resources: &[&str], ttl: Duration) -> Opening {
+    Opening {
+        namespace: ns.name.clone(),
+        app: "shop".into(),
+        resources: resources
+            .iter()
+            .map(|r| request::parse_resource(r).unwrap())
+            .collect(),
+        reason: "INC-1234: checkout returns 500s".into(),
+        ttl,
+    }
+}
+
+fn jsonpath(ns: &TestNamespace, object: &str, path: &str) -> String {
+    let output = ns.kubectl(&["get", object, "-o", &format!("jsonpath={path}")]);
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+fn kubectl_ok(ns: &TestNamespace, args: &[&str]) {
+    let output = ns.kubectl(args);
+    assert!(
+        output.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+async fn window_where(
+    ns: &TestNamespace,
+    name: &str,
+    what: &str,
+    check: impl Fn(&BreakGlass) -> bool,
+) -> BreakGlass {
+    let api: Api<BreakGlass> = Api::namespaced(ns.client.clone(), &ns.name);
+    let last = std::sync::Mutex::new(None);
+    let found = tokio::time::timeout(
+        support::PATIENCE,
+        eventually(what, || async {
+            let window = api.get(name).await.ok()?;
+            *last.lock().unwrap() = Some(window.clone());
+            check(&window).then_some(window)
+        }),
+    )
+    .await;
+    match found {
+        Ok(window) => window,
+        Err(_) => panic!(
+            "timed out waiting for {what}; last: {}",
+            serde_json::to_string_pretty(&*last.lock().unwrap()).unwrap()
+        ),
+    }
+}
+
+async fn event_reasons(ns: &TestNamespace, name: &str) -> Vec<String> {
+    let events: Api<Event> = Api::namespaced(ns.client.clone(), &ns.name);
+    events
+        .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|e| e.reason)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_window_on_one_deployment_keeps_its_change_and_the_rest_of_the_app_heals() {
+    let ns = TestNamespace::create("bg-scope").await;
+    let repo = Repo::new("bg-scope");
+    repo.commit(&with_api(2), "two deployments");
+    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
+    start_controller(&ns, &cache).await;
+    synced(&ns, &repo).await;
+
+    let window = request::open(
+        &ns.client,
+        opening(&ns, &["Deployment/web"], Duration::from_secs(600)),
+    )
+    .await
+    .unwrap();
+    assert!(!window.spec.opened_by.username.is_empty());
+    let name = window.name_any();
+    window_where(&ns, &name, "the window to be Open", |w| {
+        w.status.as_ref().is_some_and(|s| s.phase == "Open")
+    })
+    .await;
+
+    kubectl_ok(
+        &ns,
+        &["set", "image", "deployment/web", "web=nginx:1.27-hotfix"],
+    );
+    kubectl_ok(&ns, &["scale", "deployment/api", "--replicas=5"]);
+
+    // The scale outside the window is Manual drift and reverted.
+    eventually("deployment/api reverted to 2 replicas", || async {
+        (jsonpath(&ns, "deployment/api", "{.spec.replicas}") == "2").then_some(())
+    })
+    .await;
+    // The change inside is Emergency drift: recorded, with writer and diff.
+    let window = window_where(&ns, &name, "the emergency change recorded", |w| {
+        w.status.as_ref().is_some_and(|s| s.record_count >= 1)
+    })
+    .await;
+    let status = window.status.unwrap();
+    let record = &status.records[0];
+    assert_eq!(
+        record.object.to_string(),
+        format!("Deployment {}/web", ns.name)
+    );
+    let field = &record.fields[0];
+    assert_eq!(field.path, "spec.template.spec.containers[name=web].image");
+    assert_eq!(field.desired, Some(json!("nginx:1.27")));
+    assert_eq!(field.live, Some(json!("nginx:1.27-hotfix")));
+    assert_eq!(field.writer.as_ref().unwrap().manager, "kubectl-set");
+    // Its full record is in the audit log, chained.
+    let log = audit::read(&ns.client, &api_get(&ns, &name).await)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0]["kind"], "Emergency");
+    assert_eq!(log[0]["reason"], "INC-1234: checkout returns 500s");
+
+    // And it stays: several resyncs later the hotfix image is still live.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        jsonpath(
+            &ns,
+            "deployment/web",
+            "{.spec.template.spec.containers[0].image}"
+        ),
+        "nginx:1.27-hotfix"
+    );
+    let apps = Api::<tether_controller::api::Application>::namespaced(ns.client.clone(), &ns.name);
+    let status = apps.get("shop").await.unwrap().status.unwrap();
+    assert!(
+        status
+            .drift
+            .iter()
+            .any(|d| d.record.kind.as_str() == "Emergency" && d.response == "Reported"),
+        "{:?}",
+        status.drift
+    );
+    // The same change is recorded once, not once per reconcile.
+    assert_eq!(api_get(&ns, &name).await.status.unwrap().record_count, 1);
+
+    // Closing with revert resumes self-heal for the scope.
+    request::close(&ns.client, &api_get(&ns, &name).await, Resolution::Revert)
+        .await
+        .unwrap();
+    eventually("deployment/web reverted after closing", || async {
+        (jsonpath(
+            &ns,
+            "deployment/web",
+            "{.spec.template.spec.containers[0].image}",
+        ) == "nginx:1.27")
+            .then_some(())
+    })
+    .await;
+    window_where(&ns, &name, "the window Closed", |w| {
+        w.status.as_ref().is_some_and(|s| s.phase == "Closed")
+    })
+    .await;
+    let reasons = event_reasons(&ns, &name).await;
+    assert!(
+        reasons.contains(&"BreakGlassOpened".to_string()),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.contains(&"BreakGlassClosed".to_string()),
+        "{reasons:?}"
+    );
+}
+
+async fn api_get(ns: &TestNamespace, name: &str) -> BreakGlass {
+    Api::<BreakGlass>::namespaced(ns.client.clone(), &ns.name)
+        .get(name)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_expired_window_is_marked_expired_and_self_heal_reverts_its_change() {
+    let ns = TestNamespace::create("bg-expiry").await;
+    let repo = Repo::new("bg-expiry");
+    repo.commit(&web(2, "hello"), "web");
+    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
+    start_controller(&ns, &cache).await;
+    synced(&ns, &repo).await;
+
+    let window = request::open(&ns.client, opening(&ns, &[], Duration::from_secs(12)))
+        .await
+        .unwrap();
+    let name = window.name_any();
+    kubectl_ok(&ns, &["scale", "deployment/web", "--replicas=4"]);
+    window_where(&ns, &name, "the scale recorded", |w| {
+        w.status.as_ref().is_some_and(|s| s.record_count >= 1)
+    })
+    .await;
+    assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.replicas}"), "4");
+
+    let window = window_where(&ns, &name, "the window Expired", |w| {
+        w.status.as_ref().is_some_and(|s| s.phase == "Expired")
+    })
+    .await;
+    let condition = &window.status.unwrap().conditions[0];
+    assert_eq!(
+        (
+            condition.type_.as_str(),
+            condition.status.as_str(),
+            condition.reason.as_str()
+        ),
+        ("Open", "False", "Expired")
+    );
+    eventually("deployment/web reverted after expiry", || async {
+        (jsonpath(&ns, "deployment/web", "{.spec.replicas}") == "2").then_some(())
+    })
+    .await;
+    let reasons = event_reasons(&ns, &name).await;
+    for reason in [
+        "BreakGlassOpened",
+        "BreakGlassExpiring",
+        "BreakGlassExpired",
+    ] {
+        assert!(
+            reasons.contains(&reason.to_string()),
+            "{reason} in {reasons:?}"
+        );
+    }
+    // An expired window can be neither extended nor closed.
+    let error = request::extend(
+        &ns.client,
+        &api_get(&ns, &name).await,
+        Duration::from_secs(60),
+        "more",
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("is Expired: only an open window can be extended"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_window_its_records_and_its_audit_log_survive_a_controller_restart() {
+    let ns = TestNamespace::create("bg-restart").await;
+    let repo = Repo::new("bg-restart");
+    repo.commit(&web(2, "hello"), "web");
+    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
+    tether_controller::install::install(ns.client.clone(), &ns.name)
+        .await
+        .unwrap();
+    let config = config_for(&ns, &cache);
+    let first = tokio::spawn(tether_controller::run(ns.client.clone(), config.clone()));
+    synced(&ns, &repo).await;
+
+    let name = request::open(&ns.client, opening(&ns, &[], Duration::from_secs(600)))
+        .await
+        .unwrap()
+        .name_any();
+    kubectl_ok(&ns, &["scale", "deployment/web", "--replicas=3"]);
+    window_where(&ns, &name, "the first change recorded", |w| {
+        w.status.as_ref().is_some_and(|s| s.record_count == 1)
+    })
+    .await;
+
+    first.abort();
+    let _ = first.await;
+    // A new process has a new identity: it takes over once the old lease lapses.
+    let config = tether_controller::Config {
+        identity: format!("{}-restarted", config.identity),
+        ..config
+    };
+    let second = tokio::spawn(tether_controller::run(ns.client.clone(), config));
+
+    kubectl_ok(
+        &ns,
+        &[
+            "patch",
+            "configmap/settings",
+            "-p",
+            r#"{"data":{"greeting":"maintenance"}}"#,
+        ],
+    );
+    let window = window_where(&ns, &name, "the second change recorded", |w| {
+        w.status.as_ref().is_some_and(|s| s.record_count == 2)
+    })
+    .await;
+    // Nothing was recorded twice and nothing was reverted across the restart.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let window = api_get(&ns, &window.name_any()).await;
+    assert_eq!(
+        window.status.as_ref().unwrap().record_count,
+        2,
+        "{}",
+        serde_json::to_string_pretty(&window.status).unwrap()
+    );
+    assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.replicas}"), "3");
+    assert_eq!(
+        jsonpath(&ns, "configmap/settings", "{.data.greeting}"),
+        "maintenance"
+    );
+    let log = audit::read(&ns.client, &window).await.unwrap().unwrap();
+    assert_eq!(log.len(), 2);
+    assert_eq!(log[1]["object"]["kind"], "ConfigMap");
+    // Audit records are immutable: the API server refuses to change one.
+    let configmaps: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
+    let record = &window.status.unwrap().records[0].audit;
+    let refused = configmaps
+        .patch(
+            record,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"record.json": "{}"}})),
+        )
+        .await;
+    assert!(refused.is_err(), "an audit record was changed");
+    second.abort();
+}
+
+#[tokio::test]
+async fn bad_break_glass_requests_are_refused_and_change_nothing() {
+    let ns = TestNamespace::create("bg-bad").await;
+    let repo = Repo::new("bg-bad");
+    repo.commit(&web(2, "hello"), "web");
+    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
+    start_controller(&ns, &cache).await;
+    synced(&ns, &repo).await;
+    let windows: Api<BreakGlass> = Api::namespaced(ns.client.clone(), &ns.name);
+
+    // A window for an unknown app.
+    let mut unknown = opening(&ns, &[], Duration::from_secs(60));
+    unknown.app = "nope".into();
+    let error = request::open(&ns.client, unknown).await.unwrap_err();
+    assert!(matches!(error, RequestError::UnknownApp { .. }), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("Application {}/nope not found", ns.name))
+    );
+    // A resource the app does not have.
+    let error = request::open(
+        &ns.client,
+        opening(&ns, &["Deployment/ghost"], Duration::from_secs(60)),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "--resource Deployment/ghost: Application shop has applied no such object"
+    );
+    // No reason.
+    let mut silent = opening(&ns, &[], Duration::from_secs(60));
+    silent.reason = " ".into();
+    assert!(matches!(
+        request::open(&ns.client, silent).await.unwrap_err(),
+        RequestError::NoReason
+    ));
+    assert!(
+        windows
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+
+    // A window written by hand in someone else's name is refused by the
+    // API server (the admission policy), with its message.
+    let forged = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "BreakGlass",
+        "metadata": {"name": "forged"},
+        "spec": {"application": "shop", "reason": "INC-1: forged",
+                 "openedBy": {"username": "someone-else"},
+                 "expiresAt": "2099-01-01T00:00:00Z"}});
+    let refused = eventually("the admission policy to be in force", || async {
+        let output = ns.kubectl_with_stdin(&["create", "-f", "-"], &forged.to_string());
+        (!output.status.success()).then(|| String::from_utf8_lossy(&output.stderr).to_string())
+    })
+    .await;
+    assert!(
+        refused.contains("spec.openedBy.username must be the requesting user"),
+        "{refused}"
+    );
+
+    // A malformed window (written in the requester's own name) is Invalid
+    // and suspends nothing.
+    let me = request::whoami(&ns.client).await.unwrap().username;
+    let malformed = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "BreakGlass",
+        "metadata": {"name": "malformed"},
+        "spec": {"application": "shop", "reason": "INC-2: typo",
+                 "openedBy": {"username": me},
+                 "expiresAt": "next tuesday"}});
+    let output = ns.kubectl_with_stdin(&["create", "-f", "-"], &malformed.to_string());
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let window = window_where(&ns, "malformed", "the window Invalid", |w| {
+        w.status.as_ref().is_some_and(|s| s.phase == "Invalid")
+    })
+    .await;
+    assert!(
+        window.status.unwrap().conditions[0]
+            .message
+            .contains("spec.expiresAt: \"next tuesday\" is not an RFC 3339 time")
+    );
+    kubectl_ok(&ns, &["scale", "deployment/web", "--replicas=5"]);
+    eventually(
+        "the scale reverted despite the malformed window",
+        || async { (jsonpath(&ns, "deployment/web", "{.spec.replicas}") == "2").then_some(()) },
+    )
+    .await;
+
+    // A silent extension (moving expiresAt by hand) is refused.
+    let open = request::open(&ns.client, opening(&ns, &[], Duration::from_secs(600)))
+        .await
+        .unwrap();
+    let output = ns.kubectl(&[
+        "patch",
+        "breakglass",
+        &open.name_any(),
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"expiresAt":"2099-01-01T00:00:00Z"}}"#,
+    ]);
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("extend with tether break-glass extend"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The audited extension passes and names its author.
+    let extended = request::extend(
+        &ns.client,
+        &open,
+        Duration::from_secs(1200),
+        "INC-1234 still open",
+    )
+    .await
+    .unwrap();
+    assert_eq!(extended.spec.extensions.len(), 1);
+    assert_eq!(extended.spec.extensions[0].by, me);
+}
