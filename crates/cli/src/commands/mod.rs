@@ -1,5 +1,6 @@
 //! The `tether` subcommands, one file each.
 
+mod adopt;
 mod app;
 mod diff;
 mod drift;
@@ -27,6 +28,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    Adopt(adopt::AdoptArgs),
     App(app::AppArgs),
     Diff(diff::DiffArgs),
     Drift(drift::DriftArgs),
@@ -40,6 +42,7 @@ pub enum Command {
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Adopt(args) => adopt::run(args).await,
         Command::App(args) => app::run(args).await,
         Command::Diff(args) => diff::run(args).await,
         Command::Drift(args) => drift::run(args).await,
