@@ -170,13 +170,37 @@ pub(crate) fn element(items: &[Value], step: &Step) -> Option<usize> {
         Step::Value(text) => items
             .iter()
             .position(|item| scalar_text(item).as_deref() == Some(text)),
-        Step::Keyed(keys) => items.iter().position(|item| {
-            keys.iter().all(|(key, text)| {
-                item.get(key).and_then(scalar_text).as_deref() == Some(text.as_str())
-            })
+        Step::Keyed(keys) => keyed_position(items.len(), keys, |index, key| {
+            items[index].get(key).and_then(scalar_text)
         }),
         Step::Field(_) => None,
     }
+}
+
+/// The element whose key fields have the values of `keys`; failing that,
+/// the only element whose first key matches and whose other keys match or
+/// are absent (a manifest may leave out a key the server defaults, such as
+/// a port's `protocol`).
+pub(crate) fn keyed_position(
+    len: usize,
+    keys: &[(String, String)],
+    key_of: impl Fn(usize, &str) -> Option<String>,
+) -> Option<usize> {
+    let matches = |index: usize, lenient: bool| {
+        keys.iter()
+            .enumerate()
+            .all(|(n, (key, text))| match key_of(index, key) {
+                Some(value) => value == *text,
+                None => lenient && n > 0,
+            })
+    };
+    (0..len).find(|i| matches(*i, false)).or_else(|| {
+        let mut loose = (0..len).filter(|i| matches(*i, true));
+        match (loose.next(), loose.next()) {
+            (Some(only), None) => Some(only),
+            _ => None,
+        }
+    })
 }
 
 /// A new list element for a keyed step: its key fields, typed as numbers
@@ -371,6 +395,15 @@ mod tests {
             let error = Selector::parse(text).unwrap_err();
             assert!(error.to_string().contains(&format!("{text:?}")), "{error}");
         }
+    }
+
+    #[test]
+    fn a_key_the_manifest_leaves_to_the_server_still_finds_its_element() {
+        let ports = json!({"ports": [{"containerPort": 80}, {"containerPort": 443}]});
+        let path = Selector::parse("ports[containerPort=443,protocol=TCP]").unwrap();
+        assert_eq!(path.get(&ports), Some(&json!({"containerPort": 443})));
+        let other = Selector::parse("ports[containerPort=8080,protocol=TCP]").unwrap();
+        assert_eq!(other.get(&ports), None);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::path::{Selector, Step, build};
+use super::path::{Selector, Step, build, keyed_position};
 use super::scalar::{self, Flavor};
 use super::tree::{self, Entry, Kind, Node, Text};
 use crate::manifest::parse_file;
@@ -487,13 +487,14 @@ fn child<'n>(node: &'n Node, step: &Step) -> Option<(Slot<'n>, &'n Node)> {
             let index = match step {
                 Step::Index(index) => (*index < items.len()).then_some(*index),
                 Step::Value(text) => items.iter().position(|item| scalar_is(item, text)),
-                Step::Keyed(keys) => items.iter().position(|item| {
-                    keys.iter().all(|(key, text)| match &item.kind {
-                        Kind::Map { entries, .. } => entries
-                            .iter()
-                            .any(|e| &e.key == key && scalar_is(&e.value, text)),
-                        _ => false,
-                    })
+                Step::Keyed(keys) => keyed_position(items.len(), keys, |index, key| {
+                    entries(&items[index])
+                        .iter()
+                        .find(|e| e.key == key)
+                        .and_then(|e| match &e.value.kind {
+                            Kind::Scalar { value, .. } => Some(value.clone()),
+                            _ => None,
+                        })
                 }),
                 Step::Field(_) => None,
             }?;
