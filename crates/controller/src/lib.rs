@@ -7,6 +7,7 @@
 //!   apply, report.
 //! - [`sync`] validates a whole set by dry-run, then applies it in order.
 
+pub mod adopt;
 pub mod api;
 pub mod break_glass;
 pub mod compare;

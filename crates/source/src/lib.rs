@@ -5,6 +5,7 @@
 //! document and line it came from so errors and later write-backs
 //! (`tether adopt`) can point at it.
 
+pub mod adopt;
 pub mod cache;
 pub mod credentials;
 pub mod directory;

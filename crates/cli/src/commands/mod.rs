@@ -1,5 +1,6 @@
 //! The `tether` subcommands, one file each.
 
+mod adopt;
 mod app;
 mod break_glass;
 mod diff;
@@ -28,6 +29,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    Adopt(adopt::AdoptArgs),
     App(app::AppArgs),
     BreakGlass(break_glass::BreakGlassArgs),
     Diff(diff::DiffArgs),
@@ -42,6 +44,7 @@ pub enum Command {
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Adopt(args) => adopt::run(args).await,
         Command::App(args) => app::run(args).await,
         Command::BreakGlass(args) => break_glass::run(args).await,
         Command::Diff(args) => diff::run(args).await,

@@ -394,7 +394,7 @@ fn configure_ssh(
 
 /// The `ssh` command line for a key file and a known_hosts file: only that
 /// key, and only a host whose key is listed.
-fn ssh_command(key: &Path, known_hosts: &Path) -> String {
+pub(crate) fn ssh_command(key: &Path, known_hosts: &Path) -> String {
     format!(
         "ssh -i '{}' -o IdentitiesOnly=yes -o IdentityAgent=none -o UserKnownHostsFile='{}' -o StrictHostKeyChecking=yes -o BatchMode=yes",
         key.display(),
@@ -416,7 +416,7 @@ pub(crate) fn redact_url(url: &str) -> String {
     }
 }
 
-fn redact_message(message: &str, url: &str) -> String {
+pub(crate) fn redact_message(message: &str, url: &str) -> String {
     let redacted = redact_url(url);
     message.replace(url, &redacted)
 }

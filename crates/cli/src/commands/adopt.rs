@@ -1,0 +1,102 @@
+//! `tether adopt`: write the live values of an app's emergency drift back
+//! into its Git source, as one commit by the operator.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use kube::api::Api;
+use tether_controller::adopt::{AdoptOptions, adopt_records, default_reason, records_to_adopt};
+use tether_controller::api::Application;
+use tether_source::adopt::Author;
+
+/// Adopt live changes into Git: the fields of the app's Emergency drift
+/// (changes made during a break-glass window) are written into the source
+/// — the manifest's own file and document for plain YAML, a patch for
+/// Kustomize, a values override for Helm — and committed with you as the
+/// author and the reason in the message, then pushed. The live values are
+/// read from the cluster now. Nothing is written when there is nothing to
+/// adopt or the source cannot take it (a pinned commit, a tag, a field a
+/// Helm value does not set: the patch to make by hand is printed).
+///
+/// Exit codes: 0 committed and pushed, 2 error (a refused push keeps the
+/// commit in a local clone and says where).
+///
+/// Example: `tether adopt shop --message "INC-1234: keep 5 replicas" --branch adopt/inc-1234`
+#[derive(Debug, clap::Args)]
+pub struct AdoptArgs {
+    /// The Application.
+    pub app: String,
+    /// Namespace the Application lives in.
+    #[arg(long, short = 'n', default_value = "tether-system")]
+    pub namespace: String,
+    /// Commit on a new branch (pushed there) instead of the tracked branch.
+    #[arg(long)]
+    pub branch: Option<String>,
+    /// Why the live changes were made; the commit message's subject.
+    #[arg(long, short = 'm')]
+    pub message: Option<String>,
+    /// The commit author, `Name <email>` (default: git's user.name and user.email).
+    #[arg(long)]
+    pub author: Option<String>,
+    /// Also adopt Manual drift (changes made outside any break-glass window).
+    #[arg(long)]
+    pub all_drift: bool,
+    /// Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).
+    #[arg(long, env = "TETHER_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+pub async fn run(args: AdoptArgs) -> anyhow::Result<ExitCode> {
+    let author = match &args.author {
+        Some(text) => text.parse::<Author>().map_err(anyhow::Error::msg)?,
+        None => git_identity()?,
+    };
+    let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
+    let app = Api::<Application>::namespaced(client.clone(), &args.namespace)
+        .get(&args.app)
+        .await
+        .with_context(|| format!("Application {}/{}", args.namespace, args.app))?;
+    let records = records_to_adopt(&app, args.all_drift)?;
+    let reason = args
+        .message
+        .clone()
+        .unwrap_or_else(|| default_reason(&app, &records));
+    let options = AdoptOptions {
+        author,
+        branch: args.branch.clone(),
+        credentials: None,
+        sandbox: Default::default(),
+    };
+    let adopted = adopt_records(client, &app, &records, &reason, &options).await?;
+    println!(
+        "adopted into {} on branch {}: commit {}",
+        adopted.files.join(", "),
+        adopted.branch,
+        adopted.commit
+    );
+    for record in &records {
+        for field in &record.fields {
+            println!("  {}: {}", record.object, field.path);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The operator as git knows them.
+fn git_identity() -> anyhow::Result<Author> {
+    let get = |key: &str| -> Option<String> {
+        let output = std::process::Command::new("git")
+            .args(["config", "--get", key])
+            .output()
+            .ok()?;
+        let value = String::from_utf8_lossy(&output.stdout).trim().to_string();
+        (output.status.success() && !value.is_empty()).then_some(value)
+    };
+    match (get("user.name"), get("user.email")) {
+        (Some(name), Some(email)) => Ok(Author { name, email }),
+        _ => anyhow::bail!(
+            "who is adopting? pass --author \"Name <email>\" (git has no user.name/user.email)"
+        ),
+    }
+}
