@@ -40,7 +40,10 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     match args.output.as_str() {
         "json" => println!("{}", serde_json::to_string_pretty(&apps)?),
         "yaml" => print!("{}", serde_saphyr::to_string(&apps)?),
-        _ => print!("{}", table(&apps)),
+        _ => {
+            print!("{}", table(&apps));
+            print!("{}", other_writers(&apps));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -84,6 +87,37 @@ fn table(apps: &[Application]) -> String {
             format!("{}\n", cells.join("  ").trim_end())
         })
         .collect()
+}
+
+/// Per app, the writers besides Tether still owning fields of its objects
+/// ("the controller is the only writer"), one line each; nothing when none.
+fn other_writers(apps: &[Application]) -> String {
+    let mut out = String::new();
+    for app in apps {
+        let Some(status) = &app.status else { continue };
+        if status.other_writers.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("\n{}: other writers\n", app.name_any()));
+        for entry in &status.other_writers {
+            let writer = &entry.writer.writer;
+            let via = writer
+                .subresource
+                .as_deref()
+                .map(|s| format!(" /{s}"))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "  {}  {} ({:?}{via})  {} field(s): {}  {}\n",
+                entry.object,
+                writer.manager,
+                writer.operation,
+                entry.writer.fields,
+                entry.writer.paths.join(", "),
+                writer.time.as_deref().unwrap_or("-"),
+            ));
+        }
+    }
+    out
 }
 
 fn or_dash(text: &str) -> String {
