@@ -74,6 +74,26 @@ async fn guarded_app(prefix: &str, policy: serde_json::Value) -> Guarded {
     let controller = service_account_user(&ns.name);
     let identity = plane.user_kubeconfig(&controller, &["system:serviceaccounts"]);
     let client = client_for(&identity).await;
+    // install's ClusterRoleBinding names one namespace's service account,
+    // and tests running at once each install: bind this one in its own
+    // namespace (all a controller watching one namespace needs).
+    kubectl_ok(
+        &ns,
+        None,
+        &[
+            "create",
+            "rolebinding",
+            "tether-controller",
+            "--clusterrole=tether-controller",
+            &format!("--serviceaccount={}:tether-controller", ns.name),
+        ],
+    );
+    // RBAC sees new bindings through an informer: wait for it.
+    let own: Api<Application> = Api::namespaced(client.clone(), &ns.name);
+    eventually("RBAC for the service account", || async {
+        own.list(&Default::default()).await.ok().map(|_| ())
+    })
+    .await;
     let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
     let config = config_for(&ns, &cache);
     tokio::spawn(async move {
