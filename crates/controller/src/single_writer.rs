@@ -94,15 +94,16 @@ impl SingleWriter {
     fn policy(&self) -> Value {
         let username = "request.userInfo.username";
         let tracking = cel(TRACKING_ANNOTATION);
+        let key = cel(APP_LABEL);
+        // A label added by this very update is only on the new object.
+        let label = format!(
+            "(has(oldObject.metadata.labels) && {key} in oldObject.metadata.labels \
+             ? oldObject.metadata.labels[{key}] : object.metadata.labels[{key}])"
+        );
         let app = format!(
             "has(oldObject.metadata.annotations) && {tracking} in oldObject.metadata.annotations \
              ? oldObject.metadata.annotations[{tracking}].split(':')[0] \
-             : 'of label ' + {label}",
-            label = format!(
-                "(has(oldObject.metadata.labels) && {key} in oldObject.metadata.labels \
-                 ? oldObject.metadata.labels[{key}] : object.metadata.labels[{key}])",
-                key = cel(APP_LABEL)
-            ),
+             : 'of label ' + {label}"
         );
         let object = "request.kind.kind + ' ' + \
             (request.namespace != '' ? request.namespace + '/' : '') + request.name";
