@@ -142,3 +142,26 @@ fn age(app: &Application) -> String {
         s => format!("{}d", s / 86_400),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn other_writers_are_listed_under_their_app_one_line_each() {
+        let app: Application = serde_json::from_value(serde_json::json!({
+            "apiVersion": "tether.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": "shop", "namespace": "tether-system"},
+            "spec": {"source": {"repoURL": "file:///srv/git/shop.git"},
+                     "destination": {"namespace": "shop"}},
+            "status": {"otherWriters": [{"object": "Deployment shop/web", "manager": "kubectl",
+                "operation": "Update", "subresource": "scale", "time": "2026-11-30T10:05:00Z",
+                "fields": 1, "paths": ["spec.replicas"]}]}
+        }))
+        .unwrap();
+        assert_eq!(
+            other_writers(&[app]),
+            "\nshop: other writers\n  Deployment shop/web  kubectl (Update /scale)  1 field(s): spec.replicas  2026-11-30T10:05:00Z\n"
+        );
+    }
+}
