@@ -29,23 +29,21 @@ use tether_testkit::{TestNamespace, client_for, control_plane};
 /// lets through by itself).
 const KUBE_LOCAL_ADMIN: &str = "kube-local-admin";
 
-/// The single-writer policy of one test, removed when the test ends.
-struct Enforced {
-    name: String,
+/// Cluster-scoped objects of one test (`kind/name`: its policy, binding
+/// and ClusterRoleBinding), deleted when the test ends.
+struct ClusterObjects {
+    names: Vec<String>,
     kubeconfig: PathBuf,
 }
 
-impl Drop for Enforced {
+impl Drop for ClusterObjects {
     fn drop(&mut self) {
         let _ = Command::new("kubectl")
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
-            .args([
-                "delete",
-                "validatingadmissionpolicybinding,validatingadmissionpolicy",
-                &self.name,
-                "--ignore-not-found",
-            ])
+            .arg("delete")
+            .args(&self.names)
+            .arg("--ignore-not-found")
             .output();
     }
 }
@@ -60,7 +58,7 @@ struct Guarded {
     apps: Api<Application>,
     alice: PathBuf,
     bob: PathBuf,
-    _policy: Enforced,
+    _cluster_objects: ClusterObjects,
 }
 
 async fn guarded_app(prefix: &str, policy: serde_json::Value) -> Guarded {
@@ -75,23 +73,28 @@ async fn guarded_app(prefix: &str, policy: serde_json::Value) -> Guarded {
     let identity = plane.user_kubeconfig(&controller, &["system:serviceaccounts"]);
     let client = client_for(&identity).await;
     // install's ClusterRoleBinding names one namespace's service account,
-    // and tests running at once each install: bind this one in its own
-    // namespace (all a controller watching one namespace needs).
+    // and tests running at once each install: bind this one on its own
+    // (the watch caches of managed objects are cluster-wide).
+    let binding = format!("tether-controller-{}", ns.name);
+    let mut cluster_objects = ClusterObjects {
+        names: vec![format!("clusterrolebinding/{binding}")],
+        kubeconfig: ns.kubeconfig.clone(),
+    };
     kubectl_ok(
         &ns,
         None,
         &[
             "create",
-            "rolebinding",
-            "tether-controller",
+            "clusterrolebinding",
+            &binding,
             "--clusterrole=tether-controller",
             &format!("--serviceaccount={}:tether-controller", ns.name),
         ],
     );
     // RBAC sees new bindings through an informer: wait for it.
-    let own: Api<Application> = Api::namespaced(client.clone(), &ns.name);
+    let everywhere: Api<ConfigMap> = Api::all(client.clone());
     eventually("RBAC for the service account", || async {
-        own.list(&Default::default()).await.ok().map(|_| ())
+        everywhere.list(&Default::default()).await.ok().map(|_| ())
     })
     .await;
     let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
@@ -130,13 +133,13 @@ async fn guarded_app(prefix: &str, policy: serde_json::Value) -> Guarded {
         namespaces: vec![ns.name.clone()],
         ..SingleWriter::new(&ns.name).with_writer(KUBE_LOCAL_ADMIN)
     };
+    cluster_objects.names.extend([
+        format!("validatingadmissionpolicybinding/{}", rule.name),
+        format!("validatingadmissionpolicy/{}", rule.name),
+    ]);
     single_writer::enforce(ns.client.clone(), &rule)
         .await
         .unwrap();
-    let policy = Enforced {
-        name: rule.name.clone(),
-        kubeconfig: ns.kubeconfig.clone(),
-    };
     // The API server picks a new policy up from its informer: wait until a
     // (dry-run) change by alice is refused.
     eventually("the policy in force", || async {
@@ -154,7 +157,7 @@ async fn guarded_app(prefix: &str, policy: serde_json::Value) -> Guarded {
         apps,
         alice,
         bob,
-        _policy: policy,
+        _cluster_objects: cluster_objects,
     }
 }
 
