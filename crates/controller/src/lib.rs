@@ -23,6 +23,7 @@ pub mod prune;
 pub mod reconcile;
 pub mod request;
 pub mod run;
+pub mod single_writer;
 pub mod status;
 pub mod sync;
 pub mod trigger;

@@ -4,14 +4,14 @@
 //! reconcile's observations, so "write only when changed" is a comparison of
 //! two values, and the whole status is tested without an API server.
 
-use tether_core::attribution::Ownership;
+use tether_core::attribution::{Ownership, other_writers};
 use tether_core::drift::drifted_fields;
 use tether_core::health::{Health, HealthStatus, app_health};
 use tether_core::{OperationalState, SyncStatus};
 
 use crate::api::application::{
     ApplicationStatus, Change, Condition, DriftEntry, HealthInfo, HistoryEntry, InventoryEntry,
-    OperationState, OrphanStatus, ResourceStatus, SyncInfo,
+    OperationState, OrphanStatus, OtherWriterEntry, ResourceStatus, SyncInfo,
 };
 use crate::compare::{Compared, ObjectState};
 use crate::drift::{Assessed, Response};
@@ -29,6 +29,7 @@ pub const BACK_OFF_CONDITION: &str = "SelfHealBackOff";
 /// Condition raised while a prune circuit breaker holds deletions back.
 pub const PRUNE_BLOCKED_CONDITION: &str = "PruneBlocked";
 const DRIFT_FIELDS_SHOWN: usize = 5;
+const OTHER_WRITERS_LIMIT: usize = 20;
 
 /// The step of the loop that failed; its name is the condition's reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +114,7 @@ pub fn next_status(
             message: health.message,
         };
         set_health_rules_condition(&mut status.conditions, judge, now);
+        status.other_writers = other_writers_of(observed.compared);
     }
     if status.sync.status.is_empty() {
         status.sync = SyncInfo {
@@ -421,6 +423,25 @@ fn drift_summary(compared: &Compared) -> Option<String> {
     }
 }
 
+/// Every writer besides Tether of the live objects, most recent first.
+/// An object whose managedFields cannot be read is already reported as
+/// not compared.
+fn other_writers_of(compared: &[Compared]) -> Vec<OtherWriterEntry> {
+    let mut entries: Vec<OtherWriterEntry> = compared
+        .iter()
+        .filter_map(|c| Some((c.id.to_string(), other_writers(c.live.as_ref()?).ok()?)))
+        .flat_map(|(object, writers)| {
+            writers.into_iter().map(move |writer| OtherWriterEntry {
+                object: object.clone(),
+                writer,
+            })
+        })
+        .collect();
+    entries.sort_by(|a, b| b.writer.writer.time.cmp(&a.writer.writer.time));
+    entries.truncate(OTHER_WRITERS_LIMIT);
+    entries
+}
+
 fn inventory_entry(compared: &Compared) -> InventoryEntry {
     let version = compared
         .desired
@@ -530,4 +551,50 @@ fn set_reconciled_condition(conditions: &mut Vec<Condition>, failure: Option<&Fa
 
 fn short(revision: &str) -> &str {
     &revision[..revision.len().min(12)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use tether_core::ObjectRef;
+
+    fn compared(name: &str, managed_fields: serde_json::Value) -> Compared {
+        let live = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "shop", "managedFields": managed_fields},
+            "data": {"greeting": "hi", "mode": "fast"}});
+        Compared {
+            id: ObjectRef::from_object(&live).unwrap(),
+            desired: live.clone(),
+            live: Some(live),
+            state: ObjectState::InSync,
+        }
+    }
+
+    #[test]
+    fn other_writers_of_every_object_are_listed_newest_first() {
+        let tether = json!({"manager": "tether", "operation": "Apply",
+            "fieldsV1": {"f:data": {"f:greeting": {}}}});
+        let patch = json!({"manager": "kubectl-patch", "operation": "Update",
+            "time": "2026-11-30T10:00:00Z", "fieldsV1": {"f:data": {"f:mode": {}}}});
+        let edit = json!({"manager": "kubectl-edit", "operation": "Update",
+            "time": "2026-11-30T11:00:00Z", "fieldsV1": {"f:data": {"f:mode": {}}}});
+        let listed = other_writers_of(&[
+            compared("a", json!([tether, patch])),
+            compared("b", json!([tether, edit])),
+            compared("c", json!([tether])),
+        ]);
+        let found: Vec<(&str, &str)> = listed
+            .iter()
+            .map(|e| (e.object.as_str(), e.writer.writer.manager.as_str()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("ConfigMap shop/b", "kubectl-edit"),
+                ("ConfigMap shop/a", "kubectl-patch")
+            ]
+        );
+        assert_eq!(listed[0].writer.paths, ["data.mode"]);
+    }
 }

@@ -1,4 +1,5 @@
-//! `tether install`: the CRDs and the controller's identity and RBAC.
+//! `tether install`: the CRDs and the controller's identity and RBAC, and
+//! optionally the single-writer admission policy.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -6,7 +7,16 @@ use std::process::ExitCode;
 /// Install Tether's CRDs (Application), its namespace, service account and
 /// RBAC into the cluster, with server-side apply. Safe to run again.
 ///
+/// With `--enforce-single-writer`, also a ValidatingAdmissionPolicy the
+/// API server evaluates: changes and deletions of objects carrying Tether's
+/// tracking label are rejected unless they come from Tether's service
+/// account, a `--writer`, Kubernetes' own components, or a member of the
+/// break-glass group. Remove it with
+/// `kubectl delete validatingadmissionpolicybinding,validatingadmissionpolicy tether-single-writer`.
+///
 /// Example: `tether install --namespace tether-system`
+///
+/// Example: `tether install --enforce-single-writer --writer kube-local-admin`
 #[derive(Debug, clap::Args)]
 pub struct InstallArgs {
     /// Namespace for the controller's service account.
@@ -15,6 +25,28 @@ pub struct InstallArgs {
     /// Also run the controller in the cluster: a Deployment of this image.
     #[arg(long)]
     pub deployment_image: Option<String>,
+    /// Install the admission policy that makes Tether the only writer of
+    /// the objects it manages.
+    #[arg(long)]
+    pub enforce_single_writer: bool,
+    /// Group whose members may still change managed objects (incidents).
+    #[arg(long, default_value = tether_controller::single_writer::BREAK_GLASS_GROUP, requires = "enforce_single_writer")]
+    pub break_glass_group: String,
+    /// Another user allowed to write, e.g. the identity `tether run` uses
+    /// outside the cluster (repeatable).
+    #[arg(
+        long = "writer",
+        value_name = "USER",
+        requires = "enforce_single_writer"
+    )]
+    pub writers: Vec<String>,
+    /// Enforce only in this namespace (repeatable; default: everywhere).
+    #[arg(
+        long = "enforce-namespace",
+        value_name = "NS",
+        requires = "enforce_single_writer"
+    )]
+    pub enforce_namespaces: Vec<String>,
     /// Print the manifests as JSON instead of applying them.
     #[arg(long)]
     pub print: bool,
@@ -28,10 +60,23 @@ pub async fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
         .deployment_image
         .as_deref()
         .map(|image| tether_controller::install::deployment(&args.namespace, image));
+    let single_writer = args.enforce_single_writer.then(|| {
+        let mut rule = tether_controller::single_writer::SingleWriter::new(&args.namespace);
+        rule.writers.extend(args.writers.iter().cloned());
+        rule.break_glass_group = args.break_glass_group.clone();
+        rule.namespaces = args.enforce_namespaces.clone();
+        rule
+    });
     if args.print {
         let manifests = tether_controller::install::manifests(&args.namespace);
-        for manifest in manifests.iter().chain(deployment.as_ref()) {
-            println!("{}", serde_json::to_string_pretty(manifest)?);
+        let policy = single_writer.iter().flat_map(|rule| rule.manifests());
+        for manifest in manifests
+            .iter()
+            .cloned()
+            .chain(deployment.clone())
+            .chain(policy)
+        {
+            println!("{}", serde_json::to_string_pretty(&manifest)?);
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -43,11 +88,16 @@ pub async fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(deployment) = deployment {
         let applier = tether_cluster::Applier::new(
-            tether_cluster::Resources::new(client),
+            tether_cluster::Resources::new(client.clone()),
             args.namespace.clone(),
         );
         let applied = applier.apply(&deployment, false).await?;
         println!("{} {}", applied.object, applied.action);
+    }
+    if let Some(rule) = single_writer {
+        for (object, action) in tether_controller::single_writer::enforce(client, &rule).await? {
+            println!("{object} {action}");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -40,7 +40,10 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     match args.output.as_str() {
         "json" => println!("{}", serde_json::to_string_pretty(&apps)?),
         "yaml" => print!("{}", serde_saphyr::to_string(&apps)?),
-        _ => print!("{}", table(&apps)),
+        _ => {
+            print!("{}", table(&apps));
+            print!("{}", other_writers(&apps));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -86,6 +89,37 @@ fn table(apps: &[Application]) -> String {
         .collect()
 }
 
+/// Per app, the writers besides Tether still owning fields of its objects
+/// ("the controller is the only writer"), one line each; nothing when none.
+fn other_writers(apps: &[Application]) -> String {
+    let mut out = String::new();
+    for app in apps {
+        let Some(status) = &app.status else { continue };
+        if status.other_writers.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("\n{}: other writers\n", app.name_any()));
+        for entry in &status.other_writers {
+            let writer = &entry.writer.writer;
+            let via = writer
+                .subresource
+                .as_deref()
+                .map(|s| format!(" /{s}"))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "  {}  {} ({:?}{via})  {} field(s): {}  {}\n",
+                entry.object,
+                writer.manager,
+                writer.operation,
+                entry.writer.fields,
+                entry.writer.paths.join(", "),
+                writer.time.as_deref().unwrap_or("-"),
+            ));
+        }
+    }
+    out
+}
+
 fn or_dash(text: &str) -> String {
     if text.is_empty() {
         "-".into()
@@ -106,5 +140,28 @@ fn age(app: &Application) -> String {
         s if s < 7200 => format!("{}m", s / 60),
         s if s < 172_800 => format!("{}h", s / 3600),
         s => format!("{}d", s / 86_400),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn other_writers_are_listed_under_their_app_one_line_each() {
+        let app: Application = serde_json::from_value(serde_json::json!({
+            "apiVersion": "tether.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": "shop", "namespace": "tether-system"},
+            "spec": {"source": {"repoURL": "file:///srv/git/shop.git"},
+                     "destination": {"namespace": "shop"}},
+            "status": {"otherWriters": [{"object": "Deployment shop/web", "manager": "kubectl",
+                "operation": "Update", "subresource": "scale", "time": "2026-11-30T10:05:00Z",
+                "fields": 1, "paths": ["spec.replicas"]}]}
+        }))
+        .unwrap();
+        assert_eq!(
+            other_writers(&[app]),
+            "\nshop: other writers\n  Deployment shop/web  kubectl (Update /scale)  1 field(s): spec.replicas  2026-11-30T10:05:00Z\n"
+        );
     }
 }

@@ -4,6 +4,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tether_core::Action;
+use tether_core::attribution::OtherWriter;
 use tether_core::diff::IgnoreRule;
 use tether_core::drift::DriftRecord;
 use tether_source::Source;
@@ -220,6 +221,14 @@ pub struct ApplicationStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "open_object_list")]
     pub last_drift: Vec<DriftEntry>,
+    /// Field managers other than Tether that still own fields of managed
+    /// objects — "the controller is the only writer" audited: object,
+    /// manager, operation, subresource, time, how many fields and the first
+    /// of them. Most recent first; at most 20. A writer whose every field
+    /// was reverted no longer owns any and drops off.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "open_object_list")]
+    pub other_writers: Vec<OtherWriterEntry>,
     /// Objects of the inventory that Git no longer has, and their fate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub orphans: Vec<OrphanStatus>,
@@ -296,6 +305,16 @@ pub struct DriftEntry {
     /// When the drift was reverted (or otherwise resolved).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved_at: Option<String>,
+}
+
+/// Another writer of one managed object.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct OtherWriterEntry {
+    /// `Kind namespace/name`.
+    pub object: String,
+    #[serde(flatten)]
+    pub writer: OtherWriter,
 }
 
 /// An object in the inventory that Git no longer has.

@@ -1,0 +1,431 @@
+//! "The controller is the only writer" end to end: the single-writer
+//! admission policy evaluated by the real kube-apiserver against real
+//! `kubectl` users, Tether's own writes under it, and other writers
+//! reported in the Application's status.
+//!
+//! Every test binary shares one kube-apiserver and the policy is
+//! cluster-scoped, so each test installs its own policy (named after its
+//! namespace, bound to that namespace only) and removes it when it ends.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
+use support::{Repo, config_for, create_app_with, eventually, status_where, web};
+use tether_controller::api::Application;
+use tether_controller::install;
+use tether_controller::single_writer::{self, SingleWriter, service_account_user};
+use tether_testkit::{TestNamespace, client_for, control_plane};
+
+/// The kube-local admin: the tests' own identity, and the one kube-local's
+/// controller-manager and kubelet run as (a real cluster's run as
+/// `system:kube-controller-manager` and `system:node:*`, which the policy
+/// lets through by itself).
+const KUBE_LOCAL_ADMIN: &str = "kube-local-admin";
+
+/// Cluster-scoped objects of one test (`kind/name`: its policy, binding
+/// and ClusterRoleBinding), deleted when the test ends.
+struct ClusterObjects {
+    names: Vec<String>,
+    kubeconfig: PathBuf,
+}
+
+impl Drop for ClusterObjects {
+    fn drop(&mut self) {
+        let _ = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("delete")
+            .args(&self.names)
+            .arg("--ignore-not-found")
+            .output();
+    }
+}
+
+/// A namespace with the web app synced by a controller running as Tether's
+/// service account, the policy enforced there, and two people who may
+/// edit in the namespace as far as RBAC goes: alice (a developer) and bob
+/// (in the break-glass group).
+struct Guarded {
+    ns: TestNamespace,
+    repo: Repo,
+    apps: Api<Application>,
+    alice: PathBuf,
+    bob: PathBuf,
+    _cluster_objects: ClusterObjects,
+}
+
+async fn guarded_app(prefix: &str, policy: serde_json::Value) -> Guarded {
+    let ns = TestNamespace::create(prefix).await;
+    let repo = Repo::new(&ns.name);
+    repo.commit(&web(2, "hello"), "first");
+
+    // Run the controller as Tether's service account would authenticate.
+    install::install(ns.client.clone(), &ns.name).await.unwrap();
+    let plane = control_plane();
+    let controller = service_account_user(&ns.name);
+    let identity = plane.user_kubeconfig(&controller, &["system:serviceaccounts"]);
+    let client = client_for(&identity).await;
+    // install's ClusterRoleBinding names one namespace's service account,
+    // and tests running at once each install: bind this one on its own
+    // (the watch caches of managed objects are cluster-wide).
+    let binding = format!("tether-controller-{}", ns.name);
+    let mut cluster_objects = ClusterObjects {
+        names: vec![format!("clusterrolebinding/{binding}")],
+        kubeconfig: ns.kubeconfig.clone(),
+    };
+    kubectl_ok(
+        &ns,
+        None,
+        &[
+            "create",
+            "clusterrolebinding",
+            &binding,
+            "--clusterrole=tether-controller",
+            &format!("--serviceaccount={}:tether-controller", ns.name),
+        ],
+    );
+    // RBAC sees new bindings through an informer: wait for it.
+    let everywhere: Api<ConfigMap> = Api::all(client.clone());
+    eventually("RBAC for the service account", || async {
+        everywhere.list(&Default::default()).await.ok().map(|_| ())
+    })
+    .await;
+    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
+    let config = config_for(&ns, &cache);
+    tokio::spawn(async move {
+        if let Err(error) = tether_controller::run(client, config).await {
+            panic!("controller stopped: {error}");
+        }
+    });
+    let apps = create_app_with(&ns, &repo, policy).await;
+    status_where(&apps, "Synced with 2 objects in the inventory", |s| {
+        s.sync.status == "Synced" && s.inventory.len() == 2
+    })
+    .await;
+
+    let alice = plane.user_kubeconfig(&format!("alice-{}", ns.name), &["devs"]);
+    let bob = plane.user_kubeconfig(&format!("bob-{}", ns.name), &["tether:break-glass"]);
+    let subject = |path: &PathBuf| {
+        path.file_name().unwrap().to_str().unwrap()["kubeconfig-".len()..].to_string()
+    };
+    kubectl_ok(
+        &ns,
+        None,
+        &[
+            "create",
+            "rolebinding",
+            "people",
+            "--clusterrole=edit",
+            &format!("--user={}", subject(&alice)),
+            &format!("--user={}", subject(&bob)),
+        ],
+    );
+
+    let rule = SingleWriter {
+        name: format!("tether-single-writer-{}", ns.name),
+        namespaces: vec![ns.name.clone()],
+        ..SingleWriter::new(&ns.name).with_writer(KUBE_LOCAL_ADMIN)
+    };
+    cluster_objects.names.extend([
+        format!("validatingadmissionpolicybinding/{}", rule.name),
+        format!("validatingadmissionpolicy/{}", rule.name),
+    ]);
+    single_writer::enforce(ns.client.clone(), &rule)
+        .await
+        .unwrap();
+    // The API server picks a new policy up from its informer: wait until a
+    // (dry-run) change by alice is refused.
+    eventually("the policy in force", || async {
+        let probe = kubectl_as(
+            &ns,
+            &alice,
+            &["label", "configmap/settings", "probe=1", "--dry-run=server"],
+        );
+        (!probe.status.success()).then_some(())
+    })
+    .await;
+    Guarded {
+        ns,
+        repo,
+        apps,
+        alice,
+        bob,
+        _cluster_objects: cluster_objects,
+    }
+}
+
+fn kubectl_as(ns: &TestNamespace, user: &PathBuf, args: &[&str]) -> Output {
+    kubectl_command_as(ns, user, args)
+        .output()
+        .expect("kubectl is installed")
+}
+
+/// A `kubectl` command in `ns` as the user of kubeconfig `user`.
+fn kubectl_command_as(ns: &TestNamespace, user: &PathBuf, args: &[&str]) -> Command {
+    let mut command = Command::new("kubectl");
+    command
+        .arg("--kubeconfig")
+        .arg(user)
+        .args(["--namespace", &ns.name])
+        .args(args);
+    command
+}
+
+fn kubectl_ok(ns: &TestNamespace, user: Option<&PathBuf>, args: &[&str]) -> String {
+    let output = match user {
+        Some(user) => kubectl_as(ns, user, args),
+        None => ns.kubectl(args),
+    };
+    assert!(
+        output.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Runs a command that the policy must refuse; returns kubectl's stderr.
+fn refused(ns: &TestNamespace, output: Output, what: &str) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!output.status.success(), "{what} was let through");
+    assert!(
+        stderr.contains("is managed by Tether app")
+            && stderr.contains(&format!("{}/shop", ns.name))
+            && stderr.contains("tether break-glass open")
+            && stderr.contains("tether:break-glass"),
+        "{what}: {stderr}"
+    );
+    stderr
+}
+
+async fn replicas(ns: &TestNamespace) -> i32 {
+    Api::<Deployment>::namespaced(ns.client.clone(), &ns.name)
+        .get("web")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .replicas
+        .unwrap()
+}
+
+async fn greeting(ns: &TestNamespace) -> Option<String> {
+    let map = Api::<ConfigMap>::namespaced(ns.client.clone(), &ns.name)
+        .get_opt("settings")
+        .await
+        .unwrap()?;
+    map.data?.get("greeting").cloned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plain_users_edit_patch_and_delete_are_rejected_and_a_break_glass_member_passes() {
+    let g = guarded_app("deny", json!({})).await;
+    let ns = &g.ns;
+
+    // kubectl edit, driven by an editor that rewrites the image.
+    let edit = kubectl_command_as(ns, &g.alice, &["edit", "deployment/web"])
+        .env("KUBE_EDITOR", "sed -i s/nginx:1.27/nginx:1.28/")
+        .output()
+        .unwrap();
+    let stderr = refused(ns, edit, "kubectl edit by alice");
+    println!("kubectl edit by a plain user: {stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "Deployment {}/web is managed by Tether app {}/shop",
+            ns.name, ns.name
+        )),
+        "{stderr}"
+    );
+    let patch = kubectl_as(
+        ns,
+        &g.alice,
+        &[
+            "patch",
+            "deployment/web",
+            "-p",
+            r#"{"spec":{"replicas":4}}"#,
+        ],
+    );
+    refused(ns, patch, "kubectl patch by alice");
+    let patch = kubectl_as(
+        ns,
+        &g.alice,
+        &[
+            "patch",
+            "configmap/settings",
+            "-p",
+            r#"{"data":{"greeting":"hijacked"}}"#,
+        ],
+    );
+    refused(ns, patch, "kubectl patch of the ConfigMap by alice");
+    let delete = kubectl_as(ns, &g.alice, &["delete", "configmap/settings"]);
+    refused(ns, delete, "kubectl delete by alice");
+    assert_eq!(greeting(ns).await.as_deref(), Some("hello"));
+
+    // The Scale object `kubectl scale` sends carries no labels, so no label
+    // selector sees it: the API server lets it through and self-heal
+    // reverts it (and attributes it).
+    kubectl_ok(
+        ns,
+        Some(&g.alice),
+        &["scale", "deployment/web", "--replicas=5"],
+    );
+    eventually("the scale reverted", || async {
+        (replicas(ns).await == 2).then_some(())
+    })
+    .await;
+
+    // Objects Tether does not manage are not the policy's business.
+    kubectl_ok(ns, Some(&g.alice), &["create", "configmap", "scratch"]);
+    kubectl_ok(
+        ns,
+        Some(&g.alice),
+        &["label", "configmap/scratch", "team=payments"],
+    );
+    kubectl_ok(ns, Some(&g.alice), &["delete", "configmap/scratch"]);
+
+    // A break-glass member's change passes, is recorded as drift with its
+    // writer, and self-heal (Tether writing under the policy) reverts it.
+    kubectl_ok(
+        ns,
+        Some(&g.bob),
+        &[
+            "patch",
+            "configmap/settings",
+            "-p",
+            r#"{"data":{"greeting":"break-glass"}}"#,
+        ],
+    );
+    let status = status_where(&g.apps, "bob's patch recorded and healed", |s| {
+        s.last_drift.iter().any(|e| {
+            e.record.object.name == "settings"
+                && e.record.fields[0].live == Some(json!("break-glass"))
+        })
+    })
+    .await;
+    let entry = status
+        .last_drift
+        .iter()
+        .find(|e| e.record.object.name == "settings")
+        .unwrap();
+    assert_eq!(
+        entry.record.fields[0].writer.as_ref().unwrap().manager,
+        "kubectl-patch"
+    );
+    eventually("bob's patch reverted", || async {
+        (greeting(ns).await.as_deref() == Some("hello")).then_some(())
+    })
+    .await;
+    drop(g.repo);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tethers_own_sync_self_heal_and_prune_still_work_under_the_policy() {
+    let g = guarded_app("own", json!({"prune": true})).await;
+    let ns = &g.ns;
+
+    // Self-heal: an admin's scale (let through as a writer) is reverted.
+    kubectl_ok(ns, None, &["scale", "deployment/web", "--replicas=4"]);
+    eventually("the scale reverted", || async {
+        (replicas(ns).await == 2).then_some(())
+    })
+    .await;
+
+    // Sync: a new commit changes both objects.
+    let files = web(3, "bonjour");
+    g.repo.commit(&files, "three replicas, French");
+    eventually("the commit applied", || async {
+        (replicas(ns).await == 3 && greeting(ns).await.as_deref() == Some("bonjour")).then_some(())
+    })
+    .await;
+
+    // Prune: the ConfigMap leaves Git and Tether deletes it.
+    std::fs::remove_file(g.repo.dir.join("app/config.yaml")).unwrap();
+    g.repo.git(&["commit", "-qam", "no more settings"]);
+    eventually("the ConfigMap pruned", || async {
+        greeting(ns).await.is_none().then_some(())
+    })
+    .await;
+    let status = status_where(&g.apps, "Synced after the prune", |s| {
+        s.sync.status == "Synced" && s.orphans.iter().any(|o| o.prune == "Deleted")
+    })
+    .await;
+    assert!(
+        status
+            .conditions
+            .iter()
+            .all(|c| c.type_ != "Reconciled" || c.status == "True"),
+        "{:?}",
+        status.conditions
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_writer_is_listed_in_status_until_self_heal_takes_its_fields_back() {
+    let ns = TestNamespace::create("writers").await;
+    let repo = Repo::new(&ns.name);
+    repo.commit(&web(2, "hello"), "first");
+    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
+    support::start_controller(&ns, &cache).await;
+    let apps = create_app_with(&ns, &repo, json!({"selfHeal": false})).await;
+    status_where(&apps, "Synced", |s| {
+        s.sync.status == "Synced" && s.inventory.len() == 2
+    })
+    .await;
+    // The controller-manager has had time to stamp the Deployment's
+    // revision and status: Kubernetes' own writes are not other writers.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let status = apps.get("shop").await.unwrap().status.unwrap();
+    assert!(
+        status.other_writers.is_empty(),
+        "{:?}",
+        status.other_writers
+    );
+
+    kubectl_ok(
+        &ns,
+        None,
+        &[
+            "patch",
+            "configmap/settings",
+            "-p",
+            r#"{"data":{"greeting":"hijacked"}}"#,
+        ],
+    );
+    let status = status_where(&apps, "kubectl-patch listed as another writer", |s| {
+        !s.other_writers.is_empty()
+    })
+    .await;
+    let entry = &status.other_writers[0];
+    println!(
+        "other writer: {}",
+        serde_json::to_string(&status.other_writers).unwrap()
+    );
+    assert_eq!(entry.object, format!("ConfigMap {}/settings", ns.name));
+    assert_eq!(entry.writer.writer.manager, "kubectl-patch");
+    assert_eq!(entry.writer.paths, ["data.greeting"]);
+    assert_eq!(entry.writer.fields, 1);
+    assert!(entry.writer.writer.time.is_some());
+
+    // Turn self-heal on: the patch is reverted, kubectl-patch owns nothing
+    // any more and drops off the list.
+    apps.patch(
+        "shop",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"syncPolicy": {"selfHeal": true}}})),
+    )
+    .await
+    .unwrap();
+    status_where(&apps, "no other writer after the revert", |s| {
+        s.other_writers.is_empty() && s.sync.status == "Synced"
+    })
+    .await;
+    assert_eq!(greeting(&ns).await.as_deref(), Some("hello"));
+}
