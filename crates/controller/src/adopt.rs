@@ -17,7 +17,7 @@ use tether_source::adopt::{
 };
 use tether_source::{Credentials, Sandbox};
 
-use crate::api::Application;
+use crate::api::{Application, BreakGlass};
 
 /// The drift of one object to adopt: which fields.
 #[derive(Debug, Clone, PartialEq)]
@@ -104,6 +104,47 @@ pub fn records_to_adopt(
     } else {
         Err(AdoptError::NoEmergencyDrift { app: name, manual })
     }
+}
+
+/// The changes a break-glass window recorded, one record per object with
+/// the union of its fields (the newest record of a field wins). The live
+/// values are read again when adopting.
+pub fn records_of_window(window: &BreakGlass) -> Vec<AdoptRecord> {
+    let mut records: Vec<AdoptRecord> = Vec::new();
+    let recorded = window
+        .status
+        .as_ref()
+        .map(|s| s.records.as_slice())
+        .unwrap_or_default();
+    for entry in recorded {
+        let index = match records.iter().position(|r| r.object == entry.object) {
+            Some(index) => index,
+            None => {
+                records.push(AdoptRecord {
+                    object: entry.object.clone(),
+                    fields: Vec::new(),
+                });
+                records.len() - 1
+            }
+        };
+        let fields = &mut records[index].fields;
+        for field in &entry.fields {
+            fields.retain(|f| f.path != field.path);
+            fields.push(field.clone());
+        }
+    }
+    records
+}
+
+/// The commit subject for adopting a window's changes: its reason, who
+/// opened it and the window's name.
+pub fn window_reason(window: &BreakGlass) -> String {
+    format!(
+        "{} (break-glass {} opened by {})",
+        window.spec.reason,
+        window.metadata.name.as_deref().unwrap_or_default(),
+        window.spec.opened_by.username
+    )
 }
 
 /// The default reason when the operator gives none.

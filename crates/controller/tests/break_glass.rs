@@ -485,3 +485,163 @@ async fn bad_break_glass_requests_are_refused_and_change_nothing() {
     assert_eq!(extended.spec.extensions.len(), 1);
     assert_eq!(extended.spec.extensions[0].by, me);
 }
+
+#[tokio::test]
+async fn adopting_a_windows_changes_commits_exactly_those_fields_and_the_app_syncs_without_a_revert()
+ {
+    let ns = TestNamespace::create("bg-adopt").await;
+    let repo = Repo::new("bg-adopt");
+    let mut files = web(2, "hello");
+    // Comments must survive the edit.
+    files[1].1 = files[1].1.replacen(
+        "\nspec:\n",
+        "\n# the storefront\nspec:\n  # scaled by Git, not by hand\n",
+        1,
+    );
+    repo.commit(&files, "web with comments");
+    repo.git(&["config", "receive.denyCurrentBranch", "updateInstead"]);
+    let before = repo.git(&["rev-parse", "HEAD"]);
+    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
+    start_controller(&ns, &cache).await;
+    let apps = synced(&ns, &repo).await;
+
+    let name = request::open(&ns.client, opening(&ns, &[], Duration::from_secs(600)))
+        .await
+        .unwrap()
+        .name_any();
+    kubectl_ok(&ns, &["scale", "deployment/web", "--replicas=5"]);
+    kubectl_ok(
+        &ns,
+        &[
+            "patch",
+            "configmap/settings",
+            "-p",
+            r#"{"data":{"greeting":"degraded mode"}}"#,
+        ],
+    );
+    let window = window_where(&ns, &name, "both changes recorded", |w| {
+        w.status.as_ref().is_some_and(|s| s.record_count >= 2)
+    })
+    .await;
+
+    // Watch for a revert from here on.
+    let reverted = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (reverted, kubeconfig, namespace) =
+            (reverted.clone(), ns.kubeconfig.clone(), ns.name.clone());
+        std::thread::spawn(move || {
+            for _ in 0..300 {
+                let output = std::process::Command::new("kubectl")
+                    .arg("--kubeconfig")
+                    .arg(&kubeconfig)
+                    .args([
+                        "-n",
+                        &namespace,
+                        "get",
+                        "deployment/web",
+                        "configmap/settings",
+                        "-o",
+                        "jsonpath={.items[0].spec.replicas} {.items[1].data.greeting}",
+                    ])
+                    .output()
+                    .unwrap();
+                let seen = String::from_utf8_lossy(&output.stdout).to_string();
+                if output.status.success() && seen != "5 degraded mode" {
+                    reverted.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    };
+
+    let app = apps.get("shop").await.unwrap();
+    let records = tether_controller::adopt::records_of_window(&window);
+    let options = tether_controller::adopt::AdoptOptions {
+        author: "Ada Lovelace <ada@example.com>".parse().unwrap(),
+        branch: None,
+        credentials: None,
+        sandbox: Default::default(),
+    };
+    let adopted = tether_controller::adopt::adopt_records(
+        ns.client.clone(),
+        &app,
+        &records,
+        &tether_controller::adopt::window_reason(&window),
+        &options,
+    )
+    .await
+    .unwrap();
+    // One commit whose diff is exactly the two fields, comments kept.
+    assert_eq!(repo.git(&["rev-parse", "HEAD"]), adopted.commit);
+    assert_eq!(repo.git(&["rev-parse", "HEAD~1"]), before);
+    let diff = repo.git(&["diff", "-U0", "HEAD~1", "HEAD"]);
+    let changed: Vec<&str> = diff
+        .lines()
+        .filter(|l| {
+            (l.starts_with('+') || l.starts_with('-'))
+                && !l.starts_with("+++")
+                && !l.starts_with("---")
+        })
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            "-  greeting: \"hello\"",
+            "+  greeting: \"degraded mode\"",
+            "-  replicas: 2",
+            "+  replicas: 5",
+        ],
+        "{diff}"
+    );
+    let web_yaml = std::fs::read_to_string(repo.dir.join("app/web.yaml")).unwrap();
+    assert!(
+        web_yaml.contains("# the storefront\n")
+            && web_yaml.contains("# scaled by Git, not by hand\n")
+    );
+    let message = repo.git(&["log", "-1", "--format=%an%n%B"]);
+    assert!(message.starts_with("Ada Lovelace\n"), "{message}");
+    assert!(
+        message.contains("INC-1234: checkout returns 500s"),
+        "{message}"
+    );
+    assert!(message.contains("spec.replicas"), "{message}");
+
+    // Close as adopted: the app fetches the commit and is Synced to it,
+    // with the live values unchanged.
+    request::close(&ns.client, &api_get(&ns, &name).await, Resolution::Adopt)
+        .await
+        .unwrap();
+    status_where(&apps, "Synced to the adopted commit", |s| {
+        s.sync.status == "Synced" && s.sync.revision.as_deref() == Some(adopted.commit.as_str())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    watcher.join().unwrap();
+    assert!(
+        !reverted.load(std::sync::atomic::Ordering::SeqCst),
+        "a revert happened in between"
+    );
+    assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.replicas}"), "5");
+}
+
+#[tokio::test]
+async fn adopting_with_nothing_recorded_is_refused_and_writes_nothing() {
+    let ns = TestNamespace::create("bg-adopt-none").await;
+    let repo = Repo::new("bg-adopt-none");
+    repo.commit(&web(2, "hello"), "web");
+    let before = repo.git(&["rev-parse", "HEAD"]);
+    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
+    start_controller(&ns, &cache).await;
+    let apps = synced(&ns, &repo).await;
+    let app = apps.get("shop").await.unwrap();
+    let error = tether_controller::adopt::records_to_adopt(&app, false).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!("{}/shop: no drift to adopt", ns.name)
+    );
+    let window = request::open(&ns.client, opening(&ns, &[], Duration::from_secs(600)))
+        .await
+        .unwrap();
+    assert!(tether_controller::adopt::records_of_window(&window).is_empty());
+    assert_eq!(repo.git(&["rev-parse", "HEAD"]), before);
+}

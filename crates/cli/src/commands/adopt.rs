@@ -5,9 +5,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use kube::ResourceExt;
 use kube::api::Api;
-use tether_controller::adopt::{AdoptOptions, adopt_records, default_reason, records_to_adopt};
+use tether_controller::adopt::{
+    AdoptOptions, adopt_records, default_reason, records_of_window, records_to_adopt, window_reason,
+};
 use tether_controller::api::Application;
+use tether_controller::break_glass::request;
 use tether_source::adopt::Author;
 
 /// Adopt live changes into Git: the fields of the app's Emergency drift
@@ -42,6 +46,10 @@ pub struct AdoptArgs {
     /// Also adopt Manual drift (changes made outside any break-glass window).
     #[arg(long)]
     pub all_drift: bool,
+    /// Adopt the changes this break-glass window recorded (default: the
+    /// app's current Emergency drift); its reason becomes the commit's.
+    #[arg(long)]
+    pub window: Option<String>,
     /// Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).
     #[arg(long, env = "TETHER_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
@@ -57,11 +65,29 @@ pub async fn run(args: AdoptArgs) -> anyhow::Result<ExitCode> {
         .get(&args.app)
         .await
         .with_context(|| format!("Application {}/{}", args.namespace, args.app))?;
-    let records = records_to_adopt(&app, args.all_drift)?;
-    let reason = args
-        .message
-        .clone()
-        .unwrap_or_else(|| default_reason(&app, &records));
+    let window = match &args.window {
+        Some(name) => Some(request::find(&client, &args.namespace, None, Some(name)).await?),
+        None => None,
+    };
+    let records = match &window {
+        Some(window) => {
+            let records = records_of_window(window);
+            if records.is_empty() {
+                anyhow::bail!(
+                    "BreakGlass {}/{}: recorded no change; there is nothing to adopt",
+                    args.namespace,
+                    window.name_any()
+                );
+            }
+            records
+        }
+        None => records_to_adopt(&app, args.all_drift)?,
+    };
+    let reason = match (&args.message, &window) {
+        (Some(message), _) => message.clone(),
+        (None, Some(window)) => window_reason(window),
+        (None, None) => default_reason(&app, &records),
+    };
     let options = AdoptOptions {
         author,
         branch: args.branch.clone(),
