@@ -15,10 +15,12 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 use support::{Repo, config_for, create_app_with, eventually, status_where, web};
-use tether_controller::api::Application;
+use tether_controller::api::{Application, BreakGlass};
+use tether_controller::break_glass::request::{self, Opening};
 use tether_controller::install;
 use tether_controller::single_writer::{self, SingleWriter, service_account_user};
 use tether_testkit::{TestNamespace, client_for, control_plane};
@@ -323,6 +325,62 @@ async fn a_plain_users_edit_patch_and_delete_are_rejected_and_a_break_glass_memb
         (greeting(ns).await.as_deref() == Some("hello")).then_some(())
     })
     .await;
+
+    // Inside a break-glass window the member's `kubectl edit` passes, is
+    // recorded as Emergency drift with its writer, and is not reverted.
+    let window = request::open(
+        &ns.client,
+        Opening {
+            namespace: ns.name.clone(),
+            app: "shop".into(),
+            resources: vec![request::parse_resource("Deployment/web").unwrap()],
+            reason: "INC-7: image hotfix".into(),
+            ttl: Duration::from_secs(600),
+        },
+    )
+    .await
+    .unwrap();
+    let edit = kubectl_command_as(ns, &g.bob, &["edit", "deployment/web"])
+        .env("KUBE_EDITOR", "sed -i s/nginx:1.27/nginx:1.28/")
+        .output()
+        .unwrap();
+    assert!(
+        edit.status.success(),
+        "bob's edit: {}",
+        String::from_utf8_lossy(&edit.stderr)
+    );
+    let windows: Api<BreakGlass> = Api::namespaced(ns.client.clone(), &ns.name);
+    eventually("bob's edit recorded as Emergency", || async {
+        let status = windows.get(&window.name_any()).await.ok()?.status?;
+        status
+            .records
+            .iter()
+            .any(|r| {
+                r.object.name == "web"
+                    && r.fields.iter().any(|f| {
+                        f.live == Some(json!("nginx:1.28"))
+                            && f.writer
+                                .as_ref()
+                                .is_some_and(|w| w.manager == "kubectl-edit")
+                    })
+            })
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let image = Api::<Deployment>::namespaced(ns.client.clone(), &ns.name)
+        .get("web")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .template
+        .spec
+        .unwrap()
+        .containers[0]
+        .image
+        .clone();
+    assert_eq!(image.as_deref(), Some("nginx:1.28"));
     drop(g.repo);
 }
 
