@@ -88,29 +88,42 @@ pub async fn run(args: AdoptArgs) -> anyhow::Result<ExitCode> {
         (None, Some(window)) => window_reason(window),
         (None, None) => default_reason(&app, &records),
     };
+    commit(client, &app, &records, &reason, author, args.branch.clone()).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Adopts `records` of `app` as one commit by `author` and prints it.
+pub async fn commit(
+    client: kube::Client,
+    app: &Application,
+    records: &[tether_controller::adopt::AdoptRecord],
+    reason: &str,
+    author: Author,
+    branch: Option<String>,
+) -> anyhow::Result<()> {
     let options = AdoptOptions {
         author,
-        branch: args.branch.clone(),
+        branch,
         credentials: None,
         sandbox: Default::default(),
     };
-    let adopted = adopt_records(client, &app, &records, &reason, &options).await?;
+    let adopted = adopt_records(client, app, records, reason, &options).await?;
     println!(
         "adopted into {} on branch {}: commit {}",
         adopted.files.join(", "),
         adopted.branch,
         adopted.commit
     );
-    for record in &records {
+    for record in records {
         for field in &record.fields {
             println!("  {}: {}", record.object, field.path);
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// The operator as git knows them.
-fn git_identity() -> anyhow::Result<Author> {
+pub fn git_identity() -> anyhow::Result<Author> {
     let get = |key: &str| -> Option<String> {
         let output = std::process::Command::new("git")
             .args(["config", "--get", key])

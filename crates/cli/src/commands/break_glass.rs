@@ -8,11 +8,13 @@ use std::time::SystemTime;
 use anyhow::Context;
 use kube::ResourceExt;
 use kube::api::Api;
-use tether_controller::api::BreakGlass;
+use tether_controller::adopt::{records_of_window, window_reason};
 use tether_controller::api::break_glass::Resolution;
+use tether_controller::api::{Application, BreakGlass};
 use tether_controller::break_glass::audit;
 use tether_controller::break_glass::request::{self, Opening};
 use tether_core::window::parse_ttl;
+use tether_source::adopt::Author;
 
 /// Break-glass windows: suspend self-heal for an app (or some of its
 /// objects) during an incident, with who, why and until when recorded; every
@@ -64,13 +66,22 @@ pub enum BreakGlassCommand {
         #[arg(long)]
         reason: String,
     },
-    /// Close an open window: `adopt` once the changes are in Git (see
-    /// `tether adopt`), `revert` to let self-heal converge back to Git now.
+    /// Close an open window: `adopt` commits its changes into Git first (as
+    /// `tether adopt --window`), `revert` lets self-heal converge back to Git now.
     Close {
         /// The window's name, or an app with one open window.
         name: String,
         #[arg(long, value_parser = ["adopt", "revert"])]
         resolve: String,
+        /// With `adopt`: the commit author, `Name <email>` (default: git's user).
+        #[arg(long)]
+        author: Option<String>,
+        /// With `adopt`: commit on this new branch instead of the tracked one.
+        #[arg(long)]
+        branch: Option<String>,
+        /// With `adopt`: the changes are already in Git (`tether adopt` ran).
+        #[arg(long)]
+        already_adopted: bool,
     },
 }
 
@@ -140,12 +151,48 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
                 window.expires_at()
             );
         }
-        BreakGlassCommand::Close { name, resolve } => {
+        BreakGlassCommand::Close {
+            name,
+            resolve,
+            author,
+            branch,
+            already_adopted,
+        } => {
             let resolve = match resolve.as_str() {
                 "adopt" => Resolution::Adopt,
                 _ => Resolution::Revert,
             };
             let window = find(&client, &namespace, &name).await?;
+            if resolve == Resolution::Adopt && !already_adopted {
+                // Adopt first: closing resumes self-heal, which would revert
+                // whatever is not in Git yet.
+                let records = records_of_window(&window);
+                if records.is_empty() {
+                    anyhow::bail!(
+                        "BreakGlass {namespace}/{}: recorded no change to adopt; close it with --resolve revert",
+                        window.name_any()
+                    );
+                }
+                let author = match &author {
+                    Some(text) => text.parse::<Author>().map_err(anyhow::Error::msg)?,
+                    None => super::adopt::git_identity()?,
+                };
+                let app = Api::<Application>::namespaced(client.clone(), &namespace)
+                    .get(&window.spec.application)
+                    .await
+                    .with_context(|| {
+                        format!("Application {namespace}/{}", window.spec.application)
+                    })?;
+                super::adopt::commit(
+                    client.clone(),
+                    &app,
+                    &records,
+                    &window_reason(&window),
+                    author,
+                    branch,
+                )
+                .await?;
+            }
             request::close(&client, &window, resolve).await?;
             println!(
                 "BreakGlass {namespace}/{} closed ({}); self-heal resumes for Application {}",
