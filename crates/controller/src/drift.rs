@@ -295,7 +295,13 @@ pub fn table(rows: &[DriftRow]) -> String {
             response,
         ]);
     }
-    let widths: Vec<usize> = (0..header.len())
+    aligned(&lines)
+}
+
+/// Rows of cells as text columns two spaces apart, trailing space trimmed.
+pub fn aligned(lines: &[Vec<String>]) -> String {
+    let columns = lines.first().map(Vec::len).unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
         .map(|i| {
             lines
                 .iter()

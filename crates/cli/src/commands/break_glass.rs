@@ -13,6 +13,7 @@ use tether_controller::api::break_glass::Resolution;
 use tether_controller::api::{Application, BreakGlass};
 use tether_controller::break_glass::audit;
 use tether_controller::break_glass::request::{self, Opening};
+use tether_controller::drift::aligned;
 use tether_core::window::parse_ttl;
 use tether_source::adopt::Author;
 
@@ -253,30 +254,7 @@ fn list(windows: &[BreakGlass]) -> String {
             window.spec.reason.clone(),
         ]);
     }
-    align(&lines)
-}
-
-fn align(lines: &[Vec<String>]) -> String {
-    let widths: Vec<usize> = (0..lines[0].len())
-        .map(|i| {
-            lines
-                .iter()
-                .map(|l| l[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    lines
-        .iter()
-        .map(|line| {
-            let cells: Vec<String> = line
-                .iter()
-                .zip(&widths)
-                .map(|(cell, width)| format!("{cell:<width$}"))
-                .collect();
-            format!("{}\n", cells.join("  ").trim_end())
-        })
-        .collect()
+    aligned(&lines)
 }
 
 fn show(window: &BreakGlass) -> String {
