@@ -16,6 +16,7 @@ use tether_core::drift::{
 };
 use tether_core::tracking::AppRef;
 
+use crate::api::ApplicationStatus;
 use crate::api::application::{InventoryEntry, SELF_HEAL_ANNOTATION};
 use crate::compare::{Compared, ObjectState};
 
@@ -99,6 +100,22 @@ pub struct Policy<'a> {
     /// The app's open break-glass windows: changes in their scope are
     /// Emergency drift, reported and left alone.
     pub windows: &'a [WindowScope],
+    /// The last sync toward the desired revision stopped half-way (see
+    /// [`interrupted`]): Tether's own stale fields are Accidental drift.
+    pub interrupted: bool,
+}
+
+/// Whether the last sync toward `revision` stopped half-way: it failed
+/// after applying some objects, or it was still `Running` when this
+/// reconcile began (the controller stopped mid-sync: a reconcile of an
+/// app never overlaps its own sync, so a `Running` left behind is stale).
+pub fn interrupted(status: Option<&ApplicationStatus>, revision: &str) -> bool {
+    let Some(operation) = status.and_then(|s| s.operation_state.as_ref()) else {
+        return false;
+    };
+    operation.revision == revision
+        && (operation.phase == "Running"
+            || operation.phase == "Failed" && !operation.changes.is_empty())
 }
 
 /// The drifted objects among `compared`, each with its response. Counts a
@@ -143,7 +160,7 @@ fn record(
         live,
         applied: in_inventory(policy.inventory, object),
         pending: policy.pending,
-        interrupted_sync: false,
+        interrupted_sync: policy.interrupted,
     };
     let kind = classify(&observation, policy.windows, now)?;
     let mut fields = fields;
@@ -165,6 +182,11 @@ fn respond(
 ) -> Response {
     if !policy.heals || record.kind == DriftKind::Emergency || opted_out(object) {
         return Response::Report;
+    }
+    // Only another writer can be fought; partial state is converged (a
+    // failing sync has its own retry backoff).
+    if record.kind == DriftKind::Accidental {
+        return Response::Heal;
     }
     for field in &record.fields {
         let writer = field.writer.as_ref().map(|w| w.manager.as_str());
@@ -321,4 +343,45 @@ pub fn aligned(lines: &[Vec<String>]) -> String {
             format!("{}\n", cells.join("  ").trim_end())
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::application::{Change, OperationState};
+
+    fn status(phase: &str, revision: &str, applied: usize) -> ApplicationStatus {
+        ApplicationStatus {
+            operation_state: Some(OperationState {
+                phase: phase.into(),
+                revision: revision.into(),
+                changes: (0..applied)
+                    .map(|i| Change {
+                        object: format!("ConfigMap shop/c{i}"),
+                        action: tether_core::Action::Configured,
+                    })
+                    .collect(),
+                ..OperationState::default()
+            }),
+            ..ApplicationStatus::default()
+        }
+    }
+
+    #[test]
+    fn a_sync_left_running_by_a_stopped_controller_was_interrupted() {
+        assert!(interrupted(Some(&status("Running", "b", 0)), "b"));
+    }
+
+    #[test]
+    fn a_failed_sync_that_applied_some_objects_stopped_half_way() {
+        assert!(interrupted(Some(&status("Failed", "b", 1)), "b"));
+        assert!(!interrupted(Some(&status("Failed", "b", 0)), "b"));
+    }
+
+    #[test]
+    fn an_old_revisions_or_a_finished_sync_is_not_interrupted() {
+        assert!(!interrupted(Some(&status("Running", "a", 0)), "b"));
+        assert!(!interrupted(Some(&status("Succeeded", "b", 3)), "b"));
+        assert!(!interrupted(None, "b"));
+    }
 }

@@ -72,7 +72,15 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
         != Some(desired.commit.as_str());
     let windows = break_glass::windows_of(&ctx, &app, &owner).await;
     let scopes: Vec<_> = windows.iter().map(|w| w.scope.clone()).collect();
-    let drift = assess_drift(&app, &owner, &compared, &memo, new_revision, &scopes);
+    let drift = assess_drift(
+        &app,
+        &owner,
+        &compared,
+        &memo,
+        &desired.commit,
+        new_revision,
+        &scopes,
+    );
     break_glass::record(&ctx, &app, &windows, &drift).await;
 
     // Apply a new revision, or re-apply what drifted.
@@ -108,7 +116,10 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
         revision: &desired.commit,
         initiator: sync.initiator,
         started_at: &sync.started_at,
-        outcome: sync.result.as_ref().map_err(ToString::to_string),
+        outcome: sync
+            .result
+            .as_ref()
+            .map_err(|error| (error.to_string(), error.applied())),
     });
     let failure = match &sync {
         Some(ran) => ran
@@ -166,6 +177,7 @@ fn assess_drift(
     owner: &AppRef,
     compared: &[Compared],
     memo: &Mutex<AppMemo>,
+    revision: &str,
     pending: bool,
     windows: &[WindowScope],
 ) -> Vec<Assessed> {
@@ -180,6 +192,7 @@ fn assess_drift(
         pending,
         heals: app.spec.sync_policy.heals(),
         windows,
+        interrupted: pending && drift::interrupted(app.status.as_ref(), revision),
     };
     let mut memo = memo.lock().expect("lock");
     drift::assess(
@@ -256,6 +269,7 @@ async fn apply(
             })
             .cloned()
             .collect();
+        mark_running(ctx, app, &desired.commit, &started_at, manifests.len()).await;
         let result = sync_manifests(applier, owner, &manifests).await;
         (initiator, result)
     } else {
@@ -298,6 +312,38 @@ async fn apply(
         started_at,
         result,
     })
+}
+
+/// Records in status that a sync to `revision` is under way, so that a
+/// controller that stops mid-sync leaves a trace: the next reconcile sees
+/// `Running` and classifies the half-applied objects as Accidental drift.
+async fn mark_running(
+    ctx: &Context,
+    app: &Application,
+    revision: &str,
+    started_at: &str,
+    objects: usize,
+) {
+    let api: Api<Application> =
+        Api::namespaced(ctx.client.clone(), &app.namespace().unwrap_or_default());
+    let patch = serde_json::json!({"status": {"operationState": {
+        "phase": "Running",
+        "message": format!("applying {objects} object(s)"),
+        "revision": revision,
+        "startedAt": started_at,
+        "finishedAt": null,
+        "changes": null,
+    }}});
+    if let Err(error) = api
+        .patch_status(
+            &app.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        tracing::warn!(app = %app.name_any(), %error, "recording the running sync failed");
+    }
 }
 
 /// Prunes the app's orphans (deleting only when the app prunes and live is

@@ -7,7 +7,7 @@
 use tether_core::attribution::{Ownership, other_writers};
 use tether_core::drift::drifted_fields;
 use tether_core::health::{Health, HealthStatus, app_health};
-use tether_core::{OperationalState, SyncStatus};
+use tether_core::{Action, ObjectRef, OperationalState, SyncStatus};
 
 use crate::api::application::{
     ApplicationStatus, Change, Condition, DriftEntry, HealthInfo, HistoryEntry, InventoryEntry,
@@ -73,8 +73,12 @@ pub struct SyncRun<'a> {
     pub revision: &'a str,
     pub initiator: &'a str,
     pub started_at: &'a str,
-    pub outcome: Result<&'a SyncReport, String>,
+    /// The report, or the error and what was applied before it.
+    pub outcome: Result<&'a SyncReport, Stopped<'a>>,
 }
+
+/// A failed sync: why, and the objects it had applied before it stopped.
+pub type Stopped<'a> = (String, &'a [(ObjectRef, Action)]);
 
 /// The status after this reconcile. `now` is an RFC 3339 timestamp.
 pub fn next_status(
@@ -184,7 +188,17 @@ fn record_sync(
                 })
                 .collect(),
         ),
-        Err(message) => ("Failed", message.clone(), Vec::new()),
+        Err((message, applied)) => (
+            "Failed",
+            message.clone(),
+            applied
+                .iter()
+                .map(|(object, action)| Change {
+                    object: object.to_string(),
+                    action: *action,
+                })
+                .collect(),
+        ),
     };
     status.operation_state = Some(OperationState {
         phase: phase.into(),

@@ -58,6 +58,34 @@ pub enum SyncError {
     Validate(ClusterError),
     #[error("apply failed: {0}")]
     Apply(ClusterError),
+    /// Some objects were applied before one failed: live state is part
+    /// new revision, part old.
+    #[error("apply stopped half-way after {} object(s): {source}", applied.len())]
+    HalfWay {
+        source: ClusterError,
+        applied: Vec<(ObjectRef, Action)>,
+    },
+}
+
+impl SyncError {
+    /// This error, knowing what `report` had applied before it.
+    fn after(self, report: &SyncReport) -> SyncError {
+        match self {
+            SyncError::Apply(source) if !report.results.is_empty() => SyncError::HalfWay {
+                source,
+                applied: report.results.clone(),
+            },
+            other => other,
+        }
+    }
+
+    /// The objects applied before the failure (empty unless half-way).
+    pub fn applied(&self) -> &[(ObjectRef, Action)] {
+        match self {
+            SyncError::HalfWay { applied, .. } => applied,
+            _ => &[],
+        }
+    }
 }
 
 /// Validates `manifests` by dry-run and applies them for `app`, in apply
@@ -85,7 +113,9 @@ pub async fn sync_manifests(
     // Apply the foundations, then validate what depended on them.
     let mut report = SyncReport::default();
     for (id, object) in foundations {
-        apply_one(applier, id, object, &mut report).await?;
+        if let Err(error) = apply_one(applier, id, object, &mut report).await {
+            return Err(error.after(&report));
+        }
     }
     for (index, (_, object)) in planned.iter().enumerate() {
         if deferred[index] {
@@ -98,7 +128,9 @@ pub async fn sync_manifests(
 
     // Apply the rest, in order.
     for (id, object) in rest {
-        apply_one(applier, id, object, &mut report).await?;
+        if let Err(error) = apply_one(applier, id, object, &mut report).await {
+            return Err(error.after(&report));
+        }
     }
     Ok(report)
 }

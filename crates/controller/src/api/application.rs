@@ -369,7 +369,8 @@ pub struct OperationState {
     pub started_at: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<String>,
-    /// What the sync did to each object.
+    /// What the sync did to each object (for a failed sync: what it had
+    /// applied before it stopped half-way).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<Change>,
 }
