@@ -552,3 +552,56 @@ async fn a_sync_that_stops_half_way_leaves_accidental_drift_until_it_completes()
     .await;
     assert_eq!(replicas(&ns).await, 3);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn renaming_an_application_transfers_its_objects_and_deletes_none() {
+    let (ns, repo, apps) = synced_app("rename", json!({"prune": true})).await;
+    let uids = |ns: &TestNamespace| {
+        let output = ns.kubectl(&[
+            "get",
+            "deployment/web",
+            "service/web",
+            "configmap/settings",
+            "-o",
+            "jsonpath={.items[*].metadata.uid}",
+        ]);
+        String::from_utf8_lossy(&output.stdout).to_string()
+    };
+    let before = uids(&ns);
+    assert_eq!(before.split(' ').count(), 3, "{before}");
+
+    // The rename as a GitOps repository of Applications lands it: the new
+    // Application appears, then the old one goes.
+    let renamed = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "Application",
+        "metadata": {"name": "shop-renamed", "namespace": ns.name},
+        "spec": {"source": {"repoURL": repo.url(), "path": "app"},
+                 "destination": {"namespace": ns.name},
+                 "syncPolicy": {"prune": true}}});
+    apps.patch(
+        "shop-renamed",
+        &kube::api::PatchParams::apply("test"),
+        &kube::api::Patch::Apply(&renamed),
+    )
+    .await
+    .unwrap();
+    apps.delete("shop", &Default::default()).await.unwrap();
+
+    let label = format!("{}.shop-renamed", ns.name);
+    eventually("the objects tracked by the renamed app, Synced", || async {
+        let status = apps.get("shop-renamed").await.ok()?.status?;
+        let output = ns.kubectl(&[
+            "get",
+            "deployment,service,configmap",
+            "-l",
+            &format!("tether.dev/app={label}"),
+            "-o",
+            "name",
+        ]);
+        let tracked = String::from_utf8_lossy(&output.stdout).lines().count();
+        (status.sync.status == "Synced" && status.inventory.len() == 3 && tracked == 3)
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(uids(&ns), before, "an object was deleted and recreated");
+}
