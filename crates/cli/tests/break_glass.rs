@@ -125,8 +125,9 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
     // A manual change: reverted, and `tether drift` says by whom.
     kubectl(&ns, &["scale", "deployment/web", "--replicas=5"]);
     let row = until("the scale in tether drift", || {
-        let rows: Value =
-            serde_json::from_str(&ok(&ns, &["drift", "shop", "-n", n, "-o", "json"])).ok()?;
+        // Exit code 1 while the drift is unresolved, 0 once healed.
+        let output = tether(&ns, &["drift", "shop", "-n", n, "-o", "json"]);
+        let rows: Value = serde_json::from_slice(&output.stdout).ok()?;
         rows.as_array()?
             .iter()
             .find(|r| r["field"]["path"] == "spec.replicas" && r["field"]["live"] == 5)
