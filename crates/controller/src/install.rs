@@ -32,12 +32,35 @@ pub fn manifests(namespace: &str) -> Vec<Value> {
             "metadata": {"name": SERVICE_ACCOUNT},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": SERVICE_ACCOUNT},
             "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": namespace}]}),
+        // The break-glass group may open, extend and close windows and read
+        // what they are about; everyone who can view a namespace sees them.
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": BREAK_GLASS_ROLE},
+        "rules": [
+            {"apiGroups": ["tether.dev"], "resources": ["breakglasses"],
+             "verbs": ["create", "get", "list", "watch", "patch", "update"]},
+            {"apiGroups": ["tether.dev"], "resources": ["applications"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}
+        ]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": BREAK_GLASS_ROLE},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": BREAK_GLASS_ROLE},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                          "name": crate::single_writer::BREAK_GLASS_GROUP}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "tether-view",
+                "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+            "rules": [{"apiGroups": ["tether.dev"], "resources": ["applications", "breakglasses"],
+                       "verbs": ["get", "list", "watch"]}]}),
         break_glass_policy(),
         json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
             "metadata": {"name": BREAK_GLASS_POLICY},
             "spec": {"policyName": BREAK_GLASS_POLICY, "validationActions": ["Deny"]}}),
     ]
 }
+
+/// The ClusterRole (bound to the break-glass group) to manage windows.
+pub const BREAK_GLASS_ROLE: &str = "tether-break-glass";
 
 /// The admission policy that makes a BreakGlass window's authors the API
 /// server's word, not free text.

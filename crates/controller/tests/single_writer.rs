@@ -328,8 +328,11 @@ async fn a_plain_users_edit_patch_and_delete_are_rejected_and_a_break_glass_memb
 
     // Inside a break-glass window the member's `kubectl edit` passes, is
     // recorded as Emergency drift with its writer, and is not reverted.
+    // bob opens it himself: the break-glass group may, and the window
+    // names him as the API server authenticated him.
+    let bob_client = client_for(&g.bob).await;
     let window = request::open(
-        &ns.client,
+        &bob_client,
         Opening {
             namespace: ns.name.clone(),
             app: "shop".into(),
@@ -340,6 +343,12 @@ async fn a_plain_users_edit_patch_and_delete_are_rejected_and_a_break_glass_memb
     )
     .await
     .unwrap();
+    assert_eq!(
+        window.spec.opened_by.username,
+        format!("bob-{}", ns.name),
+        "{:?}",
+        window.spec.opened_by
+    );
     let edit = kubectl_command_as(ns, &g.bob, &["edit", "deployment/web"])
         .env("KUBE_EDITOR", "sed -i s/nginx:1.27/nginx:1.28/")
         .output()
