@@ -100,6 +100,22 @@ impl Context {
         }
     }
 
+    /// What this controller remembers about the Application with `uid`:
+    /// forgotten when an app of the same name but another uid shows up.
+    pub fn memo_of(&self, app: &AppKey, uid: Option<&str>) -> Arc<Mutex<AppMemo>> {
+        let memo = self.memo(app);
+        let mut remembered = memo.lock().expect("lock");
+        if remembered.uid.as_deref() != uid {
+            *remembered = AppMemo {
+                flaps: FlapGuard::new(self.config.flap_policy),
+                uid: uid.map(str::to_string),
+                ..AppMemo::default()
+            };
+        }
+        drop(remembered);
+        memo
+    }
+
     /// What this controller remembers about one application.
     pub fn memo(&self, app: &AppKey) -> Arc<Mutex<AppMemo>> {
         self.memos

@@ -51,6 +51,9 @@ pub struct AppMemo {
     /// write), and computing from a stale status would rewrite the status
     /// without the revision and history just recorded.
     pub written_status: Option<ApplicationStatus>,
+    /// The uid of the Application this memory is about: an app deleted and
+    /// created again under the same name starts with a clean slate.
+    pub uid: Option<String>,
 }
 
 impl AppMemo {

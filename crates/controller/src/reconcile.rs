@@ -39,7 +39,7 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
     let key = (app.namespace().unwrap_or_default(), app.name_any());
     let owner = AppRef::new(&key.0, &key.1);
     ctx.live.register_owner(owner.label_value(), key.clone());
-    let memo = ctx.memo(&key);
+    let memo = ctx.memo_of(&key, app.metadata.uid.as_deref());
     let app = with_written_status(&app, &memo);
     let applier = Applier::new(
         ctx.resources.clone(),

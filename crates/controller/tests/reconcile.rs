@@ -264,3 +264,32 @@ async fn applications_created_at_once_all_reach_synced() {
     let _ = std::fs::remove_dir_all(&repo.dir);
     let _ = std::fs::remove_dir_all(&cache);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_application_deleted_and_created_again_gets_a_status_of_its_own() {
+    let ns = TestNamespace::create("recreate").await;
+    let repo = Repo::new(&ns.name);
+    repo.commit(&web(2, "hello"), "first");
+    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
+    start_controller(&ns, &cache).await;
+    let apps = create_app(&ns, &repo).await;
+    let first = status_where(&apps, "Synced", |s| s.sync.status == "Synced").await;
+    let first_uid = apps.get("shop").await.unwrap().uid();
+
+    apps.delete("shop", &Default::default()).await.unwrap();
+    eventually("the Application gone", || async {
+        apps.get_opt("shop").await.unwrap().is_none().then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    create_app(&ns, &repo).await;
+    assert_ne!(apps.get("shop").await.unwrap().uid(), first_uid);
+    // A fresh status, written for the new Application: not the old one's
+    // remembered (which would also have meant writing nothing at all).
+    status_where(&apps, "Synced, with a sync of its own", |s| {
+        s.sync.status == "Synced"
+            && s.history.len() == 1
+            && s.history[0].time != first.history[0].time
+    })
+    .await;
+}
