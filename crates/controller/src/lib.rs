@@ -5,7 +5,8 @@
 //!   caches of managed objects, and the reconcile workers.
 //! - [`reconcile`] is the story for one Application: fetch, observe, diff,
 //!   apply, report.
-//! - [`sync`] validates a whole set by dry-run, then applies it in order.
+//! - [`sync`] validates a whole set by dry-run, then applies it in order,
+//!   wave by wave ([`waves`] waits for health between them when asked).
 
 pub mod adopt;
 pub mod api;
@@ -18,6 +19,7 @@ pub mod http;
 pub mod install;
 pub mod live;
 pub mod memo;
+pub mod operation;
 pub mod preview;
 pub mod prune;
 pub mod reconcile;
@@ -27,8 +29,9 @@ pub mod single_writer;
 pub mod status;
 pub mod sync;
 pub mod trigger;
+pub mod waves;
 
 pub use context::{Config, Context};
 pub use run::{run, run_with};
-pub use sync::{SyncError, SyncReport, sync_manifests};
+pub use sync::{SyncError, SyncOptions, SyncReport, sync_manifests, sync_manifests_with};
 pub use trigger::Trigger;

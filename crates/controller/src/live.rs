@@ -43,6 +43,9 @@ pub struct LiveCache {
     stores: Arc<Mutex<HashMap<KindKey, Watched>>>,
     owners: Arc<Mutex<HashMap<String, AppKey>>>,
     wake: mpsc::UnboundedSender<AppKey>,
+    /// Counts events across every watch, for waiters that need to look
+    /// again whenever anything cached changes (a sync wave's health).
+    changed: Arc<watch::Sender<u64>>,
     /// The watch tasks; they stop when the last clone of the cache goes.
     tasks: Arc<Tasks>,
 }
@@ -68,7 +71,13 @@ impl LiveCache {
             tasks: Arc::default(),
             owners: Arc::default(),
             wake,
+            changed: Arc::new(watch::channel(0).0),
         }
+    }
+
+    /// A receiver that sees a change whenever any cached object changes.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
     }
 
     /// Remembers that objects labelled `label_value` belong to `app`.
@@ -160,6 +169,7 @@ impl LiveCache {
         let config = watcher::Config::default().labels(APP_LABEL).any_semantic();
         let owners = self.owners.clone();
         let wake = self.wake.clone();
+        let changed = self.changed.clone();
         let kind = served.resource.kind.clone();
         // A list response's items carry no apiVersion/kind (watch events
         // do): fill them in, or every object listed at start-up would
@@ -182,6 +192,7 @@ impl LiveCache {
                 match event {
                     Ok(watcher::Event::Apply(object) | watcher::Event::Delete(object)) => {
                         wake_owner(&owners, &wake, &object);
+                        changed.send_modify(|count| *count = count.wrapping_add(1));
                     }
                     Ok(watcher::Event::InitDone) => {
                         ready_tx.send_replace(true);

@@ -14,16 +14,20 @@ use tether_core::prune::PruneOptions;
 use tether_core::tracking::{AppRef, FIELD_MANAGER};
 use tether_source::{Manifest, Rendered};
 
-use crate::api::application::{ALLOW_MASS_PRUNE_ANNOTATION, SYNC_REQUEST_ANNOTATION};
+use crate::api::application::{
+    ALLOW_MASS_PRUNE_ANNOTATION, SYNC_REQUEST_ANNOTATION, SYNC_REVISION_ANNOTATION,
+};
 use crate::api::{Application, ApplicationStatus};
 use crate::break_glass;
 use crate::compare::{Compared, compare_all};
 use crate::context::Context;
 use crate::drift::{self, Assessed, Policy as DriftPolicy, Response};
 use crate::memo::AppMemo;
+use crate::operation::sync_operation;
 use crate::prune::{self, PruneReport};
+use crate::request::requested_revision;
 use crate::status::{Failure, Observed, PRUNE_BLOCKED_CONDITION, Step, SyncRun, next_status};
-use crate::sync::{SyncError, SyncReport, reapply, sync_manifests};
+use crate::sync::{SyncError, SyncReport, reapply};
 
 /// Why a reconcile could not even report (writing status failed).
 #[derive(Debug, thiserror::Error)]
@@ -270,7 +274,16 @@ async fn apply(
             .cloned()
             .collect();
         mark_running(ctx, app, &desired.commit, &started_at, manifests.len()).await;
-        let result = sync_manifests(applier, owner, &manifests).await;
+        let result = sync_operation(
+            ctx,
+            app,
+            applier,
+            owner,
+            &manifests,
+            &desired.commit,
+            &started_at,
+        )
+        .await;
         (initiator, result)
     } else {
         let manifests: Vec<Manifest> = desired
@@ -530,7 +543,8 @@ async fn clear_requests(ctx: &Context, app: &Application) {
     let api: Api<Application> =
         Api::namespaced(ctx.client.clone(), &app.namespace().unwrap_or_default());
     let patch = serde_json::json!({"metadata": {"annotations": {
-        SYNC_REQUEST_ANNOTATION: null, ALLOW_MASS_PRUNE_ANNOTATION: null}}});
+        SYNC_REQUEST_ANNOTATION: null, ALLOW_MASS_PRUNE_ANNOTATION: null,
+        SYNC_REVISION_ANNOTATION: null}}});
     if let Err(error) = api
         .patch(
             &app.name_any(),
@@ -568,13 +582,24 @@ pub fn error_policy(_app: Arc<Application>, error: &ReconcileError, _ctx: Arc<Co
     Next::requeue(Duration::from_secs(5))
 }
 
+/// Fetches the source at its revision, or at the one a pending `tether
+/// sync --revision` asks for. A requested revision that cannot be fetched
+/// is reported and the request dropped, so it cannot wedge the app.
 async fn fetch(ctx: &Context, app: &Application) -> Result<Rendered, String> {
     let repositories = ctx.repositories.clone();
-    let source = app.spec.source.clone();
-    tokio::task::spawn_blocking(move || repositories.fetch(&source, None))
+    let mut source = app.spec.source.clone();
+    let requested = requested_revision(app).map(str::to_string);
+    if let Some(revision) = &requested {
+        source.revision = revision.clone();
+    }
+    let fetched = tokio::task::spawn_blocking(move || repositories.fetch(&source, None))
         .await
         .map_err(|error| format!("fetch task failed: {error}"))?
-        .map_err(|error| error.to_string())
+        .map_err(|error| error.to_string());
+    if fetched.is_err() && requested.is_some() {
+        clear_requests(ctx, app).await;
+    }
+    fetched
 }
 
 /// Writes the next status when it differs from the current one, and says

@@ -9,16 +9,23 @@
 //! (Namespaces, then CRDs, waiting until established), validate the
 //! deferred objects, and only then apply the rest. A bad deferred object
 //! thus leaves at most new, empty Namespaces and CRDs behind.
+//!
+//! The rest goes wave by wave (`tether.dev/sync-wave`); with a
+//! [`WaveGate`] each wave waits until the one before it is healthy.
 
 use std::collections::HashSet;
+use std::fmt;
 use std::time::Duration;
 
 use serde_json::Value;
 use tether_cluster::{Applier, ClusterError};
-use tether_core::order::{BadSyncWave, apply_position};
+use tether_core::order::{BadSyncWave, apply_position, sync_wave};
 use tether_core::tracking::{AppRef, stamp};
 use tether_core::{Action, ObjectRef};
 use tether_source::Manifest;
+use tokio::sync::watch;
+
+use crate::waves::WaveGate;
 
 const CRD_ESTABLISHED_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -65,6 +72,16 @@ pub enum SyncError {
         source: ClusterError,
         applied: Vec<(ObjectRef, Action)>,
     },
+    #[error(
+        "{object}: not healthy after {}s, so the waves after wave {wave} were not applied: {message}",
+        waited.as_secs()
+    )]
+    Unhealthy {
+        object: ObjectRef,
+        wave: i32,
+        waited: Duration,
+        message: String,
+    },
 }
 
 impl SyncError {
@@ -88,12 +105,50 @@ impl SyncError {
     }
 }
 
+/// How far a sync has got, for `tether sync` to show while it runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub applied: usize,
+    pub total: usize,
+    pub wave: i32,
+}
+
+impl fmt::Display for Progress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "applied {}/{} objects (wave {})",
+            self.applied, self.total, self.wave
+        )
+    }
+}
+
+/// What a sync does besides applying; by default, nothing.
+#[derive(Default)]
+pub struct SyncOptions<'a> {
+    /// Wait for each wave to be healthy before applying the next.
+    pub gate: Option<&'a WaveGate<'a>>,
+    /// Told after every object applied.
+    pub progress: Option<&'a watch::Sender<Progress>>,
+}
+
 /// Validates `manifests` by dry-run and applies them for `app`, in apply
 /// order, waiting for each CRD to be established before its instances.
 pub async fn sync_manifests(
     applier: &Applier,
     app: &AppRef,
     manifests: &[Manifest],
+) -> Result<SyncReport, SyncError> {
+    sync_manifests_with(applier, app, manifests, &SyncOptions::default()).await
+}
+
+/// [`sync_manifests`], waiting between waves and reporting progress as
+/// `options` ask.
+pub async fn sync_manifests_with(
+    applier: &Applier,
+    app: &AppRef,
+    manifests: &[Manifest],
+    options: &SyncOptions<'_>,
 ) -> Result<SyncReport, SyncError> {
     let planned = plan(applier, app, manifests).await?;
     let deferred = deferred_until_foundations(&planned);
@@ -112,10 +167,20 @@ pub async fn sync_manifests(
 
     // Apply the foundations, then validate what depended on them.
     let mut report = SyncReport::default();
+    let told = |report: &SyncReport, wave| {
+        if let Some(progress) = options.progress {
+            progress.send_replace(Progress {
+                applied: report.results.len(),
+                total: planned.len(),
+                wave,
+            });
+        }
+    };
     for (id, object) in foundations {
         if let Err(error) = apply_one(applier, id, object, &mut report).await {
             return Err(error.after(&report));
         }
+        told(&report, 0);
     }
     for (index, (_, object)) in planned.iter().enumerate() {
         if deferred[index] {
@@ -126,13 +191,36 @@ pub async fn sync_manifests(
         }
     }
 
-    // Apply the rest, in order.
-    for (id, object) in rest {
-        if let Err(error) = apply_one(applier, id, object, &mut report).await {
-            return Err(error.after(&report));
+    // Apply the rest, wave by wave, each after the one before is healthy
+    // when gated.
+    let mut previous: Option<(i32, usize)> = None;
+    for (wave, objects) in waves(&rest) {
+        if let (Some(gate), Some((done, start))) = (options.gate, previous) {
+            gate.wait(done, &report.applied[start..]).await?;
+        }
+        previous = Some((wave, report.applied.len()));
+        for (id, object) in objects {
+            if let Err(error) = apply_one(applier, id, object, &mut report).await {
+                return Err(error.after(&report));
+            }
+            told(&report, wave);
         }
     }
     Ok(report)
+}
+
+/// `planned` (in apply order) cut into its sync waves, in order.
+fn waves<'a>(planned: &[&'a (ObjectRef, Value)]) -> Vec<(i32, Vec<&'a (ObjectRef, Value)>)> {
+    let mut waves: Vec<(i32, Vec<&(ObjectRef, Value)>)> = Vec::new();
+    for entry in planned {
+        // Every wave annotation was read when the set was planned.
+        let wave = sync_wave(&entry.1).unwrap_or_default();
+        match waves.last_mut() {
+            Some((last, objects)) if *last == wave => objects.push(entry),
+            _ => waves.push((wave, vec![entry])),
+        }
+    }
+    waves
 }
 
 /// Re-applies `manifests` for `app` to revert drift, in apply order and
@@ -283,4 +371,36 @@ fn crd_group_kind(crd: &Value) -> Option<(String, String)> {
 
 fn group_kind(id: &ObjectRef) -> (String, String) {
     (id.group.clone(), id.kind.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn planned(name: &str, wave: Option<&str>) -> (ObjectRef, Value) {
+        let mut object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "shop"}});
+        if let Some(wave) = wave {
+            object["metadata"]["annotations"] =
+                json!({ tether_core::order::SYNC_WAVE_ANNOTATION: wave });
+        }
+        (ObjectRef::from_object(&object).unwrap(), object)
+    }
+
+    #[test]
+    fn objects_in_apply_order_are_cut_into_waves() {
+        let set = [
+            planned("a", Some("-1")),
+            planned("b", None),
+            planned("c", Some("0")),
+            planned("d", Some("2")),
+        ];
+        let refs: Vec<&(ObjectRef, Value)> = set.iter().collect();
+        let cut: Vec<(i32, Vec<&str>)> = waves(&refs)
+            .into_iter()
+            .map(|(wave, objects)| (wave, objects.iter().map(|o| o.0.name.as_str()).collect()))
+            .collect();
+        assert_eq!(cut, [(-1, vec!["a"]), (0, vec!["b", "c"]), (2, vec!["d"])]);
+    }
 }

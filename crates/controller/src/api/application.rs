@@ -113,9 +113,23 @@ pub struct SyncPolicy {
     pub prune_max_percent: Option<u8>,
     #[serde(default)]
     pub retry: Retry,
+    /// Apply sync waves (`tether.dev/sync-wave`) one at a time, each only
+    /// once every object of the wave before it is healthy (default false:
+    /// waves only order the applies, as the benchmarks expect).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wait_for_waves: bool,
+    /// With `waitForWaves`: how long one wave may take to become healthy
+    /// before the sync fails, naming the object (default 300).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wave_timeout_seconds: Option<u32>,
 }
 
 impl SyncPolicy {
+    /// How long a wave may take to become healthy, with `waitForWaves`.
+    pub fn wave_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.wave_timeout_seconds.unwrap_or(300).into())
+    }
+
     /// Whether drift is reverted (else only reported).
     pub fn heals(&self) -> bool {
         match self.drift_response {
@@ -153,6 +167,10 @@ pub enum PrunePropagation {
 /// Annotation on an Application asking for a sync now (`tether sync APP`);
 /// the value is the request time. Cleared by the controller once handled.
 pub const SYNC_REQUEST_ANNOTATION: &str = "tether.dev/sync-requested-at";
+/// Annotation on an Application, with [`SYNC_REQUEST_ANNOTATION`], naming
+/// the branch, tag or commit to sync to this once (`tether sync APP
+/// --revision R`). Cleared once handled.
+pub const SYNC_REVISION_ANNOTATION: &str = "tether.dev/sync-revision";
 /// Annotation on an Application confirming a prune the circuit breaker
 /// stopped (`tether sync APP --allow-mass-prune`). Cleared once handled.
 pub const ALLOW_MASS_PRUNE_ANNOTATION: &str = "tether.dev/allow-mass-prune";
@@ -169,6 +187,8 @@ impl Default for SyncPolicy {
             prune_propagation: None,
             prune_max_percent: None,
             retry: Retry::default(),
+            wait_for_waves: false,
+            wave_timeout_seconds: None,
         }
     }
 }

@@ -1,0 +1,191 @@
+//! `tether sync APP` driven like an operator would, against the real local
+//! control plane and a real `tether run`: `--dry-run` changes nothing and
+//! says what would change; `--revision` syncs an older commit once, follows
+//! the sync with progress lines and records the revision.
+
+mod support;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::Api;
+use support::{Repo, Running, application, config_map, tether, tether_command, text};
+use tether_controller::api::Application;
+use tether_testkit::TestNamespace;
+
+async fn version(config_maps: &Api<ConfigMap>, name: &str) -> String {
+    config_maps
+        .get(name)
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap()
+}
+
+#[tokio::test]
+async fn sync_dry_run_prints_each_change_and_applies_nothing() {
+    let ns = TestNamespace::create("cli-dry-run").await;
+    let installed = tether(&ns, &["install", "--namespace", &ns.name]);
+    assert!(installed.status.success(), "{}", text(&installed));
+
+    // Live: `same` as Git has it, `settings` with an older greeting.
+    let live = std::env::temp_dir().join(format!("tether-cli-dry-run-{}", ns.name));
+    std::fs::create_dir_all(&live).unwrap();
+    std::fs::write(live.join("same.yaml"), config_map("same", "hello")).unwrap();
+    std::fs::write(live.join("settings.yaml"), config_map("settings", "old")).unwrap();
+    let path = live.to_str().unwrap();
+    let applied = tether(
+        &ns,
+        &["sync", "--path", path, "-n", &ns.name, "--app", "shop"],
+    );
+    assert!(applied.status.success(), "{}", text(&applied));
+    let _ = std::fs::remove_dir_all(&live);
+
+    // Git: the same `same`, a new greeting in `settings`, and a Deployment.
+    let repo = Repo::new(&ns.name);
+    let web = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.27\n";
+    let commit = repo.commit(
+        &[
+            ("app/same.yaml", config_map("same", "hello")),
+            ("app/settings.yaml", config_map("settings", "new")),
+            ("app/web.yaml", web.to_string()),
+        ],
+        "three objects",
+    );
+    let created = ns.kubectl_with_stdin(
+        &["apply", "-f", "-"],
+        &application(&ns, &repo, "{automated: false}"),
+    );
+    assert!(created.status.success(), "{}", text(&created));
+
+    let config_maps: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
+    let before = (
+        version(&config_maps, "same").await,
+        version(&config_maps, "settings").await,
+    );
+    let dry_run = tether(&ns, &["sync", "shop", "-n", &ns.name, "--dry-run"]);
+    let shown = text(&dry_run);
+    assert!(dry_run.status.success(), "{shown}");
+    for line in [
+        format!("dry run of {}/shop at {commit}", ns.name),
+        format!("ConfigMap {}/same unchanged (dry run)", ns.name),
+        format!("ConfigMap {}/settings configured (dry run)", ns.name),
+        format!("Deployment {}/web created (dry run)", ns.name),
+        "dry run: 1 created, 1 configured, 1 unchanged; nothing applied".to_string(),
+    ] {
+        assert!(shown.lines().any(|l| l == line), "no {line:?} in:\n{shown}");
+    }
+
+    // Nothing changed.
+    let after = (
+        version(&config_maps, "same").await,
+        version(&config_maps, "settings").await,
+    );
+    assert_eq!(before, after);
+    let deployments: Api<Deployment> = Api::namespaced(ns.client.clone(), &ns.name);
+    assert!(deployments.get_opt("web").await.unwrap().is_none());
+    let app = Api::<Application>::namespaced(ns.client.clone(), &ns.name)
+        .get("shop")
+        .await
+        .unwrap();
+    assert!(app.status.is_none_or(|s| s.history.is_empty()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sync_to_an_older_revision_follows_the_sync_and_records_the_revision() {
+    let ns = TestNamespace::create("cli-revision").await;
+    let installed = tether(&ns, &["install", "--namespace", &ns.name]);
+    assert!(installed.status.success(), "{}", text(&installed));
+    let cache = std::env::temp_dir().join(format!("tether-cli-cache-{}", ns.name));
+    let _controller = Running::spawn(tether_command(
+        &ns,
+        &[
+            "run",
+            "--lease-namespace",
+            &ns.name,
+            "--watch-namespace",
+            &ns.name,
+            "--identity",
+            "only",
+            "--resync-seconds",
+            "2",
+            "--cache-dir",
+            cache.to_str().unwrap(),
+        ],
+    ));
+
+    // Wave 0 a Deployment the fake kubelet makes ready, available only 3 s
+    // later; wave 1 a ConfigMap.
+    let repo = Repo::new(&ns.name);
+    let web = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  annotations:\n    tether.dev/sync-wave: \"0\"\nspec:\n  replicas: 1\n  minReadySeconds: 3\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.27\n";
+    let wave_one = |greeting: &str| {
+        config_map("settings", greeting).replace(
+            "  name: settings\n",
+            "  name: settings\n  annotations:\n    tether.dev/sync-wave: \"1\"\n",
+        )
+    };
+    let older = repo.commit(
+        &[
+            ("app/web.yaml", web.to_string()),
+            ("app/settings.yaml", wave_one("one")),
+        ],
+        "one",
+    );
+    let newer = repo.commit(&[("app/settings.yaml", wave_one("two"))], "two");
+    let created = ns.kubectl_with_stdin(
+        &["apply", "-f", "-"],
+        &application(&ns, &repo, "{automated: false, waitForWaves: true}"),
+    );
+    assert!(created.status.success(), "{}", text(&created));
+
+    let args = [
+        "sync",
+        "shop",
+        "-n",
+        &ns.name,
+        "--revision",
+        &older,
+        "--timeout",
+        "120",
+    ];
+    let command = tether_command(&ns, &args);
+    let synced = tokio::task::spawn_blocking(move || {
+        let mut command = command;
+        command.output().unwrap()
+    })
+    .await
+    .unwrap();
+    let shown = text(&synced);
+    assert!(synced.status.success(), "{shown}");
+    assert!(
+        shown.contains(&format!("synced {}/shop to {older}: 2 created", ns.name)),
+        "{shown}"
+    );
+    // The sync waited for wave 0 to be healthy, so it ran long enough to
+    // show its progress.
+    assert!(shown.contains("applied 1/2 objects (wave 0)"), "{shown}");
+
+    let config_maps: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
+    let greeting = |cm: ConfigMap| cm.data.unwrap()["greeting"].clone();
+    assert_eq!(greeting(config_maps.get("settings").await.unwrap()), "one");
+    let apps: Api<Application> = Api::namespaced(ns.client.clone(), &ns.name);
+    let status = apps.get("shop").await.unwrap().status.unwrap();
+    assert_eq!(status.sync.revision.as_deref(), Some(older.as_str()));
+    assert_eq!(status.operation_state.unwrap().revision, older);
+    assert_eq!(status.history[0].revision, older);
+    assert_eq!(status.history[0].initiator, "user");
+
+    // Without --revision, the next sync goes to the source's revision.
+    let command = tether_command(&ns, &["sync", "shop", "-n", &ns.name, "--timeout", "120"]);
+    let synced = tokio::task::spawn_blocking(move || {
+        let mut command = command;
+        command.output().unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(synced.status.success(), "{}", text(&synced));
+    assert_eq!(greeting(config_maps.get("settings").await.unwrap()), "two");
+    let status = apps.get("shop").await.unwrap().status.unwrap();
+    assert_eq!(status.sync.revision.as_deref(), Some(newer.as_str()));
+    let _ = std::fs::remove_dir_all(&cache);
+}

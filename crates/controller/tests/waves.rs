@@ -1,0 +1,133 @@
+//! Sync waves gated on health (`syncPolicy.waitForWaves`), against the real
+//! local control plane, where the fake kubelet runs the Deployments: an
+//! image named `crashloop` never becomes ready.
+
+mod support;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::Api;
+use serde_json::json;
+use support::{Repo, create_app_with, start_controller, status_where};
+use tether_testkit::TestNamespace;
+
+/// Wave 0: Deployment `web` running `image`; wave 1: ConfigMap `after-web`.
+fn two_waves(image: &str) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "app/web.yaml",
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  annotations:\n    tether.dev/sync-wave: \"0\"\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n        - name: web\n          image: {image}\n"
+            ),
+        ),
+        (
+            "app/config.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: after-web\n  annotations:\n    tether.dev/sync-wave: \"1\"\ndata:\n  ready: \"yes\"\n".to_string(),
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wave_that_never_becomes_healthy_holds_back_the_next_and_is_named() {
+    let ns = TestNamespace::create("waves-blocked").await;
+    let repo = Repo::new(&ns.name);
+    let cache = std::env::temp_dir().join(format!("tether-cache-waves-{}", ns.name));
+    repo.commit(&two_waves("example.com/crashloop:1"), "a crashing wave 0");
+    start_controller(&ns, &cache).await;
+    let apps = create_app_with(
+        &ns,
+        &repo,
+        json!({"waitForWaves": true, "waveTimeoutSeconds": 8}),
+    )
+    .await;
+    let config_maps: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
+
+    // While wave 0 is unhealthy, wave 1 is not applied.
+    status_where(&apps, "the sync running", |s| {
+        s.operation_state
+            .as_ref()
+            .is_some_and(|o| o.phase == "Running")
+    })
+    .await;
+    assert!(config_maps.get_opt("after-web").await.unwrap().is_none());
+
+    // The sync fails after the wave timeout, naming the Deployment.
+    let status = status_where(&apps, "the sync failed on wave 0", |s| {
+        s.operation_state
+            .as_ref()
+            .is_some_and(|o| o.phase == "Failed")
+    })
+    .await;
+    let message = &status.operation_state.as_ref().unwrap().message;
+    assert!(
+        message.starts_with(&format!(
+            "Deployment {}/web: not healthy after 8s, so the waves after wave 0 were not applied",
+            ns.name
+        )),
+        "{message}"
+    );
+    let reconciled = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Reconciled")
+        .unwrap();
+    assert_eq!(reconciled.reason, "ApplyFailed");
+    assert!(config_maps.get_opt("after-web").await.unwrap().is_none());
+    let _ = std::fs::remove_dir_all(&repo.dir);
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_healthy_wave_lets_the_next_one_apply_after_it() {
+    let ns = TestNamespace::create("waves-healthy").await;
+    let repo = Repo::new(&ns.name);
+    let cache = std::env::temp_dir().join(format!("tether-cache-waves-{}", ns.name));
+    let commit = repo.commit(&two_waves("nginx:1.27"), "a healthy wave 0");
+    start_controller(&ns, &cache).await;
+    let apps = create_app_with(&ns, &repo, json!({"waitForWaves": true})).await;
+
+    let status = status_where(&apps, "Synced and Healthy", |s| {
+        s.sync.revision.as_deref() == Some(commit.as_str())
+            && s.sync.status == "Synced"
+            && s.health.status == "Healthy"
+    })
+    .await;
+    let operation = status.operation_state.unwrap();
+    assert_eq!(operation.phase, "Succeeded");
+    let order: Vec<&str> = operation
+        .changes
+        .iter()
+        .map(|c| c.object.as_str())
+        .collect();
+    assert_eq!(
+        order,
+        [
+            format!("Deployment {}/web", ns.name),
+            format!("ConfigMap {}/after-web", ns.name)
+        ]
+    );
+    // The ConfigMap was created only once the Deployment was available.
+    let deployment = ns.kubectl(&[
+        "get",
+        "deployment",
+        "web",
+        "-o",
+        "jsonpath={.status.conditions[?(@.type==\"Available\")].lastTransitionTime}",
+    ]);
+    let available = String::from_utf8_lossy(&deployment.stdout).to_string();
+    let created = Api::<ConfigMap>::namespaced(ns.client.clone(), &ns.name)
+        .get("after-web")
+        .await
+        .unwrap()
+        .metadata
+        .creation_timestamp
+        .unwrap()
+        .0
+        .to_string();
+    assert!(!available.is_empty());
+    assert!(
+        created >= available,
+        "created {created}, available {available}"
+    );
+    let _ = std::fs::remove_dir_all(&repo.dir);
+    let _ = std::fs::remove_dir_all(&cache);
+}
