@@ -7,7 +7,9 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use super::{free_port, wait_for};
+use std::time::{Duration, Instant};
+
+use super::free_port;
 
 /// Where Debian's `openssh-server` (installed by `scripts/setup.sh`) puts it;
 /// sshd must be started by its absolute path.
@@ -53,17 +55,21 @@ impl Sshd {
 
     /// Starts sshd on a free port that accepts `authorized` public keys.
     pub fn start(authorized: &[&KeyPair]) -> Sshd {
-        Sshd::start_on(free_port(), authorized)
+        let started = Sshd::start_on(free_port(), authorized);
+        started.unwrap_or_else(|log| panic!("sshd did not start:\n{log}"))
     }
 
     /// Port 22, which scp-like URLs (`user@host:path`) cannot change; `None`
     /// when it is taken or this process may not bind it.
     pub fn start_on_port_22(authorized: &[&KeyPair]) -> Option<Sshd> {
         TcpListener::bind("127.0.0.1:22").ok()?;
-        Some(Sshd::start_on(22, authorized))
+        Sshd::start_on(22, authorized).ok()
     }
 
-    fn start_on(port: u16, authorized: &[&KeyPair]) -> Sshd {
+    /// The running server, or what it logged before it exited: another
+    /// process may take the port between our check and sshd's bind, and
+    /// then a connection would reach that other server.
+    fn start_on(port: u16, authorized: &[&KeyPair]) -> Result<Sshd, String> {
         let dir = tempfile::tempdir().unwrap();
         let host = KeyPair::generate(dir.path(), "host_key");
         let authorized_keys: String = authorized.iter().map(|key| key.public.as_str()).collect();
@@ -87,7 +93,7 @@ impl Sshd {
             std::fs::create_dir_all("/run/sshd").unwrap();
         }
         let log = std::fs::File::create(dir.path().join("sshd.log")).unwrap();
-        let child = Command::new(SSHD)
+        let mut child = Command::new(SSHD)
             .arg("-D")
             .arg("-e")
             .arg("-f")
@@ -96,18 +102,27 @@ impl Sshd {
             .stderr(log)
             .spawn()
             .expect("sshd starts");
-        wait_for(port);
+        let log = || std::fs::read_to_string(dir.path().join("sshd.log")).unwrap_or_default();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !log().contains(&format!("Server listening on 127.0.0.1 port {port}")) {
+            if child.try_wait().unwrap().is_some() || Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let host_key = host.public.split_whitespace().take(2).collect::<Vec<_>>();
         let known_hosts = match port {
             22 => format!("127.0.0.1 {}\n", host_key.join(" ")),
             port => format!("[127.0.0.1]:{port} {}\n", host_key.join(" ")),
         };
-        Sshd {
+        Ok(Sshd {
             child,
             port,
             dir,
             known_hosts,
-        }
+        })
     }
 
     /// The user the tests log in as: whoever runs them.
