@@ -16,6 +16,7 @@ need_debian() { # need_debian COMMAND PACKAGE
 need_debian git git
 need_debian gpg gnupg
 need_debian ssh-keygen openssh-client
+need_debian sshd openssh-server
 need_debian python3 python3
 need_debian curl curl
 

@@ -69,6 +69,13 @@ fn main() {
     };
     sync_all(&cached);
     sync_all(&uncached);
+    // `git fetch` of the same commits into a bare clone, for comparison.
+    let mirror = temp.path().join("mirror.git");
+    git(
+        temp.path(),
+        &["clone", "-q", "--bare", &url, mirror.to_str().unwrap()],
+    );
+    let mut git_fetches = Vec::new();
 
     // 1. One app changes; bring all apps current.
     let (mut with_cache, mut without_cache, mut renders) = (Vec::new(), Vec::new(), Vec::new());
@@ -86,6 +93,12 @@ fn main() {
                 "main",
             ],
         );
+        git_fetches.push(time(|| {
+            git(
+                &mirror,
+                &["fetch", "-q", &url, "+refs/heads/*:refs/heads/*"],
+            )
+        }));
         let before = cached.renders();
         let (fetch, render) = sync_all(&cached);
         renders.push(cached.renders() - before);
@@ -104,8 +117,9 @@ fn main() {
     );
     println!("after a one-app commit, all {apps} apps current:");
     println!(
-        "  fetch of the commit (both):       {:9.2} ms",
-        median_ms(&mut fetches)
+        "  fetch of the commit (both):       {:9.2} ms (git fetch of it: {:.2} ms)",
+        median_ms(&mut fetches),
+        median_ms(&mut git_fetches)
     );
     println!(
         "  desired state of all apps, cache:    {cached_render_ms:9.2} ms (renders per round: {renders:?})"
@@ -121,16 +135,18 @@ fn main() {
     );
 
     // 2. Nothing changed.
-    let mut unchanged = Vec::new();
+    let (mut unchanged, requests_before) = (Vec::new(), daemon.upload_pack_requests());
     for _ in 0..20 {
         let started = Instant::now();
         let update = cached.update(&url, None).unwrap();
         unchanged.push(started.elapsed());
         assert!(!update.fetched, "an unchanged remote transfers no objects");
     }
+    let connections = daemon.upload_pack_requests() - requests_before;
     println!(
-        "unchanged check (one connection: handshake + ls-refs, no pack): {:.2} ms",
-        median_ms(&mut unchanged)
+        "unchanged check (handshake + ls-refs, no pack): {:.2} ms, {:.1} upload-pack connections per check",
+        median_ms(&mut unchanged),
+        connections as f64 / unchanged.len() as f64
     );
 
     // 3. Full fetch vs git clone.
@@ -201,6 +217,7 @@ fn git(dir: &Path, args: &[&str]) {
 struct Daemon {
     child: Child,
     port: u16,
+    log: tempfile::NamedTempFile,
 }
 
 impl Daemon {
@@ -210,9 +227,11 @@ impl Daemon {
             .local_addr()
             .unwrap()
             .port();
+        let log = tempfile::NamedTempFile::new().unwrap();
         let child = Command::new("git")
             .args([
                 "daemon",
+                "--verbose",
                 "--reuseaddr",
                 "--export-all",
                 "--listen=127.0.0.1",
@@ -221,13 +240,22 @@ impl Daemon {
             .arg(format!("--base-path={}", base.display()))
             .arg(base)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log.reopen().unwrap())
             .spawn()
             .unwrap();
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             std::thread::sleep(Duration::from_millis(20));
         }
-        Daemon { child, port }
+        Daemon { child, port, log }
+    }
+
+    /// Connections that asked for `upload-pack` so far (`--verbose` logs one
+    /// `Request upload-pack` line for each).
+    fn upload_pack_requests(&self) -> usize {
+        std::fs::read_to_string(self.log.path())
+            .unwrap_or_default()
+            .matches("Request upload-pack")
+            .count()
     }
 }
 

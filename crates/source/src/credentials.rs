@@ -29,8 +29,14 @@ impl fmt::Debug for Secret {
 /// How to authenticate to a repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Credentials {
-    /// HTTP basic authentication; a token goes in `password`.
-    Http { username: String, password: Secret },
+    /// HTTP basic authentication; a token goes in `password`. `ca_cert`
+    /// (PEM) is the only certificate authority trusted for an `https://`
+    /// server when set, as `git`'s `http.sslCAInfo`.
+    Http {
+        username: String,
+        password: Secret,
+        ca_cert: Option<String>,
+    },
     /// An SSH private key (OpenSSH format) and the `known_hosts` lines that
     /// the server's host key must match.
     Ssh {
@@ -52,8 +58,8 @@ pub enum CredentialsError {
 
 impl Credentials {
     /// Reads credentials from a Secret's `data` (already base64-decoded) or
-    /// from a `key: value` file: `username` + `password` or `token` for
-    /// HTTP; `sshPrivateKey` + `knownHosts` for SSH.
+    /// from a `key: value` file: `username` + `password` or `token` (and
+    /// optionally `caCert`) for HTTP; `sshPrivateKey` + `knownHosts` for SSH.
     pub fn from_data(data: &BTreeMap<String, Vec<u8>>) -> Result<Credentials, CredentialsError> {
         let text = |key: &str| -> Result<Option<String>, CredentialsError> {
             data.get(key)
@@ -77,6 +83,7 @@ impl Credentials {
         Ok(Credentials::Http {
             username: text("username")?.unwrap_or_else(|| "git".into()),
             password: Secret::new(password),
+            ca_cert: text("caCert")?,
         })
     }
 

@@ -150,6 +150,7 @@ fn smart_http_fetches_and_credentials_are_never_sent_or_printed_in_clear_text() 
     let credentials = Credentials::Http {
         username: "bot".into(),
         password: Secret::new("s3cret-token"),
+        ca_cert: None,
     };
     let other_cache = tempfile::tempdir().unwrap();
     let error = Repositories::new(other_cache.path().into())
@@ -215,4 +216,35 @@ fn an_empty_render_is_reported_as_empty_not_as_an_error() {
         .unwrap();
     assert!(rendered.empty);
     assert!(rendered.manifests.is_empty());
+}
+
+/// "One round trip" over smart HTTP with protocol v2: the capability
+/// advertisement (`GET info/refs`, which carries no refs in v2 and exists
+/// only because HTTP has no connection to advertise on) and one POST with
+/// `command=ls-refs`. Nothing else: no `command=fetch`, so no pack.
+#[test]
+fn an_unchanged_check_is_one_ls_refs_exchange_and_transfers_no_objects() {
+    let repo = Repo::new();
+    repo.write("cm.yaml", &config_map("web"));
+    repo.commit("first");
+    let server = HttpBackend::start(&repo.publish("shop"), None);
+    let url = server.url("shop");
+    let cache = tempfile::tempdir().unwrap();
+    let repositories = Repositories::new(cache.path().into());
+    assert!(repositories.update(&url, None).unwrap().fetched);
+    let first = server.take_requests();
+    assert!(
+        first.iter().any(|r| r.ends_with(" fetch")),
+        "the first update fetches: {first:?}"
+    );
+
+    let again = repositories.update(&url, None).unwrap();
+    assert!(!again.fetched);
+    assert_eq!(
+        server.take_requests(),
+        vec![
+            "GET /shop.git/info/refs?service=git-upload-pack",
+            "POST /shop.git/git-upload-pack ls-refs",
+        ]
+    );
 }

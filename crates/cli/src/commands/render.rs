@@ -72,7 +72,7 @@ pub struct RenderOptions {
     /// allowed_signers file of trusted SSH keys.
     #[arg(long)]
     pub allowed_signers: Option<PathBuf>,
-    /// Credentials file (YAML: username/password|token, or sshPrivateKey/knownHosts).
+    /// Credentials file (YAML: username, password or token, caCert; or sshPrivateKey and knownHosts).
     #[arg(long)]
     pub credentials: Option<PathBuf>,
     /// Where object stores are kept (default: a temporary directory).

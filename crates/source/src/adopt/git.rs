@@ -218,7 +218,11 @@ fn credential_env(
     };
     Ok(match credentials {
         None => Vec::new(),
-        Some(Credentials::Http { username, password }) => {
+        Some(Credentials::Http {
+            username,
+            password,
+            ca_cert,
+        }) => {
             private("username", username, 0o600)?;
             private("password", password.expose(), 0o600)?;
             let script = format!(
@@ -226,7 +230,12 @@ fn credential_env(
                 dir.display()
             );
             let askpass = private("askpass", &script, 0o700)?;
-            vec![("GIT_ASKPASS".into(), askpass.to_string_lossy().into_owned())]
+            let mut env = vec![("GIT_ASKPASS".into(), askpass.to_string_lossy().into_owned())];
+            if let Some(ca_cert) = ca_cert {
+                let ca = private("ca.pem", ca_cert, 0o600)?;
+                env.push(("GIT_SSL_CAINFO".into(), ca.to_string_lossy().into_owned()));
+            }
+            env
         }
         Some(Credentials::Ssh {
             private_key,

@@ -137,16 +137,28 @@ impl Store {
     pub fn update(&self, credentials: Option<&Credentials>) -> Result<Update, GitError> {
         let _fetching = self.fetching.lock().unwrap_or_else(|e| e.into_inner());
         let mut repo = self.repo.to_thread_local();
-        let _ssh_files = match credentials {
+        let ssh = match credentials {
             Some(Credentials::Ssh {
                 private_key,
                 known_hosts,
-            }) => Some(configure_ssh(&mut repo, private_key.expose(), known_hosts)?),
+            }) => Some(configure_ssh(
+                &mut repo,
+                &self.url,
+                private_key.expose(),
+                known_hosts,
+            )?),
             _ => None,
+        };
+        let explain = |e: &dyn std::error::Error| {
+            let mut message = redact_message(&chain(e), &self.url);
+            if let Some(said) = ssh.as_ref().and_then(SshFiles::last_words) {
+                message.push_str(&format!(" (ssh: {said})"));
+            }
+            message
         };
         let unreachable = |e: &dyn std::error::Error| GitError::Unreachable {
             url: redact_url(&self.url),
-            message: redact_message(&chain(e), &self.url),
+            message: explain(e),
         };
         let remote = repo
             .remote_at(self.url.as_str())
@@ -161,25 +173,15 @@ impl Store {
         let connection = remote
             .connect(gix::remote::Direction::Fetch)
             .map_err(|e| unreachable(&e))?;
-        let connection = match credentials {
-            Some(Credentials::Http { username, password }) => {
-                let (username, password) = (username.clone(), password.expose().to_string());
-                connection.with_credentials(move |action| match action {
-                    gix::credentials::helper::Action::Get(context) => {
-                        Ok(Some(gix::credentials::protocol::Outcome {
-                            credentials: gix::sec::identity::Credentials::UsernamePassword {
-                                username: username.clone(),
-                                password: password.clone(),
-                                oauth_refresh_token: None,
-                            },
-                            next: context.into(),
-                        }))
-                    }
-                    _ => Ok(None),
-                })
-            }
-            _ => connection.with_credentials(|_| Ok(None)),
-        };
+        let mut connection = connection.with_credentials(http_credentials(credentials));
+        if let Some(Credentials::Http {
+            ca_cert: Some(ca_cert),
+            ..
+        }) = credentials
+        {
+            let options = trust_only(&repo, &self.url, ca_cert)?;
+            connection = connection.with_transport_options(options);
+        }
         let head = gix::refspec::parse("HEAD".into(), gix::refspec::parse::Operation::Fetch)
             .expect("HEAD is a valid refspec")
             .to_owned();
@@ -207,7 +209,7 @@ impl Store {
             .receive(gix::progress::Discard, &AtomicBool::new(false))
             .map_err(|e| GitError::Fetch {
                 url: redact_url(&self.url),
-                message: redact_message(&chain(&e), &self.url),
+                message: explain(&e),
             })?;
         Ok(Update {
             refs,
@@ -329,6 +331,65 @@ impl Store {
     }
 }
 
+/// Answers gix's credential requests with `credentials` (HTTP only) and
+/// never falls back to the user's credential helpers.
+fn http_credentials(
+    credentials: Option<&Credentials>,
+) -> impl FnMut(
+    gix::credentials::helper::Action,
+) -> gix::Result<Option<gix::credentials::protocol::Outcome>>
++ 'static {
+    let identity = match credentials {
+        Some(Credentials::Http {
+            username, password, ..
+        }) => Some((username.clone(), password.clone())),
+        _ => None,
+    };
+    move |action| match (action, &identity) {
+        (gix::credentials::helper::Action::Get(context), Some((username, password))) => {
+            Ok(Some(gix::credentials::protocol::Outcome {
+                credentials: gix::sec::identity::Credentials::UsernamePassword {
+                    username: username.clone(),
+                    password: password.expose().to_string(),
+                    oauth_refresh_token: None,
+                },
+                next: context.into(),
+            }))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// HTTP transport options under which `ca_cert` (PEM) is the only trusted
+/// certificate authority.
+fn trust_only(
+    repo: &gix::Repository,
+    url: &str,
+    ca_cert: &str,
+) -> Result<Box<dyn std::any::Any>, GitError> {
+    use gix::protocol::transport::client::blocking_io::http;
+    let invalid = |message: String| GitError::Unreachable {
+        url: redact_url(url),
+        message,
+    };
+    let certificate = reqwest::Certificate::from_pem(ca_cert.as_bytes())
+        .map_err(|e| invalid(format!("caCert is not a PEM certificate: {e}")))?;
+    let mut options = repo
+        .transport_options(url, None)
+        .map_err(|e| invalid(redact_message(&e.to_string(), url)))?
+        .ok_or_else(|| invalid("caCert applies to http(s) repositories only".into()))?;
+    let http_options = options
+        .downcast_mut::<http::Options>()
+        .ok_or_else(|| invalid("caCert applies to http(s) repositories only".into()))?;
+    http_options.backend = Some(Arc::new(Mutex::new(http::reqwest::Options {
+        configure_client: Some(Box::new(move |builder| {
+            Ok(builder.tls_certs_only([certificate.clone()]))
+        })),
+        configure_request: None,
+    })));
+    Ok(options)
+}
+
 fn remote_refs(advertised: &[gix::protocol::handshake::Ref]) -> RemoteRefs {
     use gix::protocol::handshake::Ref;
     let mut refs = RemoteRefs::default();
@@ -361,13 +422,33 @@ fn remote_refs(advertised: &[gix::protocol::handshake::Ref]) -> RemoteRefs {
     refs
 }
 
-/// Points `ssh` at a private key and known_hosts written to private files,
-/// which must live until the fetch is over.
+/// The private files an `ssh` invocation uses; they must live until the
+/// fetch is over.
+struct SshFiles {
+    _key: tempfile::NamedTempFile,
+    _known_hosts: tempfile::NamedTempFile,
+    /// What `ssh` printed. gix turns only some of it into errors and copies
+    /// the rest to our stderr, so a refused host key would otherwise surface
+    /// as a bare "failed to fill whole buffer".
+    stderr: tempfile::NamedTempFile,
+}
+
+impl SshFiles {
+    /// The last line `ssh` printed (`Host key verification failed.`).
+    fn last_words(&self) -> Option<String> {
+        let printed = std::fs::read_to_string(self.stderr.path()).ok()?;
+        let line = printed.lines().rev().find(|l| !l.trim().is_empty())?;
+        Some(line.trim().chars().take(300).collect())
+    }
+}
+
+/// Points `ssh` at a private key and known_hosts written to private files.
 fn configure_ssh(
     repo: &mut gix::Repository,
+    url: &str,
     private_key: &str,
     known_hosts: &str,
-) -> Result<(tempfile::NamedTempFile, tempfile::NamedTempFile), GitError> {
+) -> Result<SshFiles, GitError> {
     let write = |text: &str| -> std::io::Result<tempfile::NamedTempFile> {
         use std::io::Write;
         let mut file = tempfile::NamedTempFile::new()?;
@@ -378,25 +459,40 @@ fn configure_ssh(
         Ok(file)
     };
     let setup = |e: &dyn std::fmt::Display| GitError::Unreachable {
-        url: "ssh".into(),
+        url: redact_url(url),
         message: format!("cannot prepare SSH credentials: {e}"),
     };
     let key = write(private_key).map_err(|e| setup(&e))?;
     let hosts = write(known_hosts).map_err(|e| setup(&e))?;
-    let command = ssh_command(key.path(), hosts.path());
+    let stderr = tempfile::NamedTempFile::new().map_err(|e| setup(&e))?;
+    let command = format!(
+        "{} \"$@\" 2>'{}'",
+        ssh_command(key.path(), hosts.path()),
+        stderr.path().display()
+    );
     let mut config = repo.config_snapshot_mut();
     config
         .set_value(&gix::config::tree::Core::SSH_COMMAND, command.as_str())
         .map_err(|e| setup(&e))?;
+    // Said outright, so gix does not probe the command with `ssh -G`.
+    config
+        .set_value(&gix::config::tree::Ssh::VARIANT, "ssh")
+        .map_err(|e| setup(&e))?;
     config.commit().map_err(|e| setup(&e))?;
-    Ok((key, hosts))
+    Ok(SshFiles {
+        _key: key,
+        _known_hosts: hosts,
+        stderr,
+    })
 }
 
 /// The `ssh` command line for a key file and a known_hosts file: only that
-/// key, and only a host whose key is listed.
+/// key, and only a host whose key is listed there. `-F /dev/null` and the
+/// empty global known_hosts keep the user's and the system's `ssh`
+/// configuration out of it.
 pub(crate) fn ssh_command(key: &Path, known_hosts: &Path) -> String {
     format!(
-        "ssh -i '{}' -o IdentitiesOnly=yes -o IdentityAgent=none -o UserKnownHostsFile='{}' -o StrictHostKeyChecking=yes -o BatchMode=yes",
+        "ssh -F /dev/null -i '{}' -o IdentitiesOnly=yes -o IdentityAgent=none -o UserKnownHostsFile='{}' -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes -o BatchMode=yes",
         key.display(),
         known_hosts.display()
     )
@@ -406,10 +502,10 @@ pub(crate) fn ssh_command(key: &Path, known_hosts: &Path) -> String {
 pub(crate) fn redact_url(url: &str) -> String {
     match url.split_once("://") {
         Some((scheme, rest)) => match rest.split_once('@') {
-            Some((user, host)) if !user.contains('/') => {
-                let user = user.split_once(':').map_or(user, |(u, _)| u);
-                format!("{scheme}://{user}:<redacted>@{host}")
-            }
+            Some((user, host)) if !user.contains('/') => match user.split_once(':') {
+                Some((user, _password)) => format!("{scheme}://{user}:<redacted>@{host}"),
+                None => url.to_string(),
+            },
             _ => url.to_string(),
         },
         None => url.to_string(),
@@ -462,6 +558,7 @@ mod tests {
             "https://bot:<redacted>@example.com/a.git"
         );
         assert_eq!(redact_url("git@example.com:a.git"), "git@example.com:a.git");
+        assert_eq!(redact_url("ssh://git@h:22/a"), "ssh://git@h:22/a");
         let message = redact_message(
             "cannot reach https://bot:s3cret@h/a",
             "https://bot:s3cret@h/a",

@@ -3,12 +3,14 @@
 //! are killed when their handle drops.
 #![allow(dead_code)]
 
+pub mod sshd;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Runs `git` with a clean, fixed identity and no user config.
@@ -165,19 +167,37 @@ impl Drop for GitDaemon {
 }
 
 /// Smart HTTP: a small server that runs `git http-backend` as CGI for each
-/// request, optionally requiring HTTP basic authentication.
+/// request, optionally over TLS and requiring HTTP basic authentication. It
+/// records every request line (`GET /shop.git/info/refs?service=…`).
 pub struct HttpBackend {
     pub port: u16,
+    scheme: &'static str,
+    requests: Arc<Mutex<Vec<String>>>,
     stop: Arc<AtomicBool>,
 }
 
 impl HttpBackend {
     pub fn start(base: &Path, basic_auth: Option<(&str, &str)>) -> HttpBackend {
+        HttpBackend::spawn(base, basic_auth, None)
+    }
+
+    /// Serves over HTTPS with a certificate for 127.0.0.1 signed by `ca`.
+    pub fn start_https(base: &Path, basic_auth: Option<(&str, &str)>, ca: &TestCa) -> HttpBackend {
+        HttpBackend::spawn(base, basic_auth, Some(ca.server_config.clone()))
+    }
+
+    fn spawn(
+        base: &Path,
+        basic_auth: Option<(&str, &str)>,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> HttpBackend {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         listener.set_nonblocking(true).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
-        let (base, stopped) = (base.to_path_buf(), stop.clone());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let (base, stopped, log) = (base.to_path_buf(), stop.clone(), requests.clone());
         let expected = basic_auth.map(|(user, password)| {
             use base64::Engine;
             format!(
@@ -190,18 +210,38 @@ impl HttpBackend {
                 match listener.accept() {
                     Ok((stream, _)) => {
                         stream.set_nonblocking(false).unwrap();
-                        let (base, expected) = (base.clone(), expected.clone());
-                        std::thread::spawn(move || serve(stream, &base, expected.as_deref()));
+                        let (base, expected, log) = (base.clone(), expected.clone(), log.clone());
+                        let tls = tls.clone();
+                        std::thread::spawn(move || match tls {
+                            Some(config) => {
+                                let Ok(connection) = rustls::ServerConnection::new(config) else {
+                                    return;
+                                };
+                                let stream = rustls::StreamOwned::new(connection, stream);
+                                serve(stream, &base, expected.as_deref(), &log)
+                            }
+                            None => serve(stream, &base, expected.as_deref(), &log),
+                        });
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }
             }
         });
-        HttpBackend { port, stop }
+        HttpBackend {
+            port,
+            scheme,
+            requests,
+            stop,
+        }
     }
 
     pub fn url(&self, name: &str) -> String {
-        format!("http://127.0.0.1:{}/{name}.git", self.port)
+        format!("{}://127.0.0.1:{}/{name}.git", self.scheme, self.port)
+    }
+
+    /// The request lines served so far, and forgets them.
+    pub fn take_requests(&self) -> Vec<String> {
+        std::mem::take(&mut *self.requests.lock().unwrap())
     }
 }
 
@@ -211,9 +251,51 @@ impl Drop for HttpBackend {
     }
 }
 
-fn serve(stream: TcpStream, base: &Path, expected_auth: Option<&str>) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut writer = stream;
+/// A throwaway certificate authority, and a server configuration whose
+/// certificate for 127.0.0.1 it signed.
+pub struct TestCa {
+    pub ca_pem: String,
+    server_config: Arc<rustls::ServerConfig>,
+}
+
+impl TestCa {
+    pub fn new() -> TestCa {
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "Tether test CA");
+        let ca =
+            rcgen::CertifiedIssuer::self_signed(ca_params, rcgen::KeyPair::generate().unwrap())
+                .unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+        let certificate = params.signed_by(&key, &ca).unwrap();
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let server_config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![certificate.der().clone()],
+                rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()).into(),
+            )
+            .unwrap();
+        TestCa {
+            ca_pem: ca.pem(),
+            server_config: Arc::new(server_config),
+        }
+    }
+}
+
+fn serve(
+    stream: impl Read + Write,
+    base: &Path,
+    expected_auth: Option<&str>,
+    log: &Mutex<Vec<String>>,
+) {
+    let mut reader = BufReader::new(stream);
     loop {
         let mut request_line = String::new();
         if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
@@ -227,7 +309,9 @@ fn serve(stream: TcpStream, base: &Path, expected_auth: Option<&str>) {
         let mut headers = Vec::new();
         loop {
             let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
+            if reader.read_line(&mut line).is_err() {
+                return;
+            }
             let line = line.trim_end().to_string();
             if line.is_empty() {
                 break;
@@ -252,12 +336,14 @@ fn serve(stream: TcpStream, base: &Path, expected_auth: Option<&str>) {
             reader.read_exact(&mut body).unwrap();
             body
         };
+        log.lock().unwrap().push(logged(&request_line, &body));
         if let Some(expected) = expected_auth
             && header("authorization").as_deref() != Some(expected)
         {
-            let _ = writer.write_all(
+            let _ = reader.get_mut().write_all(
                 b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"git\"\r\nContent-Length: 0\r\n\r\n",
             );
+            let _ = reader.get_mut().flush();
             continue;
         }
         let (path, query) = target.split_once('?').unwrap_or((&target, ""));
@@ -314,9 +400,20 @@ fn serve(stream: TcpStream, base: &Path, expected_auth: Option<&str>) {
         reply.extend(response);
         reply.extend_from_slice(b"\r\n");
         reply.extend_from_slice(rest);
-        if writer.write_all(&reply).is_err() {
+        if reader.get_mut().write_all(&reply).is_err() || reader.get_mut().flush().is_err() {
             return;
         }
+    }
+}
+
+/// `GET /shop.git/info/refs?service=git-upload-pack`, or for a protocol v2
+/// POST the command it carries: `POST /shop.git/git-upload-pack ls-refs`.
+fn logged(request_line: &str, body: &[u8]) -> String {
+    let line = request_line.trim_end().trim_end_matches(" HTTP/1.1");
+    let body = String::from_utf8_lossy(body);
+    match body.split_once("command=") {
+        Some((_, rest)) => format!("{line} {}", rest.lines().next().unwrap_or("")),
+        None => line.to_string(),
     }
 }
 
