@@ -74,6 +74,8 @@ pub struct Context {
     /// changes made inside them.
     pub windows: Store<BreakGlass>,
     pub audit: AuditLog,
+    /// The watched repository-credential Secrets (see [`crate::credentials`]).
+    pub secrets: Store<k8s_openapi::api::core::v1::Secret>,
     pub config: Config,
     memos: Mutex<HashMap<AppKey, Arc<Mutex<AppMemo>>>>,
 }
@@ -83,6 +85,7 @@ impl Context {
         client: Client,
         live: LiveCache,
         windows: Store<BreakGlass>,
+        secrets: Store<k8s_openapi::api::core::v1::Secret>,
         config: Config,
     ) -> Self {
         let reporter = reporter(&config);
@@ -95,6 +98,7 @@ impl Context {
             health: Arc::default(),
             windows,
             audit: AuditLog::default(),
+            secrets,
             config,
             memos: Mutex::default(),
         }

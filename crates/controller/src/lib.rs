@@ -13,6 +13,7 @@ pub mod api;
 pub mod break_glass;
 pub mod compare;
 pub mod context;
+pub mod credentials;
 pub mod drift;
 pub mod health;
 pub mod http;

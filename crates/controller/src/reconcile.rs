@@ -592,10 +592,16 @@ async fn fetch(ctx: &Context, app: &Application) -> Result<Rendered, String> {
     if let Some(revision) = &requested {
         source.revision = revision.clone();
     }
-    let fetched = tokio::task::spawn_blocking(move || repositories.fetch(&source, None))
-        .await
-        .map_err(|error| format!("fetch task failed: {error}"))?
-        .map_err(|error| error.to_string());
+    if source.secret_ref.is_some() && ctx.secrets.wait_until_ready().await.is_err() {
+        return Err("the repository Secret watch stopped".into());
+    }
+    let namespace = app.namespace().unwrap_or_default();
+    let credentials = crate::credentials::for_source(&ctx.secrets, &namespace, &source)?;
+    let fetched =
+        tokio::task::spawn_blocking(move || repositories.fetch(&source, credentials.as_ref()))
+            .await
+            .map_err(|error| format!("fetch task failed: {error}"))?
+            .map_err(|error| error.to_string());
     if fetched.is_err() && requested.is_some() {
         clear_requests(ctx, app).await;
     }

@@ -4,17 +4,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use kube::api::Api;
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::mpsc;
 
 use crate::api::{Application, BreakGlass};
 use crate::break_glass::lifecycle::{self, WindowContext};
 use crate::context::{Config, Context};
+use crate::credentials;
 use crate::live::{AppKey, LiveCache};
 use crate::reconcile::{error_policy, reconcile};
 use crate::trigger::Trigger;
@@ -76,10 +78,34 @@ pub async fn run_with(client: Client, config: Config, trigger: Trigger) -> Resul
         None => (Api::all(client.clone()), Api::all(client.clone())),
     };
     let windows = Controller::new(windows_api.clone(), watcher::Config::default());
+    // Repository credentials: only Secrets labelled as such are watched.
+    let secrets_api: Api<Secret> = match &config.watch_namespace {
+        Some(namespace) => Api::namespaced(client.clone(), namespace),
+        None => Api::all(client.clone()),
+    };
+    let (secrets, secrets_writer) = reflector::store();
+    let secrets_watch = reflector::reflector(
+        secrets_writer,
+        watcher(
+            secrets_api,
+            watcher::Config::default().labels(&format!(
+                "{}={}",
+                credentials::SECRET_TYPE_LABEL,
+                credentials::REPOSITORY
+            )),
+        )
+        .default_backoff(),
+    )
+    .for_each(|event| async move {
+        if let Err(error) = event {
+            tracing::warn!(%error, "the repository Secret watch was interrupted; retrying");
+        }
+    });
     let context = Arc::new(Context::new(
         client.clone(),
         live,
         windows.store(),
+        secrets,
         config.clone(),
     ));
     let window_context = Arc::new(WindowContext {
@@ -146,6 +172,7 @@ pub async fn run_with(client: Client, config: Config, trigger: Trigger) -> Resul
     tokio::select! {
         () = controller => Ok(()),
         () = windows => Ok(()),
+        () = secrets_watch => Ok(()),
         () = lost => Err(RunError::LostLease),
     }
 }

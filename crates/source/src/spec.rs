@@ -36,6 +36,16 @@ pub struct Source {
     pub renderer: Renderer,
     #[serde(default)]
     pub verify: Verification,
+    /// The Secret holding the credentials to read the repository, in the
+    /// Application's namespace (see `Credentials::from_data` for its keys).
+    #[serde(default, rename = "secretRef", skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<SecretRef>,
+}
+
+/// A Secret, by name, in the namespace of whatever refers to it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SecretRef {
+    pub name: String,
 }
 
 /// How the files at `path` become objects.

@@ -58,6 +58,10 @@ pub struct CreateArgs {
     /// Delete objects removed from Git.
     #[arg(long)]
     pub prune: bool,
+    /// The Secret (in the Application's namespace, labelled
+    /// `tether.dev/secret-type=repository`) with the repository's credentials.
+    #[arg(long)]
+    pub secret: Option<String>,
 }
 
 pub async fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
@@ -65,12 +69,17 @@ pub async fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
     let apps: Api<Application> = Api::namespaced(client, &args.namespace);
     match args.command {
         AppCommand::Create(create) => {
+            let mut source =
+                json!({"repoURL": create.repo, "revision": create.revision, "path": create.path});
+            if let Some(secret) = &create.secret {
+                source["secretRef"] = json!({"name": secret});
+            }
             let manifest = json!({
                 "apiVersion": Application::api_version(&()),
                 "kind": Application::kind(&()),
                 "metadata": {"name": create.name, "namespace": args.namespace},
                 "spec": {
-                    "source": {"repoURL": create.repo, "revision": create.revision, "path": create.path},
+                    "source": source,
                     "destination": {"namespace": create.dest_namespace},
                     "syncPolicy": {"selfHeal": !create.no_self_heal, "prune": create.prune},
                 }

@@ -1,0 +1,78 @@
+//! Repository credentials from a Secret named in `spec.source.secretRef`:
+//! a missing or incomplete Secret is a FetchFailed that names it (and never
+//! its values); once a labelled Secret exists, the app syncs.
+
+mod support;
+
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
+use support::{Repo, start_controller, status_where, web};
+use tether_controller::api::Application;
+use tether_testkit::TestNamespace;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_app_waits_for_its_repository_secret_and_never_shows_its_values() {
+    let ns = TestNamespace::create("creds").await;
+    let repo = Repo::new(&ns.name);
+    repo.commit(&web(2, "hello"), "first");
+    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
+    start_controller(&ns, &cache).await;
+    let apps: Api<Application> = Api::namespaced(ns.client.clone(), &ns.name);
+    let app = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "Application",
+        "metadata": {"name": "shop", "namespace": ns.name},
+        "spec": {"source": {"repoURL": repo.url(), "path": "app", "secretRef": {"name": "repo-creds"}},
+                 "destination": {"namespace": ns.name}}});
+    apps.patch("shop", &PatchParams::apply("test"), &Patch::Apply(&app))
+        .await
+        .unwrap();
+    let failed = |needle: &'static str| {
+        move |s: &tether_controller::api::ApplicationStatus| {
+            s.conditions
+                .iter()
+                .any(|c| c.reason == "FetchFailed" && c.message.contains(needle))
+        }
+    };
+    status_where(
+        &apps,
+        "FetchFailed naming the missing Secret",
+        failed("not found among repository credentials"),
+    )
+    .await;
+
+    // A labelled Secret without a password: named, its keys listed, no value shown.
+    let secret = |data: serde_json::Value| {
+        json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "repo-creds", "namespace": ns.name,
+                         "labels": {"tether.dev/secret-type": "repository"}},
+            "stringData": data})
+    };
+    let apply = |object: serde_json::Value| {
+        let output = ns.kubectl_with_stdin(&["apply", "-f", "-"], &object.to_string());
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    apply(secret(json!({"username": "bot", "pasword": "s3cr3t-typo"})));
+    let status = status_where(
+        &apps,
+        "FetchFailed naming the incomplete Secret",
+        failed("credentials need"),
+    )
+    .await;
+    let text = serde_json::to_string(&status).unwrap();
+    assert!(
+        text.contains(&format!("Secret {}/repo-creds", ns.name)),
+        "{text}"
+    );
+    assert!(
+        !text.contains("s3cr3t-typo"),
+        "a secret value reached status"
+    );
+
+    // A complete Secret: the app syncs.
+    apply(secret(json!({"username": "bot", "password": "s3cr3t"})));
+    let status = status_where(&apps, "Synced", |s| s.sync.status == "Synced").await;
+    assert!(!serde_json::to_string(&status).unwrap().contains("s3cr3t"));
+}
