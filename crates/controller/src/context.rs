@@ -53,6 +53,39 @@ impl Default for Config {
     }
 }
 
+/// Whether a watched store has had its first list, as a `watch` channel,
+/// which wakes every waiter. `Store::wait_until_ready` keeps a single
+/// waker: when several reconciles wait on it at once, all but the last are
+/// never woken (seen twice: see `live.rs`).
+#[derive(Clone)]
+pub struct Ready(tokio::sync::watch::Receiver<bool>);
+
+impl Ready {
+    /// Readiness of `store`, and the one future that waits for it; run that
+    /// future exactly once, from one task.
+    pub fn of<K>(store: Store<K>) -> (Ready, impl std::future::Future<Output = ()>)
+    where
+        K: kube::runtime::reflector::Lookup + Clone + 'static,
+        K::DynamicType: Eq + std::hash::Hash + Clone,
+    {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let waiter = async move {
+            if store.wait_until_ready().await.is_ok() {
+                tx.send_replace(true);
+            }
+            // Keep the sender: a dropped one would read as "never ready".
+            std::future::pending::<()>().await;
+        };
+        (Ready(rx), waiter)
+    }
+
+    /// Waits until the store has its first list; `false` if it never will.
+    pub async fn wait(&self) -> bool {
+        let mut rx = self.0.clone();
+        rx.wait_for(|ready| *ready).await.is_ok()
+    }
+}
+
 /// How this replica signs its events.
 pub fn reporter(config: &Config) -> Reporter {
     Reporter {
@@ -73,9 +106,11 @@ pub struct Context {
     /// Every break-glass window (watched), and the audit log of the
     /// changes made inside them.
     pub windows: Store<BreakGlass>,
+    pub windows_ready: Ready,
     pub audit: AuditLog,
     /// The watched repository-credential Secrets (see [`crate::credentials`]).
     pub secrets: Store<k8s_openapi::api::core::v1::Secret>,
+    pub secrets_ready: Ready,
     pub config: Config,
     memos: Mutex<HashMap<AppKey, Arc<Mutex<AppMemo>>>>,
 }
@@ -84,8 +119,8 @@ impl Context {
     pub fn new(
         client: Client,
         live: LiveCache,
-        windows: Store<BreakGlass>,
-        secrets: Store<k8s_openapi::api::core::v1::Secret>,
+        (windows, windows_ready): (Store<BreakGlass>, Ready),
+        (secrets, secrets_ready): (Store<k8s_openapi::api::core::v1::Secret>, Ready),
         config: Config,
     ) -> Self {
         let reporter = reporter(&config);
@@ -97,8 +132,10 @@ impl Context {
             live,
             health: Arc::default(),
             windows,
+            windows_ready,
             audit: AuditLog::default(),
             secrets,
+            secrets_ready,
             config,
             memos: Mutex::default(),
         }

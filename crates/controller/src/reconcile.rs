@@ -592,7 +592,7 @@ async fn fetch(ctx: &Context, app: &Application) -> Result<Rendered, String> {
     if let Some(revision) = &requested {
         source.revision = revision.clone();
     }
-    if source.secret_ref.is_some() && ctx.secrets.wait_until_ready().await.is_err() {
+    if source.secret_ref.is_some() && !ctx.secrets_ready.wait().await {
         return Err("the repository Secret watch stopped".into());
     }
     let namespace = app.namespace().unwrap_or_default();

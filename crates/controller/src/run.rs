@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::api::{Application, BreakGlass};
 use crate::break_glass::lifecycle::{self, WindowContext};
-use crate::context::{Config, Context};
+use crate::context::{Config, Context, Ready};
 use crate::credentials;
 use crate::live::{AppKey, LiveCache};
 use crate::reconcile::{error_policy, reconcile};
@@ -101,11 +101,13 @@ pub async fn run_with(client: Client, config: Config, trigger: Trigger) -> Resul
             tracing::warn!(%error, "the repository Secret watch was interrupted; retrying");
         }
     });
+    let (windows_ready, windows_waiter) = Ready::of(windows.store());
+    let (secrets_ready, secrets_waiter) = Ready::of(secrets.clone());
     let context = Arc::new(Context::new(
         client.clone(),
         live,
-        windows.store(),
-        secrets,
+        (windows.store(), windows_ready),
+        (secrets, secrets_ready),
         config.clone(),
     ));
     let window_context = Arc::new(WindowContext {
@@ -173,6 +175,8 @@ pub async fn run_with(client: Client, config: Config, trigger: Trigger) -> Resul
         () = controller => Ok(()),
         () = windows => Ok(()),
         () = secrets_watch => Ok(()),
+        () = windows_waiter => Ok(()),
+        () = secrets_waiter => Ok(()),
         () = lost => Err(RunError::LostLease),
     }
 }

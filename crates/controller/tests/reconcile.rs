@@ -242,10 +242,27 @@ async fn applications_created_at_once_all_reach_synced() {
             .await
             .unwrap();
     }
-    eventually(
+    let last = std::sync::Mutex::new(String::new());
+    let waited = tokio::time::timeout(support::PATIENCE, eventually(
         "all eight Applications Synced, with revision and history",
         || async {
             let list = apps.list(&Default::default()).await.ok()?;
+            *last.lock().unwrap() = list
+                .items
+                .iter()
+                .map(|a| {
+                    let status = a.status.as_ref();
+                    format!(
+                        "{}: sync={:?} revision={:?} history={} conditions={:?} operation={:?}\n",
+                        a.metadata.name.as_deref().unwrap_or_default(),
+                        status.map(|s| s.sync.status.clone()),
+                        status.and_then(|s| s.sync.revision.clone()),
+                        status.map(|s| s.history.len()).unwrap_or(0),
+                        status.map(|s| s.conditions.iter().map(|c| format!("{}={} {} {}", c.type_, c.status, c.reason, c.message)).collect::<Vec<_>>()),
+                        status.and_then(|s| s.operation_state.as_ref().map(|o| format!("{} {}", o.phase, o.message))),
+                    )
+                })
+                .collect();
             let synced = list
                 .items
                 .iter()
@@ -259,8 +276,13 @@ async fn applications_created_at_once_all_reach_synced() {
                 .count();
             (synced == 8).then_some(())
         },
-    )
+    ))
     .await;
+    assert!(
+        waited.is_ok(),
+        "not all Synced; last:\n{}",
+        last.lock().unwrap()
+    );
     let _ = std::fs::remove_dir_all(&repo.dir);
     let _ = std::fs::remove_dir_all(&cache);
 }

@@ -12,8 +12,10 @@
 //! ordinary `KUBECONFIG` is deliberately not used: it usually points at a
 //! real cluster, and tests create and delete things.
 
+mod log;
 mod namespace;
 mod plane;
 
+pub use log::{log_file, log_tail};
 pub use namespace::{TestNamespace, client_for};
 pub use plane::{ControlPlane, control_plane, repo_root};

@@ -72,7 +72,7 @@ pub fn open_windows(
 /// The open windows of `app`, once the window watch has listed them all
 /// (judging drift before that would heal what a window protects).
 pub async fn windows_of(ctx: &Context, app: &Application, owner: &AppRef) -> Vec<OpenWindow> {
-    if ctx.windows.wait_until_ready().await.is_err() {
+    if !ctx.windows_ready.wait().await {
         tracing::warn!(app = %app.name_any(), "the break-glass window watch stopped");
     }
     open_windows(

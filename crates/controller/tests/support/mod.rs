@@ -102,6 +102,7 @@ pub async fn start_controller(ns: &TestNamespace, cache: &Path) {
 
 /// Installs Tether into `ns` and starts a controller with `config`.
 pub async fn start_controller_with(ns: &TestNamespace, config: Config) {
+    tether_testkit::log_file();
     install::install(ns.client.clone(), &ns.name).await.unwrap();
     let client = ns.client.clone();
     tokio::spawn(async move {
@@ -146,7 +147,8 @@ where
         }
         assert!(
             tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
+            "timed out waiting for {what}; the controller's last log lines:\n{}",
+            tether_testkit::log_tail("", 40)
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -171,8 +173,9 @@ pub async fn status_where(
     match found {
         Ok(status) => status,
         Err(_) => panic!(
-            "timed out waiting for {what}; last status: {}",
-            serde_json::to_string_pretty(&*last.lock().unwrap()).unwrap()
+            "timed out waiting for {what}; last status: {}\nthe controller's last log lines:\n{}",
+            serde_json::to_string_pretty(&*last.lock().unwrap()).unwrap(),
+            tether_testkit::log_tail("", 40)
         ),
     }
 }
