@@ -11,6 +11,7 @@ use tether_cluster::Applier;
 use tether_core::ObjectRef;
 use tether_core::drift::{DriftKind, WindowScope};
 use tether_core::prune::PruneOptions;
+use tether_core::revision::{LastSync, RevisionChange, revision_change};
 use tether_core::tracking::{AppRef, FIELD_MANAGER};
 use tether_source::{Manifest, Rendered};
 
@@ -72,8 +73,8 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
 
     // Classify drift and decide what self-heal may revert; record what
     // changed inside open break-glass windows.
-    let new_revision = app.status.as_ref().and_then(|s| s.sync.revision.as_deref())
-        != Some(desired.commit.as_str());
+    let change = revision_change(last_sync(&app), &desired.commit, &desired.digest);
+    let new_revision = change == RevisionChange::New;
     let windows = break_glass::windows_of(&ctx, &app, &owner).await;
     let scopes: Vec<_> = windows.iter().map(|w| w.scope.clone()).collect();
     let drift = assess_drift(
@@ -110,6 +111,8 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
     let observed = Observed {
         revision: &desired.commit,
         tree: &desired.tree,
+        digest: &desired.digest,
+        change,
         compared: &compared,
         health: &health,
         drift: &drift,
@@ -137,6 +140,19 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
     clear_requests(&ctx, &app).await;
     let next = break_glass::until_expiry(next, &windows, ctx.config.resync);
     Ok(back_off_aware(next, &drift))
+}
+
+/// What the last successful sync recorded in status.
+fn last_sync(app: &Application) -> Option<LastSync<'_>> {
+    let status = app.status.as_ref()?;
+    Some(LastSync {
+        revision: status.sync.revision.as_deref()?,
+        digest: status.sync.objects_digest.as_deref(),
+        settled: status
+            .operation_state
+            .as_ref()
+            .is_none_or(|operation| operation.phase == "Succeeded"),
+    })
 }
 
 /// A failed sync of this very revision that no sync has replaced yet (it

@@ -7,6 +7,7 @@
 use tether_core::attribution::{Ownership, other_writers};
 use tether_core::drift::drifted_fields;
 use tether_core::health::{Health, HealthStatus, app_health};
+use tether_core::revision::RevisionChange;
 use tether_core::{Action, ObjectRef, OperationalState, SyncStatus};
 
 use crate::api::application::{
@@ -60,6 +61,10 @@ pub struct Failure {
 pub struct Observed<'a> {
     pub revision: &'a str,
     pub tree: &'a str,
+    /// Digest of the rendered objects at `revision`.
+    pub digest: &'a str,
+    /// How `revision` relates to the last successful sync.
+    pub change: RevisionChange,
     pub compared: &'a [Compared],
     /// The health rules in force for this Application.
     pub health: &'a Judge,
@@ -107,6 +112,9 @@ pub fn next_status(
         }
         .to_string();
         status.sync.compared_to = Some(format!("{} (tree {})", observed.revision, observed.tree));
+        if observed.change == RevisionChange::SameObjects {
+            status.sync.revision = Some(observed.revision.to_string());
+        }
         let healths: Vec<Health> = observed
             .compared
             .iter()
@@ -245,6 +253,7 @@ fn record_sync(
         status.sync.status = SyncStatus::Synced.to_string();
     }
     if let Some(observed) = observed {
+        status.sync.objects_digest = Some(observed.digest.to_string());
         let mut inventory: Vec<InventoryEntry> =
             observed.compared.iter().map(inventory_entry).collect();
         inventory.sort();

@@ -315,3 +315,52 @@ async fn an_application_deleted_and_created_again_gets_a_status_of_its_own() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_commit_elsewhere_in_a_monorepo_is_recorded_without_a_sync() {
+    let ns = TestNamespace::create("mono").await;
+    let repo = Repo::new(&ns.name);
+    let other = |value: &str| {
+        (
+            "other/cm.yaml",
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\ndata:\n  v: \"{value}\"\n"
+            ),
+        )
+    };
+    let mut files = web(1, "hello");
+    files.push(other("1"));
+    let first = repo.commit(&files, "first");
+    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
+    start_controller(&ns, &cache).await;
+    let apps = create_app(&ns, &repo).await;
+    let synced = status_where(&apps, "Synced at the first commit", |s| {
+        s.sync.status == "Synced" && s.sync.revision.as_deref() == Some(first.as_str())
+    })
+    .await;
+    let operation = synced.operation_state.clone().unwrap();
+
+    // A commit that touches only another app's directory: the new commit
+    // is recorded, but no sync runs (no operation, no history entry).
+    let second = repo.commit(&[other("2")], "another app");
+    let status = status_where(&apps, "the second commit recorded", |s| {
+        s.sync.revision.as_deref() == Some(second.as_str())
+    })
+    .await;
+    assert_eq!(status.sync.status, "Synced");
+    assert_eq!(status.history.len(), 1, "{:?}", status.history);
+    assert_eq!(status.operation_state.as_ref(), Some(&operation));
+    assert_eq!(status.sync.objects_digest, synced.sync.objects_digest);
+
+    // A commit that changes the app's objects is synced as before.
+    let third = repo.commit(&web(1, "hello again"), "this app");
+    let status = status_where(&apps, "Synced at the third commit", |s| {
+        s.sync.status == "Synced" && s.sync.revision.as_deref() == Some(third.as_str())
+    })
+    .await;
+    assert_eq!(status.history.len(), 2);
+    assert_eq!(status.operation_state.unwrap().revision, third);
+    assert_ne!(status.sync.objects_digest, synced.sync.objects_digest);
+    let _ = std::fs::remove_dir_all(&repo.dir);
+    let _ = std::fs::remove_dir_all(&cache);
+}

@@ -14,6 +14,7 @@ pub mod health;
 pub mod object;
 pub mod order;
 pub mod prune;
+pub mod revision;
 pub mod state;
 pub mod tracking;
 pub mod window;

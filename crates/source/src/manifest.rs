@@ -9,6 +9,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use tether_core::ObjectRef;
 
 /// Where a desired object was declared.
@@ -83,6 +84,17 @@ pub enum ManifestError {
     Rejected { path: PathBuf, reason: String },
     #[error("invalid glob {glob:?}: {message}")]
     Glob { glob: String, message: String },
+}
+
+/// SHA-256 (hex) of `manifests`' objects in order; where they came from
+/// (file and line) does not count, only what they ask of the cluster.
+pub fn digest(manifests: &[Manifest]) -> String {
+    let mut hasher = Sha256::new();
+    for manifest in manifests {
+        hasher.update(serde_json::to_vec(&manifest.object).unwrap_or_default());
+        hasher.update([0]);
+    }
+    hex::encode(hasher.finalize())
 }
 
 /// Parses a file's bytes into its objects, each with its origin. `.json`

@@ -42,6 +42,9 @@ pub struct Rendered {
     /// The rendered objects, in a deterministic order.
     /// Shared with the render cache: many apps at one tree cost one copy.
     pub manifests: Arc<Vec<Manifest>>,
+    /// SHA-256 (hex) of the rendered objects: two revisions with the same
+    /// digest ask for exactly the same live state.
+    pub digest: String,
     /// True when the render produced no objects: not an error, but prune
     /// must treat it as suspicious and never delete everything because of it.
     pub empty: bool,
@@ -170,6 +173,7 @@ impl Repositories {
             tree: tree.to_string(),
             tag: resolved.tag,
             empty: manifests.is_empty(),
+            digest: crate::manifest::digest(&manifests),
             manifests,
             verified_by,
         })
@@ -210,6 +214,7 @@ pub fn render_local(
         tree: String::new(),
         tag: None,
         empty: manifests.is_empty(),
+        digest: crate::manifest::digest(&manifests),
         manifests,
         verified_by: Vec::new(),
     })

@@ -238,3 +238,37 @@ fn ssh_refuses_an_unknown_host_key_and_a_key_the_server_does_not_know() {
     assert!(error.contains("Permission denied"), "{error}");
     assert!(!error.contains("PRIVATE KEY"), "{error}");
 }
+
+/// Sharing an update between callers queued together must not let a
+/// caller without the credentials ride on one made with them.
+#[test]
+fn callers_with_other_credentials_never_share_an_update() {
+    let repo = shop();
+    let ca = TestCa::new();
+    let server = HttpBackend::start_https(&repo.publish("shop"), Some(("bot", PASSWORD)), &ca);
+    let url = server.url("shop");
+    let right = http_credentials(&credentials_file("bot", PASSWORD, Some(&ca.ca_pem)));
+    let wrong = http_credentials(&credentials_file("bot", "wrong", Some(&ca.ca_pem)));
+    let cache = tempfile::tempdir().unwrap();
+    let repositories = Repositories::new(cache.path().into());
+
+    let barrier = std::sync::Barrier::new(12);
+    let outcomes: Vec<(bool, bool)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..12)
+            .map(|i| {
+                let (repositories, barrier, url) = (&repositories, &barrier, &url);
+                let authorized = i % 3 == 0;
+                let credentials = [Some(&right), Some(&wrong), None][i % 3];
+                scope.spawn(move || {
+                    barrier.wait();
+                    (authorized, repositories.update(url, credentials).is_ok())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(
+        outcomes.iter().all(|(authorized, ok)| authorized == ok),
+        "(authorized, succeeded) per caller: {outcomes:?}"
+    );
+}

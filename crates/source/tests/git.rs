@@ -188,19 +188,26 @@ fn a_monorepo_commit_re_renders_only_the_app_it_touches() {
     let repositories = Repositories::new(cache.path().into());
     let render_all = |repositories: &Repositories| {
         let update = repositories.update(&url, None).unwrap();
-        for app in ["a", "b", "c"] {
+        ["a", "b", "c"].map(|app| {
             repositories
                 .render(&source(&url, "", &format!("apps/{app}")), &update)
-                .unwrap();
-        }
+                .unwrap()
+        })
     };
-    render_all(&repositories);
+    let before = render_all(&repositories);
     assert_eq!(repositories.renders(), 3);
     repo.write("apps/b/cm2.yaml", &config_map("b2"));
     repo.commit("touch b");
     repo.publish("mono");
-    render_all(&repositories);
+    let after = render_all(&repositories);
     assert_eq!(repositories.renders(), 4, "only app b is rendered again");
+
+    // Every app sees the new commit; only b's objects (its digest) changed.
+    let changed: Vec<bool> = (0..3)
+        .map(|i| before[i].digest != after[i].digest)
+        .collect();
+    assert_eq!(changed, [false, true, false]);
+    assert!((0..3).all(|i| before[i].commit != after[i].commit));
 }
 
 #[test]
@@ -246,5 +253,56 @@ fn an_unchanged_check_is_one_ls_refs_exchange_and_transfers_no_objects() {
             "GET /shop.git/info/refs?service=git-upload-pack",
             "POST /shop.git/git-upload-pack ls-refs",
         ]
+    );
+}
+
+/// A webhook wakes every app of a monorepo at once; their updates queue on
+/// the store and those queued behind an update that started after they
+/// asked share it instead of repeating the exchange one after another.
+#[test]
+fn updates_asked_for_together_share_one_ls_refs_exchange() {
+    let repo = Repo::new();
+    repo.write("cm.yaml", &config_map("web"));
+    repo.commit("first");
+    let server = HttpBackend::start(&repo.publish("shop"), None);
+    let url = server.url("shop");
+    let cache = tempfile::tempdir().unwrap();
+    let repositories = Repositories::new(cache.path().into());
+    repositories.update(&url, None).unwrap();
+    server.take_requests();
+
+    let callers = 32;
+    let barrier = std::sync::Barrier::new(callers);
+    let updates: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..callers)
+            .map(|_| {
+                scope.spawn(|| {
+                    barrier.wait();
+                    repositories.update(&url, None).unwrap()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let exchanges = server
+        .take_requests()
+        .iter()
+        .filter(|r| r.ends_with(" ls-refs"))
+        .count();
+    assert!(
+        (1..=3).contains(&exchanges),
+        "{callers} callers made {exchanges} ls-refs exchanges"
+    );
+    assert!(updates.windows(2).all(|w| w[0].refs == w[1].refs));
+
+    // A caller who asks after the last update finished gets a fresh one.
+    repositories.update(&url, None).unwrap();
+    assert_eq!(
+        server
+            .take_requests()
+            .iter()
+            .filter(|r| r.ends_with(" ls-refs"))
+            .count(),
+        1
     );
 }

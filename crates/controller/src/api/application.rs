@@ -281,6 +281,11 @@ pub struct SyncInfo {
     /// The commit (and path tree) live state was last compared with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compared_to: Option<String>,
+    /// SHA-256 of the rendered objects synced at `revision`: a later commit
+    /// rendering the same objects (a change elsewhere in a monorepo) is
+    /// recorded as the synced revision without a sync.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objects_digest: Option<String>,
 }
 
 /// Are the applied objects working?

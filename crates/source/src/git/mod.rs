@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
@@ -86,12 +87,22 @@ pub struct Store {
     repo: gix::ThreadSafeRepository,
     /// Serializes fetches into this store.
     fetching: Mutex<()>,
+    /// The newest successful update, shared with callers who asked for one
+    /// before it started (see [`Store::update`]).
+    last: Mutex<Option<Completed>>,
     /// Decoded trees by id. Git objects never change, so entries stay
     /// valid forever; in a monorepo every app's path walks the same few
     /// large trees, which are decoded once instead of once per app.
     trees: Mutex<HashMap<ObjectId, Arc<TreeEntries>>>,
     /// Root tree of each commit seen.
     roots: Mutex<HashMap<ObjectId, ObjectId>>,
+}
+
+/// An update and when (and with which credentials) it began.
+struct Completed {
+    started: Instant,
+    credentials: Option<Credentials>,
+    update: Update,
 }
 
 /// A decoded tree: name → (object id, whether it is a tree).
@@ -123,6 +134,7 @@ impl Store {
             url: url.to_string(),
             repo: repo.into_sync(),
             fetching: Mutex::new(()),
+            last: Mutex::new(None),
             trees: Mutex::new(HashMap::new()),
             roots: Mutex::new(HashMap::new()),
         })
@@ -134,8 +146,41 @@ impl Store {
 
     /// Lists the remote's branches, tags and HEAD, and fetches only if one
     /// of their tips is not in the object store yet.
+    ///
+    /// Updates of one store run one at a time, and callers queued behind an
+    /// update that *started* after they asked share its result: it saw the
+    /// remote at least as late as their own would have. So a webhook that
+    /// wakes the 200 apps of a monorepo costs one or two ls-refs exchanges,
+    /// not 200 in a row. Only callers with the same credentials share.
     pub fn update(&self, credentials: Option<&Credentials>) -> Result<Update, GitError> {
+        let asked = Instant::now();
         let _fetching = self.fetching.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(shared) = self.shared_since(asked, credentials) {
+            return Ok(shared);
+        }
+        let started = Instant::now();
+        let update = self.update_now(credentials)?;
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(Completed {
+            started,
+            credentials: credentials.cloned(),
+            update: update.clone(),
+        });
+        Ok(update)
+    }
+
+    /// The last update, if it started at or after `asked` with the same
+    /// credentials; marked as having fetched nothing (not for this caller).
+    fn shared_since(&self, asked: Instant, credentials: Option<&Credentials>) -> Option<Update> {
+        let last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        let last = last.as_ref()?;
+        (last.started >= asked && last.credentials.as_ref() == credentials).then(|| Update {
+            refs: last.update.refs.clone(),
+            fetched: false,
+        })
+    }
+
+    /// One ls-refs exchange, and a fetch if a tip is missing.
+    fn update_now(&self, credentials: Option<&Credentials>) -> Result<Update, GitError> {
         let mut repo = self.repo.to_thread_local();
         let ssh = match credentials {
             Some(Credentials::Ssh {
