@@ -12,9 +12,10 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};
-use support::{Repo, Running, application, config_map, eventually, tether, tether_command, text};
+use support::{Repo, Running, application, config_map, tether, tether_command, text};
 use tether_controller::api::Application;
 use tether_testkit::TestNamespace;
+use tether_testkit::eventually;
 
 /// The controller's lease (15 s) plus its grace (5 s), and some slack for
 /// a shared two-core machine.

@@ -72,10 +72,7 @@ impl Applier {
         if dry_run {
             params = params.dry_run();
         }
-        let mut body = object.clone();
-        if let Some(namespace) = &id.namespace {
-            body["metadata"]["namespace"] = Value::String(namespace.clone());
-        }
+        let body = with_namespace(object, &id);
         let step = if dry_run { "dry-run apply" } else { "apply" };
         let after = api
             .patch(&id.name, &params, &Patch::Apply(&body))
@@ -107,6 +104,25 @@ impl Applier {
         })
     }
 
+    /// Applies `object` as a server-side dry-run and returns the object the
+    /// API server would store: validated, defaulted and admitted, nothing
+    /// persisted. One request (no read first: the caller has live state).
+    pub async fn dry_run(&self, object: &Value) -> Result<Value, ClusterError> {
+        let id = self.identify(object).await?;
+        let api = self.api_for(&id, object).await?;
+        let body = with_namespace(object, &id);
+        let params = PatchParams::apply(FIELD_MANAGER).force().dry_run();
+        let predicted = api
+            .patch(&id.name, &params, &Patch::Apply(&body))
+            .await
+            .map_err(|error| ClusterError::Request {
+                object: id.clone(),
+                step: "dry-run apply",
+                error,
+            })?;
+        Ok(serde_json::to_value(&predicted).unwrap_or(Value::Null))
+    }
+
     /// The live copy of `object`, if it exists (one GET; the controller
     /// reads from watch caches instead).
     pub async fn get(&self, object: &Value) -> Result<Option<Value>, ClusterError> {
@@ -134,10 +150,7 @@ impl Applier {
     ) -> Result<Applied, ClusterError> {
         let id = self.identify(object).await?;
         let api = self.api_for(&id, object).await?;
-        let mut body = object.clone();
-        if let Some(namespace) = &id.namespace {
-            body["metadata"]["namespace"] = Value::String(namespace.clone());
-        }
+        let body = with_namespace(object, &id);
         let after = api
             .patch(
                 &id.name,
@@ -180,6 +193,16 @@ impl Applier {
             _ => Api::all_with(client, &served.resource),
         })
     }
+}
+
+/// `object` with the namespace it is applied in (the default one when it
+/// declares none).
+fn with_namespace(object: &Value, id: &ObjectRef) -> Value {
+    let mut body = object.clone();
+    if let Some(namespace) = &id.namespace {
+        body["metadata"]["namespace"] = Value::String(namespace.clone());
+    }
+    body
 }
 
 fn declared_identity(object: &Value) -> Result<ObjectRef, ClusterError> {

@@ -2,17 +2,13 @@
 //! server-side apply and dry-run, kubectl's field managers, CRDs, and the
 //! controller-manager + fake kubelet making workloads run or fail.
 
-use std::time::Duration;
-
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
 use tether_cluster::{Applier, Resources};
 use tether_core::Action;
-use tether_testkit::TestNamespace;
-
-const PATIENCE: Duration = Duration::from_secs(60);
+use tether_testkit::{PATIENCE, TestNamespace, eventually};
 
 fn applier(ns: &TestNamespace) -> Applier {
     Applier::new(Resources::new(ns.client.clone()), ns.name.clone())
@@ -21,25 +17,6 @@ fn applier(ns: &TestNamespace) -> Applier {
 fn config_map(colour: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "settings"}, "data": {"colour": colour}})
-}
-
-/// Polls `check` until it returns `Some`, or panics after [`PATIENCE`].
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 #[tokio::test]

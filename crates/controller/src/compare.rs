@@ -130,9 +130,9 @@ async fn compare_one(
     }
     let diff = match remembered.or(foreign.flatten()) {
         Some(diff) => diff,
-        None => match applier.apply(&desired, true).await {
+        None => match applier.dry_run(&desired).await {
             Ok(predicted) => {
-                let diff = match diff(&predicted.live, &live, ignore) {
+                let diff = match diff(&predicted, &live, ignore) {
                     Ok(diff) => diff,
                     Err(error) => {
                         let reason = format!("{id}: {error}");
@@ -144,7 +144,7 @@ async fn compare_one(
                     desired_hash,
                     live_version,
                     diff.clone(),
-                    Some(Arc::new(predicted.live)),
+                    Some(Arc::new(predicted)),
                 );
                 diff
             }

@@ -15,6 +15,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::Application;
+use crate::compare::Compared;
 use crate::context::Context;
 use crate::sync::{Progress, SyncError, SyncOptions, SyncReport, sync_manifests_with};
 use crate::waves::WaveGate;
@@ -34,6 +35,7 @@ pub async fn sync_operation(
     applier: &Applier,
     owner: &AppRef,
     manifests: &[Manifest],
+    compared: &[Compared],
     revision: &str,
     started_at: &str,
 ) -> Result<SyncReport, SyncError> {
@@ -50,6 +52,7 @@ pub async fn sync_operation(
     let options = SyncOptions {
         gate: policy.wait_for_waves.then_some(&gate),
         progress: Some(&progress),
+        compared,
     };
     let done = CancellationToken::new();
     let sync = async {

@@ -296,6 +296,7 @@ async fn apply(
             applier,
             owner,
             &manifests,
+            compared,
             &desired.commit,
             &started_at,
         )

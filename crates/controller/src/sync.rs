@@ -12,8 +12,15 @@
 //!
 //! The rest goes wave by wave (`tether.dev/sync-wave`); with a
 //! [`WaveGate`] each wave waits until the one before it is healthy.
+//!
+//! The reconcile hands over its comparison ([`SyncOptions::compared`]), so a
+//! sync costs requests only for what changed: the comparison's dry-run
+//! already validated every object it compared, objects in sync are not sent
+//! again, and the rest are applied over the resourceVersion the watch cache
+//! had — one request each. A commit changing one object of fifty is one
+//! apply, not fifty dry-runs, fifty reads and fifty applies.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::time::Duration;
 
@@ -25,6 +32,7 @@ use tether_core::{Action, ObjectRef};
 use tether_source::Manifest;
 use tokio::sync::watch;
 
+use crate::compare::{Compared, ObjectState};
 use crate::waves::WaveGate;
 
 const CRD_ESTABLISHED_TIMEOUT: Duration = Duration::from_secs(60);
@@ -33,7 +41,9 @@ const CRD_ESTABLISHED_TIMEOUT: Duration = Duration::from_secs(60);
 #[derive(Debug, Default, Clone)]
 pub struct SyncReport {
     pub results: Vec<(ObjectRef, Action)>,
-    /// Each applied object as sent (with tracking marks) and as returned.
+    /// Each object as sent (with tracking marks) and as the API server
+    /// returned it, or, when it was already in sync and not sent, as the
+    /// watch cache had it.
     pub applied: Vec<AppliedObject>,
 }
 
@@ -130,6 +140,12 @@ pub struct SyncOptions<'a> {
     pub gate: Option<&'a WaveGate<'a>>,
     /// Told after every object applied.
     pub progress: Option<&'a watch::Sender<Progress>>,
+    /// The reconcile's comparison of these very objects with live state.
+    /// An object it compared by dry-run is already validated; one in sync
+    /// is not applied again (its report says Unchanged); the others are
+    /// applied over the resourceVersion it saw, without reading them first.
+    /// Empty: validate, read and apply everything.
+    pub compared: &'a [Compared],
 }
 
 /// Validates `manifests` by dry-run and applies them for `app`, in apply
@@ -154,14 +170,13 @@ pub async fn sync_manifests_with(
     let deferred = deferred_until_foundations(&planned);
     let (foundations, rest): (Vec<_>, Vec<_>) =
         planned.iter().partition(|(id, _)| is_foundation(id));
+    let prior = Prior::of(options.compared);
 
-    // Validate everything the API server can judge now.
-    for (index, (_, object)) in planned.iter().enumerate() {
-        if !deferred[index] {
-            applier
-                .apply(object, true)
-                .await
-                .map_err(SyncError::Validate)?;
+    // Validate everything the API server can judge now (and the
+    // comparison has not judged already).
+    for (index, (id, object)) in planned.iter().enumerate() {
+        if !deferred[index] && !prior.validated(id, object) {
+            applier.dry_run(object).await.map_err(SyncError::Validate)?;
         }
     }
 
@@ -177,17 +192,14 @@ pub async fn sync_manifests_with(
         }
     };
     for (id, object) in foundations {
-        if let Err(error) = apply_one(applier, id, object, &mut report).await {
+        if let Err(error) = apply_one(applier, &prior, id, object, &mut report).await {
             return Err(error.after(&report));
         }
         told(&report, 0);
     }
     for (index, (_, object)) in planned.iter().enumerate() {
         if deferred[index] {
-            applier
-                .apply(object, true)
-                .await
-                .map_err(SyncError::Validate)?;
+            applier.dry_run(object).await.map_err(SyncError::Validate)?;
         }
     }
 
@@ -200,7 +212,7 @@ pub async fn sync_manifests_with(
         }
         previous = Some((wave, report.applied.len()));
         for (id, object) in objects {
-            if let Err(error) = apply_one(applier, id, object, &mut report).await {
+            if let Err(error) = apply_one(applier, &prior, id, object, &mut report).await {
                 return Err(error.after(&report));
             }
             told(&report, wave);
@@ -256,16 +268,59 @@ pub async fn reapply(
     Ok(report)
 }
 
+/// The comparison's findings, by object, for the objects sent as compared.
+struct Prior<'a>(HashMap<&'a ObjectRef, &'a Compared>);
+
+impl<'a> Prior<'a> {
+    fn of(compared: &'a [Compared]) -> Prior<'a> {
+        Prior(compared.iter().map(|c| (&c.id, c)).collect())
+    }
+
+    /// The comparison of `object` as it is about to be sent, if any.
+    fn of_object(&self, id: &ObjectRef, object: &Value) -> Option<&'a Compared> {
+        self.0.get(id).copied().filter(|c| c.desired == *object)
+    }
+
+    /// Whether the comparison's dry-run already accepted `object`.
+    fn validated(&self, id: &ObjectRef, object: &Value) -> bool {
+        self.of_object(id, object)
+            .is_some_and(|c| matches!(c.state, ObjectState::InSync | ObjectState::Differs(_)))
+    }
+}
+
 async fn apply_one(
     applier: &Applier,
+    prior: &Prior<'_>,
     id: &ObjectRef,
     object: &Value,
     report: &mut SyncReport,
 ) -> Result<(), SyncError> {
-    let applied = applier
-        .apply(object, false)
-        .await
-        .map_err(SyncError::Apply)?;
+    let compared = prior.of_object(id, object);
+    if let Some(Compared {
+        live: Some(live),
+        state: ObjectState::InSync,
+        ..
+    }) = compared
+    {
+        report.results.push((id.clone(), Action::Unchanged));
+        report.applied.push(AppliedObject {
+            id: id.clone(),
+            sent: object.clone(),
+            live: live.clone(),
+        });
+        return Ok(());
+    }
+    let applied = match compared {
+        Some(compared) => {
+            let version = compared
+                .live
+                .as_ref()
+                .and_then(|live| live.pointer("/metadata/resourceVersion")?.as_str());
+            applier.apply_over(object, version).await
+        }
+        None => applier.apply(object, false).await,
+    }
+    .map_err(SyncError::Apply)?;
     if id.kind == "CustomResourceDefinition" {
         tether_cluster::wait::crd_established(
             applier.resources().client().clone(),

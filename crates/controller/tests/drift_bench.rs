@@ -103,7 +103,6 @@ async fn drift_detection_and_self_heal_latency() {
             println!("  {:>6.2}  {key}", delta / CHANGES as f64);
         }
     }
-    let _ = std::fs::remove_dir_all(&repo.dir);
     let _ = std::fs::remove_dir_all(&cache);
 }
 

@@ -6,9 +6,7 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 use tether_controller::{Config, install};
-use tether_testkit::TestNamespace;
-
-const PATIENCE: Duration = Duration::from_secs(60);
+use tether_testkit::{TestNamespace, eventually};
 
 async fn holder(leases: &Api<Lease>) -> Option<String> {
     leases
@@ -20,17 +18,10 @@ async fn holder(leases: &Api<Lease>) -> Option<String> {
 }
 
 async fn wait_for_holder(leases: &Api<Lease>, want: impl Fn(&str) -> bool) -> String {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        if let Some(identity) = holder(leases).await.filter(|id| want(id)) {
-            return identity;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no expected lease holder in time"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    eventually("the expected lease holder", || async {
+        holder(leases).await.filter(|id| want(id))
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -12,8 +12,10 @@ use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 use support::{Repo, create_app, eventually, start_controller, status_where, web};
 use tether_controller::api::Application;
+use tether_controller::install;
+use tether_core::Action;
 use tether_core::tracking::{APP_LABEL, TRACKING_ANNOTATION};
-use tether_testkit::TestNamespace;
+use tether_testkit::{Requests, TestNamespace};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_new_application_reaches_synced_and_healthy_and_follows_new_commits() {
@@ -63,7 +65,6 @@ async fn a_new_application_reaches_synced_and_healthy_and_follows_new_commits() 
         .await
         .unwrap();
     assert_eq!(config.data.unwrap()["greeting"], "hello again");
-    let _ = std::fs::remove_dir_all(&repo.dir);
     let _ = std::fs::remove_dir_all(&cache);
 }
 
@@ -109,7 +110,6 @@ async fn kubectl_scale_is_reverted_and_a_foreign_label_is_not_drift() {
     })
     .await;
     assert_eq!(status.history[0].initiator, "self-heal");
-    let _ = std::fs::remove_dir_all(&repo.dir);
     let _ = std::fs::remove_dir_all(&cache);
 }
 
@@ -171,7 +171,6 @@ async fn a_commit_with_one_invalid_object_applies_nothing_and_the_next_good_comm
                 .any(|c| c.type_ == "Reconciled" && c.status == "True")
     })
     .await;
-    let _ = std::fs::remove_dir_all(&repo.dir);
     let _ = std::fs::remove_dir_all(&cache);
 }
 
@@ -209,7 +208,6 @@ async fn server_defaulted_fields_never_show_as_drift() {
         "no sync after the first: {:?}",
         status.history
     );
-    let _ = std::fs::remove_dir_all(&repo.dir);
     let _ = std::fs::remove_dir_all(&cache);
 }
 
@@ -283,7 +281,6 @@ async fn applications_created_at_once_all_reach_synced() {
         "not all Synced; last:\n{}",
         last.lock().unwrap()
     );
-    let _ = std::fs::remove_dir_all(&repo.dir);
     let _ = std::fs::remove_dir_all(&cache);
 }
 
@@ -361,6 +358,76 @@ async fn a_commit_elsewhere_in_a_monorepo_is_recorded_without_a_sync() {
     assert_eq!(status.history.len(), 2);
     assert_eq!(status.operation_state.unwrap().revision, third);
     assert_ne!(status.sync.objects_digest, synced.sync.objects_digest);
-    let _ = std::fs::remove_dir_all(&repo.dir);
     let _ = std::fs::remove_dir_all(&cache);
+}
+
+/// What a sync costs in API requests: the comparison's dry-run validates a
+/// changed object, objects in sync are not sent again, and the changed one
+/// is applied over the resourceVersion the watch cache had.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_commit_changing_one_object_of_twenty_costs_one_dry_run_and_one_apply() {
+    let ns = TestNamespace::create("cost").await;
+    let repo = Repo::new(&ns.name);
+    let files = |changed: &str| -> Vec<(String, String)> {
+        (0..20)
+            .map(|i| {
+                let value = if i == 7 { changed } else { "same" };
+                (
+                    format!("app/cm-{i:02}.yaml"),
+                    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{i:02}\ndata:\n  v: \"{value}\"\n"),
+                )
+            })
+            .collect()
+    };
+    let first = repo.commit(&as_refs(&files("one")), "first");
+    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
+    install::install(ns.client.clone(), &ns.name).await.unwrap();
+    let (client, requests) = tether_testkit::recording_client(&ns.kubeconfig).await;
+    let config = support::config_for(&ns, &cache);
+    tokio::spawn(async move { tether_controller::run(client, config).await });
+    let apps = create_app(&ns, &repo).await;
+    status_where(&apps, "Synced at the first commit", |s| {
+        s.sync.status == "Synced" && s.sync.revision.as_deref() == Some(first.as_str())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    requests.take();
+
+    let second = repo.commit(&as_refs(&files("two")), "change cm-07");
+    let status = status_where(&apps, "Synced at the second commit", |s| {
+        s.sync.status == "Synced" && s.sync.revision.as_deref() == Some(second.as_str())
+    })
+    .await;
+    let sent = requests.take();
+    let config_maps: Vec<&String> = Requests::beyond_watches(&sent)
+        .into_iter()
+        .filter(|r| r.contains("/configmaps"))
+        .collect();
+    assert_eq!(config_maps.len(), 2, "{config_maps:#?}");
+    assert!(
+        config_maps
+            .iter()
+            .all(|r| r.starts_with("PATCH ") && r.contains("/configmaps/cm-07?"))
+    );
+    assert!(config_maps[0].contains("dryRun=All"), "{config_maps:#?}");
+    let changes = &status.operation_state.unwrap().changes;
+    assert_eq!(changes.len(), 20);
+    assert_eq!(
+        changes
+            .iter()
+            .filter(|c| c.action != Action::Unchanged)
+            .count(),
+        1,
+        "{changes:?}"
+    );
+    let live = Api::<ConfigMap>::namespaced(ns.client.clone(), &ns.name)
+        .get("cm-07")
+        .await
+        .unwrap();
+    assert_eq!(live.data.unwrap()["v"], "two");
+    let _ = std::fs::remove_dir_all(&cache);
+}
+
+fn as_refs(files: &[(String, String)]) -> Vec<(&str, String)> {
+    files.iter().map(|(p, t)| (p.as_str(), t.clone())).collect()
 }

@@ -72,7 +72,6 @@ async fn a_wave_that_never_becomes_healthy_holds_back_the_next_and_is_named() {
         .unwrap();
     assert_eq!(reconciled.reason, "ApplyFailed");
     assert!(config_maps.get_opt("after-web").await.unwrap().is_none());
-    let _ = std::fs::remove_dir_all(&repo.dir);
     let _ = std::fs::remove_dir_all(&cache);
 }
 
@@ -128,6 +127,5 @@ async fn a_healthy_wave_lets_the_next_one_apply_after_it() {
         created >= available,
         "created {created}, available {available}"
     );
-    let _ = std::fs::remove_dir_all(&repo.dir);
     let _ = std::fs::remove_dir_all(&cache);
 }

@@ -1,5 +1,5 @@
-//! Test support: one real local control plane per test process, and a fresh
-//! namespace per test.
+//! Test support: one real local control plane per test process, a fresh
+//! namespace per test, real Git repositories and waiting helpers.
 //!
 //! The control plane is `tools/kube-local` (etcd, kube-apiserver,
 //! kube-controller-manager and a fake kubelet, built from upstream Go
@@ -15,7 +15,13 @@
 mod log;
 mod namespace;
 mod plane;
+mod repo;
+mod requests;
+mod wait;
 
 pub use log::{log_file, log_tail};
 pub use namespace::{TestNamespace, client_for};
 pub use plane::{ControlPlane, control_plane, repo_root};
+pub use repo::Repo;
+pub use requests::{Requests, recording_client};
+pub use wait::{PATIENCE, eventually};

@@ -6,8 +6,9 @@ use std::sync::OnceLock;
 
 /// The log file of this test process, set up on first call: every
 /// `tracing` event at info and above (or `TETHER_LOG`) goes there.
+static FILE: OnceLock<PathBuf> = OnceLock::new();
+
 pub fn log_file() -> &'static PathBuf {
-    static FILE: OnceLock<PathBuf> = OnceLock::new();
     FILE.get_or_init(|| {
         let path = std::env::temp_dir().join(format!("tether-test-{}.log", std::process::id()));
         if let Ok(file) = std::fs::File::create(&path) {
@@ -29,4 +30,9 @@ pub fn log_tail(needle: &str, lines: usize) -> String {
     let text = std::fs::read_to_string(log_file()).unwrap_or_default();
     let matching: Vec<&str> = text.lines().filter(|l| l.contains(needle)).collect();
     matching[matching.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The log's last `lines` lines, if this process set the log up.
+pub(crate) fn tail_if_logging(lines: usize) -> Option<String> {
+    FILE.get().map(|_| log_tail("", lines))
 }

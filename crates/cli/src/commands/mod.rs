@@ -9,6 +9,7 @@ mod health;
 mod install;
 mod render;
 mod run;
+mod selection;
 mod status;
 mod sync;
 

@@ -1,42 +1,26 @@
 //! `tether status`: the status fields are the dashboard.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use kube::ResourceExt;
-use kube::api::Api;
 use tether_controller::api::Application;
+
+use super::selection::Selection;
 
 /// Show Applications' sync, health and operational state.
 ///
 /// Example: `tether status` or `tether status shop -o json`
 #[derive(Debug, clap::Args)]
 pub struct StatusArgs {
-    /// One Application (default: all in the namespace).
-    pub app: Option<String>,
-    /// Namespace the Applications live in.
-    #[arg(long, short = 'n', default_value = "tether-system")]
-    pub namespace: String,
+    #[command(flatten)]
+    pub selection: Selection,
     /// Output format.
     #[arg(long, short = 'o', default_value = "table", value_parser = ["table", "json", "yaml"])]
     pub output: String,
-    /// Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).
-    #[arg(long, env = "TETHER_KUBECONFIG")]
-    pub kubeconfig: Option<PathBuf>,
 }
 
 pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
-    let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
-    let api: Api<Application> = Api::namespaced(client, &args.namespace);
-    let apps = match &args.app {
-        Some(name) => vec![
-            api.get(name)
-                .await
-                .with_context(|| format!("Application {}/{name}", args.namespace))?,
-        ],
-        None => api.list(&Default::default()).await?.items,
-    };
+    let apps = args.selection.applications().await?;
     match args.output.as_str() {
         "json" => println!("{}", serde_json::to_string_pretty(&apps)?),
         "yaml" => print!("{}", serde_saphyr::to_string(&apps)?),

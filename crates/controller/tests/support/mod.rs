@@ -6,8 +6,7 @@
 //! it, so unused items are expected here.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::Duration;
 
 use kube::api::{Api, Patch, PatchParams};
@@ -16,54 +15,7 @@ use tether_controller::api::{Application, ApplicationStatus};
 use tether_controller::{Config, install};
 use tether_testkit::TestNamespace;
 
-pub const PATIENCE: Duration = Duration::from_secs(60);
-
-/// A Git repository in a temporary directory.
-pub struct Repo {
-    pub dir: PathBuf,
-}
-
-impl Repo {
-    pub fn new(name: &str) -> Repo {
-        let dir = std::env::temp_dir().join(format!("tether-repo-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let repo = Repo { dir };
-        repo.git(&["init", "-q", "-b", "main"]);
-        repo
-    }
-
-    pub fn url(&self) -> String {
-        format!("file://{}", self.dir.display())
-    }
-
-    pub fn git(&self, args: &[&str]) -> String {
-        let output = Command::new("git")
-            .args(["-c", "user.name=Test", "-c", "user.email=test@example.com"])
-            .args(args)
-            .current_dir(&self.dir)
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).unwrap().trim().to_string()
-    }
-
-    /// Writes `files` and commits them; returns the commit id.
-    pub fn commit(&self, files: &[(&str, String)], message: &str) -> String {
-        for (path, text) in files {
-            let path = self.dir.join(path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        }
-        self.git(&["add", "-A"]);
-        self.git(&["commit", "-q", "-m", message]);
-        self.git(&["rev-parse", "HEAD"])
-    }
-}
+pub use tether_testkit::{PATIENCE, Repo, eventually};
 
 /// The configuration `tether run --watch-namespace` would use for `ns`,
 /// with a 2 s safety-net resync.
@@ -133,25 +85,6 @@ pub async fn create_app_with(
         .await
         .unwrap();
     apps
-}
-
-pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}; the controller's last log lines:\n{}",
-            tether_testkit::log_tail("", 40)
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 pub async fn status_where(
