@@ -43,6 +43,28 @@ impl Repo {
         self.git(&["rev-parse", "HEAD"])
     }
 
+    /// The current commit.
+    pub fn head(&self) -> anyhow::Result<String> {
+        self.git(&["rev-parse", "HEAD"])
+    }
+
+    /// The paths commit `id` changed, as a push webhook lists them: added,
+    /// modified and removed.
+    pub fn changed(&self, id: &str) -> anyhow::Result<[Vec<String>; 3]> {
+        let listed = self.git(&["diff-tree", "--no-commit-id", "-r", "--name-status", id])?;
+        let mut lists: [Vec<String>; 3] = Default::default();
+        for line in listed.lines() {
+            let (status, path) = line.split_once('\t').context("a name-status line")?;
+            let list = match status {
+                "A" => 0,
+                "D" => 2,
+                _ => 1,
+            };
+            lists[list].push(path.to_string());
+        }
+        Ok(lists)
+    }
+
     fn git(&self, args: &[&str]) -> anyhow::Result<String> {
         let output = Command::new("git")
             .args([

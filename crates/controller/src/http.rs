@@ -67,12 +67,19 @@ async fn webhook(
             .map(str::to_string)
     };
     let push = parse_push(header, &body, &hooks.secret).map_err(Rejection::Webhook)?;
-    let woken = hooks.trigger.repository(&push.repo_urls);
-    tracing::info!(git_ref = %push.git_ref, woken, "push webhook");
-    Ok((
-        StatusCode::ACCEPTED,
-        format!("woke {woken} application(s)\n"),
-    ))
+    let woken = hooks
+        .trigger
+        .repository(&push.repo_urls, push.changed_paths.as_deref());
+    tracing::info!(git_ref = %push.git_ref, now = woken.now, later = woken.later, "push webhook");
+    let message = match woken.later {
+        0 => format!("woke {} application(s)\n", woken.now),
+        later => format!(
+            "woke {} application(s) the push can affect; {later} other(s) in {}s\n",
+            woken.now,
+            crate::trigger::UNAFFECTED_DELAY.as_secs()
+        ),
+    };
+    Ok((StatusCode::ACCEPTED, message))
 }
 
 /// Why a webhook request was not acted on.

@@ -6,8 +6,15 @@
 //! wired to the controller's Application cache and wake channel once this
 //! replica leads. Until then (or on a replica that does not lead) it wakes
 //! nothing, which is right: only the leader reconciles.
+//!
+//! When the push lists the paths it changed, the apps it can affect (see
+//! [`tether_source::Source::affected_by`]) are woken at once and the other
+//! apps of the repository [`UNAFFECTED_DELAY`] later, only to record the new
+//! commit. In a monorepo of 200 apps, the one app a commit changed no
+//! longer waits behind 199 that have nothing to do.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use kube::ResourceExt;
 use kube::runtime::reflector::Store;
@@ -16,6 +23,9 @@ use tokio::sync::mpsc;
 
 use crate::api::Application;
 use crate::live::AppKey;
+
+/// How long apps a push cannot affect wait before they are woken.
+pub const UNAFFECTED_DELAY: Duration = Duration::from_secs(2);
 
 /// A handle that wakes every Application using a repository.
 #[derive(Clone, Default)]
@@ -28,6 +38,13 @@ struct Wiring {
     wake: mpsc::UnboundedSender<AppKey>,
 }
 
+/// The apps a push woke: at once, and after [`UNAFFECTED_DELAY`].
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Woken {
+    pub now: usize,
+    pub later: usize,
+}
+
 impl Trigger {
     /// Wires the trigger to the controller's Application cache and wake
     /// channel (done by the controller once it leads).
@@ -37,21 +54,51 @@ impl Trigger {
 
     /// Wakes every Application whose source is any of `repo_urls` (compared
     /// as [`repo_key`]s, so `https://…/x.git` and `git@…:x` are one
-    /// repository). Returns how many were woken; 0 before this replica leads.
-    pub fn repository<S: AsRef<str>>(&self, repo_urls: &[S]) -> usize {
+    /// repository): at once if `changed_paths` is unknown or may affect it,
+    /// else after [`UNAFFECTED_DELAY`]. Wakes nothing before this replica
+    /// leads.
+    pub fn repository<S: AsRef<str>>(
+        &self,
+        repo_urls: &[S],
+        changed_paths: Option<&[String]>,
+    ) -> Woken {
         let keys: Vec<String> = repo_urls.iter().map(|u| repo_key(u.as_ref())).collect();
         let wiring = self.wiring.lock().expect("lock");
         let Some(wiring) = wiring.as_ref() else {
-            return 0;
+            return Woken::default();
         };
-        let mut woken = 0;
+        let (mut now, mut later) = (Vec::new(), Vec::new());
         for app in wiring.apps.state() {
-            if keys.contains(&repo_key(&app.spec.source.repo_url)) {
-                let key = (app.namespace().unwrap_or_default(), app.name_any());
-                if wiring.wake.send(key).is_ok() {
-                    woken += 1;
-                }
+            let source = &app.spec.source;
+            if !keys.contains(&repo_key(&source.repo_url)) {
+                continue;
             }
+            let key = (app.namespace().unwrap_or_default(), app.name_any());
+            match changed_paths {
+                Some(paths) if !source.affected_by(paths) => later.push(key),
+                _ => now.push(key),
+            }
+        }
+        let woken = Woken {
+            now: now.len(),
+            later: later.len(),
+        };
+        for key in now {
+            let _ = wiring.wake.send(key);
+        }
+        let wake = wiring.wake.clone();
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) if !later.is_empty() => {
+                runtime.spawn(async move {
+                    tokio::time::sleep(UNAFFECTED_DELAY).await;
+                    for key in later {
+                        let _ = wake.send(key);
+                    }
+                });
+            }
+            _ => later.into_iter().for_each(|key| {
+                let _ = wake.send(key);
+            }),
         }
         woken
     }
@@ -85,17 +132,12 @@ mod tests {
             writer.apply_watcher_event(&watcher::Event::Apply(app));
         }
         let trigger = Trigger::default();
-        assert_eq!(
-            trigger.repository(&["https://git.example.com/shop/site"]),
-            0
-        );
+        let shop = ["https://git.example.com/shop/site"];
+        assert_eq!(trigger.repository(&shop, None), Woken::default());
 
         let (wake, mut woken) = mpsc::unbounded_channel();
         trigger.wire(writer.as_reader(), wake);
-        assert_eq!(
-            trigger.repository(&["https://git.example.com/shop/site"]),
-            2
-        );
+        assert_eq!(trigger.repository(&shop, None), Woken { now: 2, later: 0 });
         let mut names = vec![woken.try_recv().unwrap(), woken.try_recv().unwrap()];
         names.sort();
         assert_eq!(
@@ -103,5 +145,29 @@ mod tests {
             [("shop".into(), "api".into()), ("shop".into(), "web".into())]
         );
         assert!(woken.try_recv().is_err());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn apps_a_push_cannot_affect_are_woken_later() {
+        let mut writer = Writer::<Application>::default();
+        for (name, path) in [("web", "apps/web"), ("api", "apps/api")] {
+            let mut app = app("shop", name, "https://git.example.com/shop/site.git");
+            app.spec.source.path = path.into();
+            writer.apply_watcher_event(&watcher::Event::Apply(app));
+        }
+        let trigger = Trigger::default();
+        let (wake, mut woken) = mpsc::unbounded_channel();
+        trigger.wire(writer.as_reader(), wake);
+
+        let changed = ["apps/web/deploy.yaml".to_string()];
+        let shop = ["https://git.example.com/shop/site"];
+        assert_eq!(
+            trigger.repository(&shop, Some(&changed)),
+            Woken { now: 1, later: 1 }
+        );
+        assert_eq!(woken.try_recv().unwrap(), ("shop".into(), "web".into()));
+        assert!(woken.try_recv().is_err());
+        tokio::time::sleep(UNAFFECTED_DELAY).await;
+        assert_eq!(woken.recv().await.unwrap(), ("shop".into(), "api".into()));
     }
 }

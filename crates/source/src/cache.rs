@@ -29,11 +29,7 @@ impl RenderCache {
     /// The cache key for rendering `path` (whose tree is `tree`) of a
     /// repository whose root tree is `root` with `renderer`.
     pub fn key(tree: &str, root: &str, path: &str, renderer: &Renderer) -> [u8; 32] {
-        let reads_outside = match renderer {
-            Renderer::Directory(_) => false,
-            Renderer::Helm(options) => options.value_files.iter().any(|f| f.contains("..")),
-            Renderer::Kustomize(_) | Renderer::Jsonnet(_) => true,
-        };
+        let reads_outside = renderer.reads_outside();
         let mut hasher = Sha256::new();
         hasher.update(if reads_outside { root } else { tree });
         hasher.update([0]);

@@ -68,7 +68,34 @@ impl Default for Renderer {
     }
 }
 
+impl Source {
+    /// Whether a push that changed `paths` (relative to the repository
+    /// root) can change what this source renders: a path under its
+    /// directory, or any path at all for a renderer that reads outside it.
+    pub fn affected_by(&self, paths: &[String]) -> bool {
+        let dir = self.path.trim_start_matches("./").trim_matches('/');
+        if self.renderer.reads_outside() || dir.is_empty() || dir == "." {
+            return true;
+        }
+        paths.iter().any(|path| {
+            path.strip_prefix(dir)
+                .is_some_and(|rest| rest.starts_with('/'))
+        })
+    }
+}
+
 impl Renderer {
+    /// Whether rendering may read files outside the application's path:
+    /// Kustomize (`../base`), Jsonnet (imports), Helm with a value file
+    /// named through `..`.
+    pub fn reads_outside(&self) -> bool {
+        match self {
+            Renderer::Directory(_) => false,
+            Renderer::Helm(options) => options.value_files.iter().any(|f| f.contains("..")),
+            Renderer::Kustomize(_) | Renderer::Jsonnet(_) => true,
+        }
+    }
+
     /// The renderer's name, as used in origins and messages.
     pub fn name(&self) -> &'static str {
         match self {
@@ -222,6 +249,29 @@ mod tests {
         };
         assert!(star.matches(&"1.4.7".parse().unwrap()));
         assert!(Revision::parse(">=banana").is_err());
+    }
+
+    #[test]
+    fn a_push_affects_a_source_through_its_directory_or_what_its_renderer_reads() {
+        let source = |path: &str, renderer: serde_json::Value| -> Source {
+            serde_json::from_value(serde_json::json!({
+                "repoURL": "https://example.com/shop.git", "path": path, "renderer": renderer
+            }))
+            .unwrap()
+        };
+        let changed = ["apps/web/deploy.yaml".to_string(), "README.md".to_string()];
+        let directory = serde_json::json!({"directory": {}});
+        assert!(source("apps/web", directory.clone()).affected_by(&changed));
+        assert!(source("./apps/web/", directory.clone()).affected_by(&changed));
+        assert!(!source("apps/we", directory.clone()).affected_by(&changed));
+        assert!(!source("apps/api", directory.clone()).affected_by(&changed));
+        assert!(source("", directory.clone()).affected_by(&changed));
+        assert!(!source("apps/api", directory).affected_by(&[]));
+        // Kustomize may read ../base: any change may matter.
+        assert!(source("apps/api", serde_json::json!({"kustomize": {}})).affected_by(&changed));
+        let helm = |files: &[&str]| serde_json::json!({"helm": {"valueFiles": files}});
+        assert!(!source("apps/api", helm(&["prod.yaml"])).affected_by(&changed));
+        assert!(source("apps/api", helm(&["../shared.yaml"])).affected_by(&changed));
     }
 
     #[test]

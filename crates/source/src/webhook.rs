@@ -18,6 +18,10 @@ pub struct Push {
     pub repo_urls: Vec<String>,
     /// The pushed ref, e.g. `refs/heads/main`.
     pub git_ref: String,
+    /// Every file path the pushed commits added, modified or removed, when
+    /// the event lists them all; `None` when it cannot say (no commits
+    /// listed, a list cut short, a force push, a created or deleted ref).
+    pub changed_paths: Option<Vec<String>>,
 }
 
 impl Push {
@@ -118,7 +122,48 @@ pub fn parse_push(
             "push event without repository URL or ref".into(),
         ));
     }
-    Ok(Push { repo_urls, git_ref })
+    Ok(Push {
+        repo_urls,
+        git_ref,
+        changed_paths: changed_paths(&payload),
+    })
+}
+
+/// The most commits GitHub lists in a push webhook; a list this long may
+/// have been cut short.
+const GITHUB_COMMIT_LIMIT: usize = 2048;
+
+/// The paths the push's commits touched, if the payload lists all of them.
+/// GitLab lists at most 20 commits (`total_commits_count` says how many
+/// were pushed), Gitea/Forgejo a configured number (`total_commits`),
+/// GitHub up to 2048.
+fn changed_paths(payload: &Value) -> Option<Vec<String>> {
+    let flag = |name: &str| payload[name].as_bool().unwrap_or(false);
+    if flag("forced") || flag("created") || flag("deleted") {
+        return None;
+    }
+    let commits = payload["commits"].as_array().filter(|c| !c.is_empty())?;
+    let total = payload["total_commits_count"]
+        .as_u64()
+        .or_else(|| payload["total_commits"].as_u64());
+    let cut_short = match total {
+        Some(total) => total as usize > commits.len(),
+        None => commits.len() >= GITHUB_COMMIT_LIMIT,
+    };
+    if cut_short {
+        return None;
+    }
+    let mut paths = Vec::new();
+    for commit in commits {
+        for list in ["added", "modified", "removed"] {
+            for path in commit[list].as_array()? {
+                paths.push(path.as_str()?.to_string());
+            }
+        }
+    }
+    paths.sort();
+    paths.dedup();
+    Some(paths)
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -168,6 +213,52 @@ mod tests {
             push.repo_urls
                 .contains(&"git@github.com:shop/web.git".to_string())
         );
+    }
+
+    fn github_push(extra: &str) -> Push {
+        let body = format!(
+            r#"{{"ref":"refs/heads/main","repository":{{"clone_url":"https://github.com/shop/web.git"}}{extra}}}"#
+        );
+        let signature = format!("sha256={}", sign(body.as_bytes(), b"s3cret"));
+        parse_push(
+            headers(&[
+                ("X-GitHub-Event", "push"),
+                ("X-Hub-Signature-256", &signature),
+            ]),
+            body.as_bytes(),
+            b"s3cret",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_push_lists_the_paths_its_commits_touched() {
+        let push = github_push(
+            r#","commits":[{"added":["apps/web/new.yaml"],"modified":["apps/web/a.yaml"],"removed":[]},
+                           {"added":[],"modified":["apps/web/a.yaml"],"removed":["apps/api/old.yaml"]}]"#,
+        );
+        assert_eq!(
+            push.changed_paths.unwrap(),
+            ["apps/api/old.yaml", "apps/web/a.yaml", "apps/web/new.yaml"]
+        );
+    }
+
+    #[test]
+    fn a_push_that_cannot_say_what_changed_lists_no_paths() {
+        let one = r#"{"added":[],"modified":["a.yaml"],"removed":[]}"#;
+        for extra in [
+            String::new(),
+            r#","commits":[]"#.to_string(),
+            format!(r#","forced":true,"commits":[{one}]"#),
+            format!(r#","created":true,"commits":[{one}]"#),
+            format!(r#","total_commits_count":21,"commits":[{one}]"#),
+            format!(r#","total_commits":6,"commits":[{one}]"#),
+            r#","commits":[{"message":"no file lists"}]"#.to_string(),
+        ] {
+            assert_eq!(github_push(&extra).changed_paths, None, "{extra}");
+        }
+        let complete = format!(r#","total_commits_count":1,"commits":[{one}]"#);
+        assert_eq!(github_push(&complete).changed_paths.unwrap(), ["a.yaml"]);
     }
 
     #[test]
