@@ -28,15 +28,6 @@ fn ok(ns: &TestNamespace, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-fn kubectl(ns: &TestNamespace, args: &[&str]) {
-    let output = ns.kubectl(args);
-    assert!(
-        output.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
 /// Polls `check` every 200 ms for up to a minute.
 fn until<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -123,7 +114,7 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
     });
 
     // A manual change: reverted, and `tether drift` says by whom.
-    kubectl(&ns, &["scale", "deployment/web", "--replicas=5"]);
+    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=5"]);
     let row = until("the scale in tether drift", || {
         // Exit code 1 while the drift is unresolved, 0 once healed.
         let output = tether(&ns, &["drift", "shop", "-n", n, "-o", "json"]);
@@ -209,7 +200,7 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
         .and_then(|w| w.split('/').nth(1))
         .unwrap()
         .to_string();
-    kubectl(&ns, &["set", "image", "deployment/web", "web=nginx:1.26"]);
+    ns.kubectl_ok(&["set", "image", "deployment/web", "web=nginx:1.26"]);
     let shown = until("the change in break-glass show", || {
         let shown = ok(&ns, &["break-glass", "show", &window, "-n", n]);
         shown.contains("nginx:1.26").then_some(shown)

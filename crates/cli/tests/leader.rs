@@ -12,7 +12,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};
-use support::{Repo, Running, application, config_map, tether, tether_command, text};
+use support::{Repo, application, config_map, run_controller, tether, text};
 use tether_controller::api::Application;
 use tether_testkit::TestNamespace;
 use tether_testkit::eventually;
@@ -88,25 +88,7 @@ async fn of_two_tether_run_processes_only_the_leader_acts_and_the_other_takes_ov
     let created = ns.kubectl_with_stdin(&["apply", "-f", "-"], &application(&ns, &repo, "{}"));
     assert!(created.status.success(), "{}", text(&created));
 
-    let start = |identity: &str| {
-        let cache = std::env::temp_dir().join(format!("tether-cli-cache-{}-{identity}", ns.name));
-        Running::spawn(tether_command(
-            &ns,
-            &[
-                "run",
-                "--lease-namespace",
-                &ns.name,
-                "--watch-namespace",
-                &ns.name,
-                "--identity",
-                identity,
-                "--resync-seconds",
-                "2",
-                "--cache-dir",
-                cache.to_str().unwrap(),
-            ],
-        ))
-    };
+    let start = |identity: &str| run_controller(&ns, identity);
     let mut alpha = start("alpha");
     let mut beta = start("beta");
     let cluster = Cluster {
@@ -161,8 +143,4 @@ async fn of_two_tether_run_processes_only_the_leader_acts_and_the_other_takes_ov
         BTreeSet::from([leader, survivor.to_string()])
     );
     drop((alpha, beta));
-    for identity in ["alpha", "beta"] {
-        let cache = format!("tether-cli-cache-{}-{identity}", cluster.ns.name);
-        let _ = std::fs::remove_dir_all(std::env::temp_dir().join(cache));
-    }
 }

@@ -8,7 +8,7 @@ mod support;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
-use support::{Repo, Running, application, config_map, tether, tether_command, text};
+use support::{Repo, application, config_map, run_controller, tether, tether_command, text};
 use tether_controller::api::Application;
 use tether_testkit::TestNamespace;
 
@@ -96,23 +96,7 @@ async fn sync_to_an_older_revision_follows_the_sync_and_records_the_revision() {
     let ns = TestNamespace::create("cli-revision").await;
     let installed = tether(&ns, &["install", "--namespace", &ns.name]);
     assert!(installed.status.success(), "{}", text(&installed));
-    let cache = std::env::temp_dir().join(format!("tether-cli-cache-{}", ns.name));
-    let _controller = Running::spawn(tether_command(
-        &ns,
-        &[
-            "run",
-            "--lease-namespace",
-            &ns.name,
-            "--watch-namespace",
-            &ns.name,
-            "--identity",
-            "only",
-            "--resync-seconds",
-            "2",
-            "--cache-dir",
-            cache.to_str().unwrap(),
-        ],
-    ));
+    let _controller = run_controller(&ns, "only");
 
     // Wave 0 a Deployment the fake kubelet makes ready, available only 3 s
     // later; wave 1 a ConfigMap.
@@ -187,5 +171,4 @@ async fn sync_to_an_older_revision_follows_the_sync_and_records_the_revision() {
     assert_eq!(greeting(config_maps.get("settings").await.unwrap()), "two");
     let status = apps.get("shop").await.unwrap().status.unwrap();
     assert_eq!(status.sync.revision.as_deref(), Some(newer.as_str()));
-    let _ = std::fs::remove_dir_all(&cache);
 }

@@ -10,7 +10,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Service};
 use kube::api::{Api, ListParams};
 use serde_json::json;
-use support::{Repo, create_app_with, eventually, start_controller, status_where, web};
+use support::{Repo, create_app_with, eventually, replicas, start_controller, status_where, web};
 use tether_controller::api::application::DriftEntry;
 use tether_controller::api::{Application, ApplicationStatus};
 use tether_testkit::TestNamespace;
@@ -44,15 +44,6 @@ async fn synced_app(
     (ns, repo, apps)
 }
 
-fn kubectl(ns: &TestNamespace, args: &[&str]) {
-    let output = ns.kubectl(args);
-    assert!(
-        output.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
 fn record<'a>(entries: &'a [DriftEntry], kind: &str, name: &str) -> Option<&'a DriftEntry> {
     entries
         .iter()
@@ -73,17 +64,6 @@ async fn events(ns: &TestNamespace, reason: &str) -> Vec<String> {
         .collect()
 }
 
-async fn replicas(ns: &TestNamespace) -> i32 {
-    Api::<Deployment>::namespaced(ns.client.clone(), &ns.name)
-        .get("web")
-        .await
-        .unwrap()
-        .spec
-        .unwrap()
-        .replicas
-        .unwrap()
-}
-
 async fn greeting(ns: &TestNamespace) -> String {
     Api::<ConfigMap>::namespaced(ns.client.clone(), &ns.name)
         .get("settings")
@@ -99,7 +79,7 @@ async fn kubectl_scale_is_reverted_and_recorded_as_manual_with_its_writer() {
     let (ns, _repo, apps) = synced_app("scale", json!({})).await;
 
     // A label Git does not set is not drift: no record, no revert.
-    kubectl(&ns, &["label", "configmap/settings", "team=payments"]);
+    ns.kubectl_ok(&["label", "configmap/settings", "team=payments"]);
     tokio::time::sleep(Duration::from_secs(1)).await;
     let status = apps.get("shop").await.unwrap().status.unwrap();
     assert_eq!(status.sync.status, "Synced");
@@ -109,7 +89,7 @@ async fn kubectl_scale_is_reverted_and_recorded_as_manual_with_its_writer() {
         status.drift
     );
 
-    kubectl(&ns, &["scale", "deployment/web", "--replicas=5"]);
+    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=5"]);
     let status = status_where(&apps, "the scale recorded as healed drift", |s| {
         record(&s.last_drift, "Deployment", "web").is_some()
     })
@@ -153,15 +133,12 @@ async fn kubectl_scale_is_reverted_and_recorded_as_manual_with_its_writer() {
 #[tokio::test(flavor = "multi_thread")]
 async fn kubectl_patch_and_edit_of_a_config_value_are_reverted_and_attributed() {
     let (ns, _repo, apps) = synced_app("patch", json!({})).await;
-    kubectl(
-        &ns,
-        &[
-            "patch",
-            "configmap/settings",
-            "-p",
-            r#"{"data":{"greeting":"hijacked"}}"#,
-        ],
-    );
+    ns.kubectl_ok(&[
+        "patch",
+        "configmap/settings",
+        "-p",
+        r#"{"data":{"greeting":"hijacked"}}"#,
+    ]);
     let status = status_where(&apps, "the patch recorded", |s| {
         record(&s.last_drift, "ConfigMap", "settings").is_some()
     })
@@ -212,7 +189,7 @@ async fn kubectl_patch_and_edit_of_a_config_value_are_reverted_and_attributed() 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_deleted_service_is_recreated_and_recorded_as_accidental() {
     let (ns, _repo, apps) = synced_app("delete", json!({})).await;
-    kubectl(&ns, &["delete", "service/web"]);
+    ns.kubectl_ok(&["delete", "service/web"]);
     let status = status_where(&apps, "the deletion recorded", |s| {
         record(&s.last_drift, "Service", "web").is_some()
     })
@@ -232,7 +209,7 @@ async fn a_deleted_service_is_recreated_and_recorded_as_accidental() {
 #[tokio::test(flavor = "multi_thread")]
 async fn with_self_heal_off_the_change_persists_and_is_reported() {
     let (ns, _repo, apps) = synced_app("noheal", json!({"selfHeal": false})).await;
-    kubectl(&ns, &["scale", "deployment/web", "--replicas=5"]);
+    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=5"]);
     let status = status_where(&apps, "OutOfSync with a drift record", |s| {
         s.sync.status == "OutOfSync" && record(&s.drift, "Deployment", "web").is_some()
     })
@@ -247,15 +224,12 @@ async fn with_self_heal_off_the_change_persists_and_is_reported() {
 #[tokio::test(flavor = "multi_thread")]
 async fn warn_mode_reports_drift_with_a_warning_and_never_reverts() {
     let (ns, _repo, apps) = synced_app("warn", json!({"driftResponse": "warn"})).await;
-    kubectl(
-        &ns,
-        &[
-            "patch",
-            "configmap/settings",
-            "-p",
-            r#"{"data":{"greeting":"hotfix"}}"#,
-        ],
-    );
+    ns.kubectl_ok(&[
+        "patch",
+        "configmap/settings",
+        "-p",
+        r#"{"data":{"greeting":"hotfix"}}"#,
+    ]);
     status_where(&apps, "a Reported drift record", |s| {
         record(&s.drift, "ConfigMap", "settings").is_some_and(|e| e.response == "Reported")
     })
@@ -288,15 +262,12 @@ async fn a_writer_that_keeps_fighting_meets_back_off_and_a_condition_naming_it()
         if backed_off(&apps.get("shop").await.unwrap().status.unwrap()) {
             break;
         }
-        kubectl(
-            &ns,
-            &[
-                "patch",
-                "deployment/web",
-                "-p",
-                r#"{"spec":{"replicas":5}}"#,
-            ],
-        );
+        ns.kubectl_ok(&[
+            "patch",
+            "deployment/web",
+            "-p",
+            r#"{"spec":{"replicas":5}}"#,
+        ]);
         patches += 1;
     }
     let status = status_where(&apps, "the back-off condition", backed_off).await;
@@ -353,26 +324,17 @@ async fn with_prune_on_an_orphan_is_deleted_but_a_lookalike_never() {
     // Same label and even the tracking annotation, but Tether never applied it.
     let label = format!("{}.shop", ns.name);
     let annotation = format!("{0}/shop::ConfigMap:{0}/lookalike", ns.name);
-    kubectl(
-        &ns,
-        &["create", "configmap", "lookalike", "--from-literal=k=v"],
-    );
-    kubectl(
-        &ns,
-        &[
-            "label",
-            "configmap/lookalike",
-            &format!("tether.dev/app={label}"),
-        ],
-    );
-    kubectl(
-        &ns,
-        &[
-            "annotate",
-            "configmap/lookalike",
-            &format!("tether.dev/tracking-id={annotation}"),
-        ],
-    );
+    ns.kubectl_ok(&["create", "configmap", "lookalike", "--from-literal=k=v"]);
+    ns.kubectl_ok(&[
+        "label",
+        "configmap/lookalike",
+        &format!("tether.dev/app={label}"),
+    ]);
+    ns.kubectl_ok(&[
+        "annotate",
+        "configmap/lookalike",
+        &format!("tether.dev/tracking-id={annotation}"),
+    ]);
 
     repo.git(&["rm", "-q", "app/config.yaml"]);
     repo.git(&["commit", "-q", "-m", "drop the config"]);
@@ -542,7 +504,7 @@ async fn a_sync_that_stops_half_way_leaves_accidental_drift_until_it_completes()
         "validatingadmissionpolicybinding",
         "validatingadmissionpolicy",
     ] {
-        kubectl(&ns, &["delete", kind, &name]);
+        ns.kubectl_ok(&["delete", kind, &name]);
     }
     status_where(&apps, "Synced at the second commit", |s| {
         s.sync.status == "Synced"

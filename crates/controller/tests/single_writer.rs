@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
-use support::{Repo, config_for, create_app_with, eventually, status_where, web};
+use support::{Repo, config_for, create_app_with, eventually, replicas, status_where, web};
 use tether_controller::api::{Application, BreakGlass};
 use tether_controller::break_glass::request::{self, Opening};
 use tether_controller::install;
@@ -205,17 +205,6 @@ fn refused(ns: &TestNamespace, output: Output, what: &str) -> String {
         "{what}: {stderr}"
     );
     stderr
-}
-
-async fn replicas(ns: &TestNamespace) -> i32 {
-    Api::<Deployment>::namespaced(ns.client.clone(), &ns.name)
-        .get("web")
-        .await
-        .unwrap()
-        .spec
-        .unwrap()
-        .replicas
-        .unwrap()
 }
 
 async fn greeting(ns: &TestNamespace) -> Option<String> {

@@ -284,11 +284,7 @@ fn updates_asked_for_together_share_one_ls_refs_exchange() {
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    let exchanges = server
-        .take_requests()
-        .iter()
-        .filter(|r| r.ends_with(" ls-refs"))
-        .count();
+    let exchanges = ls_refs_exchanges(&server);
     assert!(
         (1..=3).contains(&exchanges),
         "{callers} callers made {exchanges} ls-refs exchanges"
@@ -297,12 +293,14 @@ fn updates_asked_for_together_share_one_ls_refs_exchange() {
 
     // A caller who asks after the last update finished gets a fresh one.
     repositories.update(&url, None).unwrap();
-    assert_eq!(
-        server
-            .take_requests()
-            .iter()
-            .filter(|r| r.ends_with(" ls-refs"))
-            .count(),
-        1
-    );
+    assert_eq!(ls_refs_exchanges(&server), 1);
+}
+
+/// The ls-refs exchanges `server` answered since last asked.
+fn ls_refs_exchanges(server: &HttpBackend) -> usize {
+    server
+        .take_requests()
+        .iter()
+        .filter(|r| r.ends_with(" ls-refs"))
+        .count()
 }

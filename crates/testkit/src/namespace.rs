@@ -48,6 +48,18 @@ impl TestNamespace {
             .expect("kubectl is installed")
     }
 
+    /// Runs `kubectl ARGS`, which must succeed (else the test fails with
+    /// kubectl's stderr); returns its stdout.
+    pub fn kubectl_ok(&self, args: &[&str]) -> String {
+        let output = self.kubectl(args);
+        assert!(
+            output.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
     /// Runs `kubectl` with `input` on its standard input (`create -f -`).
     pub fn kubectl_with_stdin(&self, args: &[&str], input: &str) -> Output {
         use std::io::Write;

@@ -5,6 +5,7 @@
 //! it, so unused items are expected here.
 #![allow(dead_code)]
 
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 
 use tether_testkit::TestNamespace;
@@ -33,9 +34,10 @@ pub fn text(output: &Output) -> String {
 }
 
 /// A child process killed (SIGKILL) and reaped when dropped, so a failing
-/// test leaves nothing running.
+/// test leaves nothing running; its `leftovers` are removed then too.
 pub struct Running {
     pub child: Child,
+    pub leftovers: Vec<PathBuf>,
 }
 
 impl Running {
@@ -45,7 +47,10 @@ impl Running {
             .stderr(Stdio::null())
             .spawn()
             .expect("the process starts");
-        Running { child }
+        Running {
+            child,
+            leftovers: Vec::new(),
+        }
     }
 
     /// SIGKILL, then reap.
@@ -58,7 +63,34 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         self.kill();
+        for path in &self.leftovers {
+            let _ = std::fs::remove_dir_all(path);
+        }
     }
+}
+
+/// `tether run` for `ns` only, as replica `identity`, resyncing every 2 s;
+/// stopped (and its Git cache removed) when the returned process is dropped.
+pub fn run_controller(ns: &TestNamespace, identity: &str) -> Running {
+    let cache = std::env::temp_dir().join(format!("tether-cli-cache-{}-{identity}", ns.name));
+    let mut running = Running::spawn(tether_command(
+        ns,
+        &[
+            "run",
+            "--lease-namespace",
+            &ns.name,
+            "--watch-namespace",
+            &ns.name,
+            "--identity",
+            identity,
+            "--resync-seconds",
+            "2",
+            "--cache-dir",
+            cache.to_str().unwrap(),
+        ],
+    ));
+    running.leftovers.push(cache);
+    running
 }
 
 /// A ConfigMap `name` with `greeting`, as YAML.

@@ -112,3 +112,15 @@ pub async fn status_where(
         ),
     }
 }
+
+/// `spec.replicas` of Deployment `web` in `ns`, as the API server has it.
+pub async fn replicas(ns: &TestNamespace) -> i32 {
+    Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(ns.client.clone(), &ns.name)
+        .get("web")
+        .await
+        .unwrap()
+        .spec
+        .unwrap()
+        .replicas
+        .unwrap()
+}
