@@ -1,25 +1,11 @@
 //! `tether diff` and `tether sync --path` driven like an operator would,
 //! against the real local control plane.
 
-use std::process::{Command, Output};
+mod support;
+
+use support::{tether, text};
 
 use tether_testkit::TestNamespace;
-
-fn tether(ns: &TestNamespace, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tether"))
-        .args(args)
-        .env("TETHER_KUBECONFIG", &ns.kubeconfig)
-        .output()
-        .expect("tether runs")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
 
 #[tokio::test]
 async fn diff_exits_one_on_drift_and_zero_when_converged() {

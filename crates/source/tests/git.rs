@@ -231,13 +231,8 @@ fn an_empty_render_is_reported_as_empty_not_as_an_error() {
 /// `command=ls-refs`. Nothing else: no `command=fetch`, so no pack.
 #[test]
 fn an_unchanged_check_is_one_ls_refs_exchange_and_transfers_no_objects() {
-    let repo = Repo::new();
-    repo.write("cm.yaml", &config_map("web"));
-    repo.commit("first");
-    let server = HttpBackend::start(&repo.publish("shop"), None);
+    let (_repo, server, _cache, repositories) = served_shop();
     let url = server.url("shop");
-    let cache = tempfile::tempdir().unwrap();
-    let repositories = Repositories::new(cache.path().into());
     assert!(repositories.update(&url, None).unwrap().fetched);
     let first = server.take_requests();
     assert!(
@@ -261,13 +256,8 @@ fn an_unchanged_check_is_one_ls_refs_exchange_and_transfers_no_objects() {
 /// asked share it instead of repeating the exchange one after another.
 #[test]
 fn updates_asked_for_together_share_one_ls_refs_exchange() {
-    let repo = Repo::new();
-    repo.write("cm.yaml", &config_map("web"));
-    repo.commit("first");
-    let server = HttpBackend::start(&repo.publish("shop"), None);
+    let (_repo, server, _cache, repositories) = served_shop();
     let url = server.url("shop");
-    let cache = tempfile::tempdir().unwrap();
-    let repositories = Repositories::new(cache.path().into());
     repositories.update(&url, None).unwrap();
     server.take_requests();
 
@@ -303,4 +293,17 @@ fn ls_refs_exchanges(server: &HttpBackend) -> usize {
         .iter()
         .filter(|r| r.ends_with(" ls-refs"))
         .count()
+}
+
+/// A one-ConfigMap repository served over smart HTTP as `shop`, and an
+/// empty store to read it with (the repository and cache directory live as
+/// long as the returned values).
+fn served_shop() -> (Repo, HttpBackend, tempfile::TempDir, Repositories) {
+    let repo = Repo::new();
+    repo.write("cm.yaml", &config_map("web"));
+    repo.commit("first");
+    let server = HttpBackend::start(&repo.publish("shop"), None);
+    let cache = tempfile::tempdir().unwrap();
+    let repositories = Repositories::new(cache.path().into());
+    (repo, server, cache, repositories)
 }
