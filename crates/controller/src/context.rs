@@ -17,6 +17,7 @@ use crate::break_glass::audit::AuditLog;
 use crate::health::HealthRules;
 use crate::live::{AppKey, LiveCache};
 use crate::memo::AppMemo;
+use crate::status_writes::StatusWrites;
 
 /// How the controller runs.
 #[derive(Debug, Clone)]
@@ -103,6 +104,8 @@ pub struct Context {
     /// Health rules: shipped, the cluster's, and each Application's.
     pub health: Arc<HealthRules>,
     pub recorder: Recorder,
+    /// Application status writes, immediate or deferred.
+    pub status_writes: StatusWrites,
     /// Every break-glass window (watched), and the audit log of the
     /// changes made inside them.
     pub windows: Store<BreakGlass>,
@@ -128,6 +131,7 @@ impl Context {
             resources: Resources::new(client.clone()),
             repositories: Arc::new(Repositories::new(config.cache_dir.join("repositories"))),
             recorder: Recorder::new(client.clone(), reporter),
+            status_writes: StatusWrites::new(client.clone()),
             client,
             live,
             health: Arc::default(),

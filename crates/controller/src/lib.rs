@@ -28,6 +28,7 @@ pub mod request;
 pub mod run;
 pub mod single_writer;
 pub mod status;
+pub mod status_writes;
 pub mod sync;
 pub mod trigger;
 pub mod waves;

@@ -12,13 +12,13 @@ use tether_core::ObjectRef;
 use tether_core::drift::{DriftKind, WindowScope};
 use tether_core::prune::PruneOptions;
 use tether_core::revision::{LastSync, RevisionChange, revision_change};
-use tether_core::tracking::{AppRef, FIELD_MANAGER};
+use tether_core::tracking::AppRef;
 use tether_source::{Manifest, Rendered};
 
+use crate::api::Application;
 use crate::api::application::{
     ALLOW_MASS_PRUNE_ANNOTATION, SYNC_REQUEST_ANNOTATION, SYNC_REVISION_ANNOTATION,
 };
-use crate::api::{Application, ApplicationStatus};
 use crate::break_glass;
 use crate::compare::{Compared, compare_all};
 use crate::context::Context;
@@ -27,7 +27,9 @@ use crate::memo::AppMemo;
 use crate::operation::sync_operation;
 use crate::prune::{self, PruneReport};
 use crate::request::requested_revision;
-use crate::status::{Failure, Observed, PRUNE_BLOCKED_CONDITION, Step, SyncRun, next_status};
+use crate::status::{
+    Failure, Observed, PRUNE_BLOCKED_CONDITION, Step, SyncRun, next_status, only_revision_moved,
+};
 use crate::sync::{SyncError, SyncReport, reapply};
 
 /// Why a reconcile could not even report (writing status failed).
@@ -354,8 +356,9 @@ async fn mark_running(
     started_at: &str,
     objects: usize,
 ) {
-    let api: Api<Application> =
-        Api::namespaced(ctx.client.clone(), &app.namespace().unwrap_or_default());
+    let key = (app.namespace().unwrap_or_default(), app.name_any());
+    let _turn = ctx.status_writes.exclusive(&key).await;
+    let api: Api<Application> = Api::namespaced(ctx.client.clone(), &key.0);
     let patch = serde_json::json!({"status": {"operationState": {
         "phase": "Running",
         "message": format!("applying {objects} object(s)"),
@@ -644,40 +647,28 @@ async fn report(
         &now(),
     );
     if previous != Some(&status) {
-        write_status(ctx, app, &status)
-            .await
-            .map_err(|error| ReconcileError {
-                app: app.name_any(),
-                error,
-            })?;
         let key = (app.namespace().unwrap_or_default(), app.name_any());
+        let record_only = observed.is_some_and(|o| o.change == RevisionChange::SameObjects)
+            && sync.is_none()
+            && failure.is_none()
+            && previous.is_some_and(|previous| only_revision_moved(previous, &status));
+        if record_only {
+            ctx.status_writes.defer(&key, status.clone());
+        } else {
+            ctx.status_writes
+                .write(&key, &status)
+                .await
+                .map_err(|error| ReconcileError {
+                    app: app.name_any(),
+                    error,
+                })?;
+        }
         ctx.memo(&key).lock().expect("lock").written_status = Some(status);
     }
     if let Some(failure) = failure {
         tracing::warn!(app = %app.name_any(), reason = failure.step.reason(), message = %failure.message, "reconcile step failed");
     }
     Ok(Next::requeue(jittered(ctx.config.resync)))
-}
-
-async fn write_status(
-    ctx: &Context,
-    app: &Application,
-    status: &ApplicationStatus,
-) -> Result<(), kube::Error> {
-    let api: Api<Application> =
-        Api::namespaced(ctx.client.clone(), &app.namespace().unwrap_or_default());
-    let patch = serde_json::json!({
-        "apiVersion": Application::api_version(&()),
-        "kind": Application::kind(&()),
-        "status": status,
-    });
-    api.patch_status(
-        &app.name_any(),
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(&patch),
-    )
-    .await?;
-    Ok(())
 }
 
 async fn publish(ctx: &Context, app: &Application, type_: EventType, reason: &str, note: String) {

@@ -158,7 +158,7 @@ pub async fn run_with(client: Client, config: Config, trigger: Trigger) -> Resul
             },
         )
         .reconcile_all_on(rules_changed)
-        .run(reconcile, error_policy, context)
+        .run(reconcile, error_policy, context.clone())
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "reconcile round");
@@ -171,8 +171,10 @@ pub async fn run_with(client: Client, config: Config, trigger: Trigger) -> Resul
             }
         }
     };
+    let deferred_status = context.status_writes.run_deferred();
     tokio::select! {
         () = controller => Ok(()),
+        () = deferred_status => Ok(()),
         () = windows => Ok(()),
         () = secrets_watch => Ok(()),
         () = windows_waiter => Ok(()),

@@ -177,6 +177,17 @@ pub fn next_status(
     status
 }
 
+/// Whether `next` differs from `previous` only in the revision it records
+/// (and when it was reconciled): what a commit that changes none of the
+/// app's objects does. Such a write may wait (see [`crate::status_writes`]).
+pub fn only_revision_moved(previous: &ApplicationStatus, next: &ApplicationStatus) -> bool {
+    let mut moved = previous.clone();
+    moved.sync.revision.clone_from(&next.sync.revision);
+    moved.sync.compared_to.clone_from(&next.sync.compared_to);
+    moved.reconciled_at.clone_from(&next.reconciled_at);
+    moved == *next
+}
+
 fn record_sync(
     status: &mut ApplicationStatus,
     sync: &SyncRun<'_>,
@@ -619,5 +630,33 @@ mod tests {
             ]
         );
         assert_eq!(listed[0].writer.paths, ["data.mode"]);
+    }
+
+    fn recorded_at(revision: &str, reconciled_at: &str) -> ApplicationStatus {
+        let mut status = ApplicationStatus::default();
+        status.sync.status = "Synced".into();
+        status.sync.revision = Some(revision.into());
+        status.sync.compared_to = Some(format!("{revision} (tree t)"));
+        status.health.status = "Healthy".into();
+        status.reconciled_at = Some(reconciled_at.into());
+        status
+    }
+
+    #[test]
+    fn a_status_that_only_records_a_new_revision_may_wait() {
+        let previous = recorded_at("aaa", "2026-12-02T10:00:00Z");
+        let next = recorded_at("bbb", "2026-12-02T10:05:00Z");
+        assert!(only_revision_moved(&previous, &next));
+    }
+
+    #[test]
+    fn a_status_that_changes_anything_else_is_written_at_once() {
+        let previous = recorded_at("aaa", "2026-12-02T10:00:00Z");
+        let mut next = recorded_at("bbb", "2026-12-02T10:05:00Z");
+        next.health.status = "Degraded".into();
+        assert!(!only_revision_moved(&previous, &next));
+        let mut next = recorded_at("aaa", "2026-12-02T10:05:00Z");
+        next.sync.status = "OutOfSync".into();
+        assert!(!only_revision_moved(&previous, &next));
     }
 }
