@@ -224,6 +224,13 @@ async fn main() -> anyhow::Result<()> {
         false,
     )
     .await?;
+    // The other apps of the repository record each new commit in the
+    // background lane; how far behind is the last one?
+    let last_push =
+        Instant::now() - unlisted.last().copied().unwrap_or_default() - Duration::from_millis(500);
+    let last_commit = repo.head()?;
+    wait_synced(&admin, "bench=initial", n, &last_commit).await?;
+    let recorded_lag = last_push.elapsed();
 
     let initial = audit::count(&plane.audit_log, "tether", from, all_synced).await;
     let rollout = audit::count(&plane.audit_log, "tether", all_synced, healthy_at).await;
@@ -338,6 +345,10 @@ async fn main() -> anyhow::Result<()> {
             percentile_ms(&sorted, 1.0)
         );
     }
+    println!(
+        "   every other app of the repository records the last commit {:.1} s after its push",
+        recorded_lag.as_secs_f64()
+    );
     println!();
     println!("4. Controller memory with {objects} objects synced (tether run, pid {tether_pid})");
     println!(
