@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Service};
+use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use serde_json::json;
 use support::{Repo, create_app_with, eventually, replicas, start_controller, status_where, web};
@@ -414,13 +415,15 @@ async fn an_emptied_directory_trips_the_circuit_breaker_until_confirmed() {
             .then_some(())
     })
     .await;
-    let app = apps.get("shop").await.unwrap();
-    assert!(
-        !app.metadata
-            .annotations
-            .unwrap_or_default()
-            .contains_key("tether.dev/allow-mass-prune")
-    );
+    // The handled request is cleared after the status is written.
+    eventually("the mass-prune confirmation cleared", || async {
+        let app = apps.get("shop").await.ok()?;
+        (!app
+            .annotations()
+            .contains_key("tether.dev/allow-mass-prune"))
+        .then_some(())
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
