@@ -301,6 +301,7 @@ mod tests {
                 source: Default::default(),
                 destination: Destination {
                     namespace: "shop".into(),
+                    ..Default::default()
                 },
                 sync_policy: Default::default(),
                 ignore_differences: Vec::new(),

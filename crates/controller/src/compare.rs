@@ -108,6 +108,7 @@ async fn compare_one(
     };
     let live_version = live.metadata.resource_version.clone().unwrap_or_default();
     let live = serde_json::to_value(&*live).unwrap_or(Value::Null);
+    crate::admit::keep_mark(&mut desired, &live);
 
     // Diff, reusing the last comparison when nothing changed.
     let desired_hash = hash_object(&desired);

@@ -1,4 +1,9 @@
-//! The controller's HTTP endpoint: Git push webhooks.
+//! The controller's HTTP endpoints: Git push webhooks, and the probes.
+//!
+//! `GET /healthz` (liveness) and `GET /readyz` (readiness) answer 200 `ok`
+//! while the controller can list and watch its Applications, and 503 with
+//! the reason when it cannot ([`Probe`]); `/readyz` also waits for the
+//! first complete list.
 //!
 //! `POST /webhook/{provider}` (github, gitlab, gitea, forgejo) verifies the
 //! event with the shared secret ([`tether_source::webhook::parse_push`]) and
@@ -19,6 +24,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tether_source::webhook::{WebhookError, parse_push};
 
+use crate::probe::{Probe, Verdict};
 use crate::trigger::Trigger;
 
 const PROVIDERS: [&str; 4] = ["github", "gitlab", "gitea", "forgejo"];
@@ -29,9 +35,19 @@ struct Webhooks {
     secret: Arc<Vec<u8>>,
 }
 
-/// The routes: `/healthz`, and `/webhook/{provider}` when `secret` is set.
-pub fn app(trigger: Trigger, secret: Option<Vec<u8>>) -> Router {
-    let health = Router::new().route("/healthz", get(|| async { "ok" }));
+/// The routes: `/healthz` and `/readyz` from `probe`, and
+/// `/webhook/{provider}` when `secret` is set.
+pub fn app(trigger: Trigger, probe: Probe, secret: Option<Vec<u8>>) -> Router {
+    let health = Router::new()
+        .route(
+            "/healthz",
+            get(|State(probe): State<Probe>| async move { answer(probe.live()) }),
+        )
+        .route(
+            "/readyz",
+            get(|State(probe): State<Probe>| async move { answer(probe.ready()) }),
+        )
+        .with_state(probe);
     match secret {
         Some(secret) => Router::new()
             .route("/webhook/{provider}", post(webhook))
@@ -41,6 +57,14 @@ pub fn app(trigger: Trigger, secret: Option<Vec<u8>>) -> Router {
             })
             .merge(health),
         None => health,
+    }
+}
+
+fn answer(verdict: Verdict) -> (StatusCode, String) {
+    match verdict {
+        Verdict::Ok => (StatusCode::OK, "ok".into()),
+        Verdict::Starting => (StatusCode::SERVICE_UNAVAILABLE, "starting".into()),
+        Verdict::Failing(reason) => (StatusCode::SERVICE_UNAVAILABLE, reason),
     }
 }
 
@@ -111,7 +135,7 @@ impl IntoResponse for Rejection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::Application;
+    use crate::api::StoredApplication;
     use axum::body::Body;
     use axum::http::Request;
     use hmac::{Hmac, Mac};
@@ -125,14 +149,13 @@ mod tests {
     const SECRET: &[u8] = b"s3cret";
 
     fn wired() -> (Trigger, mpsc::UnboundedReceiver<crate::live::AppKey>) {
-        let mut writer = Writer::<Application>::default();
-        let app: Application = serde_json::from_value(json!({
+        let mut writer = Writer::<StoredApplication>::default();
+        let app = StoredApplication::decode(&json!({
             "apiVersion": "tether.dev/v1alpha1", "kind": "Application",
             "metadata": {"name": "web", "namespace": "shop"},
             "spec": {"source": {"repoURL": "https://github.com/shop/site.git", "path": "app"},
                      "destination": {"namespace": "shop"}}
-        }))
-        .unwrap();
+        }));
         writer.apply_watcher_event(&watcher::Event::Apply(app));
         let trigger = Trigger::default();
         let (wake, woken) = mpsc::unbounded_channel();
@@ -155,7 +178,7 @@ mod tests {
     #[tokio::test]
     async fn a_signed_push_wakes_the_apps_of_its_repository() {
         let (trigger, mut woken) = wired();
-        let response = app(trigger, Some(SECRET.to_vec()))
+        let response = app(trigger, Probe::default(), Some(SECRET.to_vec()))
             .oneshot(push(SECRET))
             .await
             .unwrap();
@@ -166,7 +189,7 @@ mod tests {
     #[tokio::test]
     async fn a_forged_push_is_unauthorized_and_wakes_nothing() {
         let (trigger, mut woken) = wired();
-        let response = app(trigger, Some(SECRET.to_vec()))
+        let response = app(trigger, Probe::default(), Some(SECRET.to_vec()))
             .oneshot(push(b"guess"))
             .await
             .unwrap();
@@ -177,8 +200,35 @@ mod tests {
     #[tokio::test]
     async fn without_a_secret_there_is_no_webhook_route() {
         let (trigger, mut woken) = wired();
-        let response = app(trigger, None).oneshot(push(b"")).await.unwrap();
+        let response = app(trigger, Probe::default(), None)
+            .oneshot(push(b""))
+            .await
+            .unwrap();
         assert_eq!(response.status(), StatusCode::NOT_FOUND);
         assert!(woken.try_recv().is_err());
+    }
+
+    #[tokio::test]
+    async fn the_probes_fail_while_the_application_watch_fails() {
+        let probe = Probe::default();
+        let get = |path: &str| Request::get(path).body(Body::empty()).unwrap();
+        let router = || app(Trigger::default(), probe.clone(), None);
+        let status = |response: Response| response.status();
+        assert_eq!(
+            status(router().oneshot(get("/healthz")).await.unwrap()),
+            StatusCode::OK
+        );
+        let starting = router().oneshot(get("/readyz")).await.unwrap();
+        assert_eq!(starting.status(), StatusCode::SERVICE_UNAVAILABLE);
+        probe.watch_ok(true);
+        assert_eq!(
+            status(router().oneshot(get("/readyz")).await.unwrap()),
+            StatusCode::OK
+        );
+        probe.watch_failed("Application tenant/bad: spec.source.path: invalid type");
+        for path in ["/healthz", "/readyz"] {
+            let response = router().oneshot(get(path)).await.unwrap();
+            assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE, "{path}");
+        }
     }
 }

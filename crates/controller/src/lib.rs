@@ -8,6 +8,7 @@
 //! - [`sync`] validates a whole set by dry-run, then applies it in order,
 //!   wave by wave ([`waves`] waits for health between them when asked).
 
+pub mod admit;
 pub mod adopt;
 pub mod api;
 pub mod break_glass;
@@ -18,10 +19,12 @@ pub mod drift;
 pub mod health;
 pub mod http;
 pub mod install;
+pub mod invalid;
 pub mod live;
 pub mod memo;
 pub mod operation;
 pub mod preview;
+pub mod probe;
 pub mod prune;
 pub mod reconcile;
 pub mod request;
@@ -34,6 +37,7 @@ pub mod trigger;
 pub mod waves;
 
 pub use context::{Config, Context};
+pub use probe::Probe;
 pub use run::{run, run_with};
 pub use sync::{SyncError, SyncOptions, SyncReport, sync_manifests, sync_manifests_with};
 pub use trigger::Trigger;

@@ -15,10 +15,10 @@ use tether_core::revision::{LastSync, RevisionChange, revision_change};
 use tether_core::tracking::AppRef;
 use tether_source::{Manifest, Rendered};
 
-use crate::api::Application;
 use crate::api::application::{
     ALLOW_MASS_PRUNE_ANNOTATION, SYNC_REQUEST_ANNOTATION, SYNC_REVISION_ANNOTATION,
 };
+use crate::api::{Application, StoredApplication};
 use crate::break_glass;
 use crate::compare::{Compared, compare_all};
 use crate::context::Context;
@@ -31,18 +31,34 @@ use crate::status::{
     Failure, Observed, PRUNE_BLOCKED_CONDITION, Step, SyncRun, next_status, only_revision_moved,
 };
 use crate::sync::{SyncError, SyncReport, reapply};
+use crate::{admit, invalid};
 
 /// Why a reconcile could not even report (writing status failed).
 #[derive(Debug, thiserror::Error)]
-#[error("Application {app}: writing status failed: {error}")]
-pub struct ReconcileError {
-    app: String,
-    error: kube::Error,
+pub enum ReconcileError {
+    #[error("Application {app}: writing status failed: {error}")]
+    Status { app: String, error: kube::Error },
+    #[error(transparent)]
+    Invalid(invalid::ReportError),
+}
+
+/// Reconciles one stored Application: one that does not decode is only
+/// reported ([`crate::invalid`]).
+pub async fn reconcile(
+    stored: Arc<StoredApplication>,
+    ctx: Arc<Context>,
+) -> Result<Next, ReconcileError> {
+    match &stored.decoded {
+        Ok(app) => reconcile_app(app.clone(), ctx).await,
+        Err(invalid) => invalid::report(&ctx, &stored, invalid)
+            .await
+            .map_err(ReconcileError::Invalid),
+    }
 }
 
 /// Reconciles one Application. Every step's failure is reported through
 /// [`report`] with its own reason; only a failure to report is an error.
-pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next, ReconcileError> {
+async fn reconcile_app(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next, ReconcileError> {
     let key = (app.namespace().unwrap_or_default(), app.name_any());
     let owner = AppRef::new(&key.0, &key.1);
     ctx.live.register_owner(owner.label_value(), key.clone());
@@ -55,12 +71,18 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
     let fail = |step, message| Failure { step, message };
 
     // Fetch the desired state.
-    let desired = match fetch(&ctx, &app).await {
+    let mut desired = match fetch(&ctx, &app).await {
         Ok(desired) => desired,
         Err(message) => {
             return report(&ctx, &app, None, None, Some(&fail(Step::Fetch, message))).await;
         }
     };
+
+    // Refuse objects outside the destination before reading any of them.
+    if let Err(refused) = admit::destination(&applier, &app, &desired.manifests).await {
+        let failure = fail(Step::Destination, refused.to_string());
+        return report(&ctx, &app, None, None, Some(&failure)).await;
+    }
 
     // Observe and diff.
     let ignore = &app.spec.ignore_differences;
@@ -72,6 +94,18 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
                 return report(&ctx, &app, None, None, Some(&failure)).await;
             }
         };
+
+    // Refuse objects another app holds or nobody gave this app.
+    match admit::ownership(&ctx, &app, &owner, &compared).await {
+        Ok(admitted) if !admitted.adopted.is_empty() => {
+            desired.manifests = Arc::new(admit::mark(&desired.manifests, &compared, &admitted));
+        }
+        Ok(_) => {}
+        Err(refused) => {
+            let failure = fail(Step::Ownership, refused.to_string());
+            return report(&ctx, &app, None, None, Some(&failure)).await;
+        }
+    }
 
     // Classify drift and decide what self-heal may revert; record what
     // changed inside open break-glass windows.
@@ -400,6 +434,7 @@ async fn prune_orphans(
         prune: policy.prune && synced,
         max_share: policy.prune_max_share(),
         allow_mass_prune: app.annotations().contains_key(ALLOW_MASS_PRUNE_ANNOTATION),
+        prune_adopted: policy.prune_adopted,
     };
     let propagation = policy.prune_propagation.unwrap_or_default();
     prune::prune(
@@ -597,7 +632,11 @@ fn back_off_aware(next: Next, drift: &[Assessed]) -> Next {
 
 /// On an error the controller retries with backoff; reconcile reports its
 /// own failures, so this is only reached when status could not be written.
-pub fn error_policy(_app: Arc<Application>, error: &ReconcileError, _ctx: Arc<Context>) -> Next {
+pub fn error_policy(
+    _app: Arc<StoredApplication>,
+    error: &ReconcileError,
+    _ctx: Arc<Context>,
+) -> Next {
     tracing::warn!(%error, "reconcile failed");
     Next::requeue(Duration::from_secs(5))
 }
@@ -658,7 +697,7 @@ async fn report(
             ctx.status_writes
                 .write(&key, &status)
                 .await
-                .map_err(|error| ReconcileError {
+                .map_err(|error| ReconcileError::Status {
                     app: app.name_any(),
                     error,
                 })?;

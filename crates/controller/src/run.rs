@@ -13,11 +13,12 @@ use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::mpsc;
 
-use crate::api::{Application, BreakGlass};
+use crate::api::{BreakGlass, StoredApplication};
 use crate::break_glass::lifecycle::{self, WindowContext};
 use crate::context::{Config, Context, Ready};
 use crate::credentials;
 use crate::live::{AppKey, LiveCache};
+use crate::probe::Probe;
 use crate::reconcile::{error_policy, reconcile};
 use crate::trigger::Trigger;
 
@@ -39,11 +40,17 @@ pub enum RunError {
 /// Application on change, on changes to its managed objects, and on a
 /// periodic resync.
 pub async fn run(client: Client, config: Config) -> Result<(), RunError> {
-    run_with(client, config, Trigger::default()).await
+    run_with(client, config, Trigger::default(), Probe::default()).await
 }
 
-/// [`run`], with `trigger` wired to wake Applications early (a webhook).
-pub async fn run_with(client: Client, config: Config, trigger: Trigger) -> Result<(), RunError> {
+/// [`run`], with `trigger` wired to wake Applications early (a webhook)
+/// and `probe` told whether the Application watch works (`/healthz`).
+pub async fn run_with(
+    client: Client,
+    config: Config,
+    trigger: Trigger,
+    probe: Probe,
+) -> Result<(), RunError> {
     let lease_error = |error: kube_lease_manager::LeaseManagerError| RunError::Lease {
         namespace: config.lease_namespace.clone(),
         message: error.to_string(),
@@ -70,13 +77,14 @@ pub async fn run_with(client: Client, config: Config, trigger: Trigger) -> Resul
 
     let (wake_tx, wake_rx) = mpsc::unbounded_channel::<AppKey>();
     let live = LiveCache::new(client.clone(), wake_tx.clone());
-    let (windows_api, apps): (Api<BreakGlass>, Api<Application>) = match &config.watch_namespace {
-        Some(namespace) => (
-            Api::namespaced(client.clone(), namespace),
-            Api::namespaced(client.clone(), namespace),
-        ),
-        None => (Api::all(client.clone()), Api::all(client.clone())),
-    };
+    let (windows_api, apps): (Api<BreakGlass>, Api<StoredApplication>) =
+        match &config.watch_namespace {
+            Some(namespace) => (
+                Api::namespaced(client.clone(), namespace),
+                Api::namespaced(client.clone(), namespace),
+            ),
+            None => (Api::all(client.clone()), Api::all(client.clone())),
+        };
     let windows = Controller::new(windows_api.clone(), watcher::Config::default());
     // Repository credentials: only Secrets labelled as such are watched.
     let secrets_api: Api<Secret> = match &config.watch_namespace {
@@ -137,9 +145,28 @@ pub async fn run_with(client: Client, config: Config, trigger: Trigger) -> Resul
     .await;
     let wakes = futures::stream::unfold(wake_rx, |mut rx| async move {
         let (namespace, name) = rx.recv().await?;
-        Some((ObjectRef::<Application>::new(&name).within(&namespace), rx))
+        Some((
+            ObjectRef::<StoredApplication>::new(&name).within(&namespace),
+            rx,
+        ))
     });
-    let controller = Controller::new(apps, watcher::Config::default());
+    // Applications decode one by one (a malformed one cannot stop the
+    // list), and the watch tells the probe whether it works.
+    let (apps_store, apps_writer) = reflector::store();
+    let app_events = reflector::reflector(
+        apps_writer,
+        watcher(apps, watcher::Config::default()).default_backoff(),
+    )
+    .inspect(move |event| match event {
+        Ok(watcher::Event::InitDone) => probe.watch_ok(true),
+        Ok(_) => probe.watch_ok(false),
+        Err(error) => {
+            tracing::error!(%error, "cannot list or watch Applications; retrying");
+            probe.watch_failed(&error.to_string());
+        }
+    })
+    .applied_objects();
+    let controller = Controller::for_stream(app_events, apps_store);
     trigger.wire(controller.store(), wake_tx);
     let controller = controller
         .with_config(
@@ -154,7 +181,10 @@ pub async fn run_with(client: Client, config: Config, trigger: Trigger) -> Resul
             watcher::Config::default(),
             |window: BreakGlass| {
                 let namespace = window.metadata.namespace.clone()?;
-                Some(ObjectRef::<Application>::new(&window.spec.application).within(&namespace))
+                Some(
+                    ObjectRef::<StoredApplication>::new(&window.spec.application)
+                        .within(&namespace),
+                )
             },
         )
         .reconcile_all_on(rules_changed)

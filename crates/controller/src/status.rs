@@ -31,12 +31,20 @@ pub const BACK_OFF_CONDITION: &str = "SelfHealBackOff";
 pub const PRUNE_BLOCKED_CONDITION: &str = "PruneBlocked";
 const DRIFT_FIELDS_SHOWN: usize = 5;
 const OTHER_WRITERS_LIMIT: usize = 20;
+/// At most this many objects in `resources` and `operationState.changes`:
+/// a status must stay well under what the API server and etcd accept in
+/// one object (an app of 20,000 objects listed in full was refused).
+pub const RESOURCES_LIMIT: usize = 200;
 
 /// The step of the loop that failed; its name is the condition's reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
     Fetch,
+    /// Admitting the commit's namespaces (`tether_core::ownership`).
+    Destination,
     Diff,
+    /// Admitting the objects other apps hold or nobody gave this app.
+    Ownership,
     Apply,
 }
 
@@ -44,7 +52,9 @@ impl Step {
     pub fn reason(self) -> &'static str {
         match self {
             Step::Fetch => "FetchFailed",
+            Step::Destination => "NamespaceNotAllowed",
             Step::Diff => "DiffFailed",
+            Step::Ownership => "OwnershipConflict",
             Step::Apply => "ApplyFailed",
         }
     }
@@ -168,6 +178,9 @@ pub fn next_status(
         );
     }
 
+    if observed.is_some() {
+        bound_resources(&mut status);
+    }
     status.state = operational_state(&status).map(|state| state.to_string());
     set_reconciled_condition(&mut status.conditions, failure, now);
     status.reconciled_at = previous.and_then(|p| p.reconciled_at.clone());
@@ -219,6 +232,7 @@ fn record_sync(
                 .collect(),
         ),
     };
+    let (changes, changes_omitted) = bound_changes(changes);
     status.operation_state = Some(OperationState {
         phase: phase.into(),
         message,
@@ -226,6 +240,7 @@ fn record_sync(
         started_at: sync.started_at.to_string(),
         finished_at: Some(now.to_string()),
         changes,
+        changes_omitted,
     });
     let Ok(report) = &sync.outcome else {
         return;
@@ -352,17 +367,48 @@ fn record_prune(status: &mut ApplicationStatus, observed: &Observed<'_>) {
         .collect::<Vec<_>>();
     orphans.extend(deleted_before);
     status.orphans = orphans;
-    let desired: Vec<_> = observed.compared.iter().map(|c| &c.id).collect();
+    let desired: std::collections::HashSet<&ObjectRef> =
+        observed.compared.iter().map(|c| &c.id).collect();
     let mut inventory: Vec<InventoryEntry> = status
         .inventory
         .iter()
-        .filter(|entry| desired.contains(&&identity(entry)))
+        .filter(|entry| desired.contains(&identity(entry)))
         .cloned()
         .chain(prune.kept.iter().cloned())
         .collect();
     inventory.sort();
     inventory.dedup();
     status.inventory = inventory;
+}
+
+/// Cuts `resources` to [`RESOURCES_LIMIT`], keeping every object that is
+/// not Synced and Healthy first; `resourceCount` keeps the total.
+fn bound_resources(status: &mut ApplicationStatus) {
+    let total = status.resources.len();
+    status.resource_count = Some(total);
+    if total <= RESOURCES_LIMIT {
+        return;
+    }
+    let fine = |r: &ResourceStatus| {
+        r.sync == SyncStatus::Synced.as_str()
+            && r.health
+                .as_ref()
+                .is_none_or(|h| h.status == HealthStatus::Healthy.to_string())
+    };
+    status.resources.sort_by_key(fine);
+    status.resources.truncate(RESOURCES_LIMIT);
+}
+
+/// Cuts a sync's outcomes to [`RESOURCES_LIMIT`], changes before
+/// `unchanged`; returns them and how many were left out.
+fn bound_changes(mut changes: Vec<Change>) -> (Vec<Change>, usize) {
+    let total = changes.len();
+    if total <= RESOURCES_LIMIT {
+        return (changes, 0);
+    }
+    changes.sort_by_key(|change| change.action == Action::Unchanged);
+    changes.truncate(RESOURCES_LIMIT);
+    (changes, total - RESOURCES_LIMIT)
 }
 
 /// An object judged Missing before this sync created it exists now; its

@@ -21,7 +21,7 @@ use kube::runtime::reflector::Store;
 use tether_source::git::repo_key;
 use tokio::sync::mpsc;
 
-use crate::api::Application;
+use crate::api::StoredApplication;
 use crate::live::AppKey;
 
 /// How long apps a push cannot affect wait before they are woken.
@@ -34,7 +34,7 @@ pub struct Trigger {
 }
 
 struct Wiring {
-    apps: Store<Application>,
+    apps: Store<StoredApplication>,
     wake: mpsc::UnboundedSender<AppKey>,
 }
 
@@ -48,7 +48,7 @@ pub struct Woken {
 impl Trigger {
     /// Wires the trigger to the controller's Application cache and wake
     /// channel (done by the controller once it leads).
-    pub fn wire(&self, apps: Store<Application>, wake: mpsc::UnboundedSender<AppKey>) {
+    pub fn wire(&self, apps: Store<StoredApplication>, wake: mpsc::UnboundedSender<AppKey>) {
         *self.wiring.lock().expect("lock") = Some(Wiring { apps, wake });
     }
 
@@ -68,7 +68,11 @@ impl Trigger {
             return Woken::default();
         };
         let (mut now, mut later) = (Vec::new(), Vec::new());
-        for app in wiring.apps.state() {
+        let stored = wiring.apps.state();
+        for app in stored
+            .iter()
+            .filter_map(|stored| stored.decoded.as_ref().ok())
+        {
             let source = &app.spec.source;
             if !keys.contains(&repo_key(&source.repo_url)) {
                 continue;
@@ -107,29 +111,50 @@ impl Trigger {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::Application;
     use kube::runtime::reflector::store::Writer;
     use kube::runtime::watcher;
     use serde_json::json;
 
     pub(crate) fn app(namespace: &str, name: &str, repo_url: &str) -> Application {
-        serde_json::from_value(json!({
+        serde_json::from_value(app_json(namespace, name, repo_url)).unwrap()
+    }
+
+    fn stored(app: &Application) -> StoredApplication {
+        StoredApplication::decode(&serde_json::to_value(app).unwrap())
+    }
+
+    fn app_json(namespace: &str, name: &str, repo_url: &str) -> serde_json::Value {
+        json!({
             "apiVersion": "tether.dev/v1alpha1", "kind": "Application",
             "metadata": {"name": name, "namespace": namespace},
             "spec": {"source": {"repoURL": repo_url, "path": "app"},
                      "destination": {"namespace": namespace}}
-        }))
-        .unwrap()
+        })
+    }
+
+    #[test]
+    fn an_app_that_does_not_decode_is_never_woken() {
+        let mut writer = Writer::<StoredApplication>::default();
+        let mut bad = app_json("shop", "bad", "https://git.example.com/shop/site.git");
+        bad["spec"]["source"]["path"] = json!(7);
+        writer.apply_watcher_event(&watcher::Event::Apply(StoredApplication::decode(&bad)));
+        let trigger = Trigger::default();
+        let (wake, _woken) = mpsc::unbounded_channel();
+        trigger.wire(writer.as_reader(), wake);
+        let shop = ["https://git.example.com/shop/site"];
+        assert_eq!(trigger.repository(&shop, None), Woken::default());
     }
 
     #[test]
     fn a_trigger_wakes_every_app_of_the_repository_in_any_url_form_and_no_other() {
-        let mut writer = Writer::<Application>::default();
+        let mut writer = Writer::<StoredApplication>::default();
         for app in [
             app("shop", "web", "https://git.example.com/shop/site.git"),
             app("shop", "api", "git@git.example.com:shop/site"),
             app("blog", "web", "https://git.example.com/blog/site.git"),
         ] {
-            writer.apply_watcher_event(&watcher::Event::Apply(app));
+            writer.apply_watcher_event(&watcher::Event::Apply(stored(&app)));
         }
         let trigger = Trigger::default();
         let shop = ["https://git.example.com/shop/site"];
@@ -149,11 +174,11 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn apps_a_push_cannot_affect_are_woken_later() {
-        let mut writer = Writer::<Application>::default();
+        let mut writer = Writer::<StoredApplication>::default();
         for (name, path) in [("web", "apps/web"), ("api", "apps/api")] {
             let mut app = app("shop", name, "https://git.example.com/shop/site.git");
             app.spec.source.path = path.into();
-            writer.apply_watcher_event(&watcher::Event::Apply(app));
+            writer.apply_watcher_event(&watcher::Event::Apply(stored(&app)));
         }
         let trigger = Trigger::default();
         let (wake, mut woken) = mpsc::unbounded_channel();

@@ -13,6 +13,7 @@ pub mod drift;
 pub mod health;
 pub mod object;
 pub mod order;
+pub mod ownership;
 pub mod prune;
 pub mod revision;
 pub mod state;

@@ -34,6 +34,59 @@ pub enum ObjectError {
     NotAString { field: &'static str },
     #[error("apiVersion {0:?} is not of the form `group/version` or `version`")]
     BadApiVersion(String),
+    #[error("{field} {value:?} is not a valid name: {reason}")]
+    BadName {
+        field: &'static str,
+        value: String,
+        reason: &'static str,
+    },
+}
+
+/// Checks `name` as the API server checks every object name before it
+/// becomes part of a request path (`ValidatePathSegmentName`, and the
+/// 253-character limit of every name), so no name can reach a URL as
+/// something other than one path segment.
+pub fn check_name(field: &'static str, name: &str) -> Result<(), ObjectError> {
+    let bad = |reason| {
+        Err(ObjectError::BadName {
+            field,
+            value: name.chars().take(80).collect(),
+            reason,
+        })
+    };
+    if name == "." || name == ".." {
+        return bad("may not be '.' or '..'");
+    }
+    if name.contains(['/', '%']) {
+        return bad("may not contain '/' or '%'");
+    }
+    if name.len() > 253 {
+        return bad("must be no more than 253 characters");
+    }
+    if name.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return bad("may not contain spaces or control characters");
+    }
+    Ok(())
+}
+
+/// Checks `namespace` as a DNS-1123 label, as the API server does.
+pub fn check_namespace(namespace: &str) -> Result<(), ObjectError> {
+    let valid = namespace.len() <= 63
+        && namespace
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !namespace.starts_with('-')
+        && !namespace.ends_with('-');
+    if valid {
+        Ok(())
+    } else {
+        Err(ObjectError::BadName {
+            field: "metadata.namespace",
+            value: namespace.chars().take(80).collect(),
+            reason: "must be a DNS-1123 label: at most 63 lowercase letters, digits or '-', \
+                     starting and ending with a letter or digit",
+        })
+    }
 }
 
 impl ObjectRef {
@@ -55,10 +108,21 @@ impl ObjectRef {
             .get("metadata")
             .ok_or(ObjectError::MissingField("metadata"))?;
         let name = required_str(metadata.get("name"), "metadata.name")?;
+        check_name("metadata.name", name)?;
+        if !kind.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Err(ObjectError::BadName {
+                field: "kind",
+                value: kind.chars().take(80).collect(),
+                reason: "must be letters and digits only",
+            });
+        }
         let namespace = match metadata.get("namespace") {
             None | Some(Value::Null) => None,
             Some(Value::String(ns)) if ns.is_empty() => None,
-            Some(Value::String(ns)) => Some(ns.clone()),
+            Some(Value::String(ns)) => {
+                check_namespace(ns)?;
+                Some(ns.clone())
+            }
             Some(_) => {
                 return Err(ObjectError::NotAString {
                     field: "metadata.namespace",
@@ -104,13 +168,23 @@ impl fmt::Display for ObjectRef {
 /// Splits `apps/v1` into `("apps", "v1")` and `v1` into `("", "v1")`.
 pub fn split_api_version(api_version: &str) -> Result<(&str, &str), ObjectError> {
     let bad = || ObjectError::BadApiVersion(api_version.to_string());
+    let version_ok = |v: &str| !v.is_empty() && v.bytes().all(|b| b.is_ascii_alphanumeric());
+    // A DNS subdomain: dot-separated labels of lowercase letters, digits
+    // and '-', none empty or starting or ending with '-'.
+    let group_ok = |g: &str| {
+        g.len() <= 253
+            && g.split('.').all(|label| {
+                !label.is_empty()
+                    && !label.starts_with('-')
+                    && !label.ends_with('-')
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            })
+    };
     match api_version.split_once('/') {
-        None if !api_version.is_empty() => Ok(("", api_version)),
-        Some((group, version))
-            if !group.is_empty() && !version.is_empty() && !version.contains('/') =>
-        {
-            Ok((group, version))
-        }
+        None if version_ok(api_version) => Ok(("", api_version)),
+        Some((group, version)) if group_ok(group) && version_ok(version) => Ok((group, version)),
         _ => Err(bad()),
     }
 }
@@ -184,5 +258,31 @@ mod tests {
             "metadata": {"name": "web", "namespace": "a"}});
         let id = ObjectRef::from_object(&object).unwrap().in_namespace("b");
         assert_eq!(id.namespace.as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn names_that_would_leave_their_path_segment_are_refused_before_any_request() {
+        let object = |name: &str, namespace: &str| {
+            serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": namespace}})
+        };
+        for name in ["..", ".", "a/b", "../../secrets", "x%2F", "a b"] {
+            let error = ObjectRef::from_object(&object(name, "shop")).unwrap_err();
+            assert!(
+                error.to_string().contains("metadata.name"),
+                "{name}: {error}"
+            );
+        }
+        for namespace in ["kube-system/../x", "UPPER", "-a", "a.b"] {
+            let error = ObjectRef::from_object(&object("web", namespace)).unwrap_err();
+            assert!(error.to_string().contains("metadata.namespace"), "{error}");
+        }
+        assert!(ObjectRef::from_object(&object(&"a".repeat(254), "shop")).is_err());
+        assert!(ObjectRef::from_object(&object("web-1.example", "shop-2")).is_ok());
+        let bad_api =
+            serde_json::json!({"apiVersion": "../v1", "kind": "X", "metadata": {"name": "a"}});
+        assert!(ObjectRef::from_object(&bad_api).is_err());
+        let bad_kind = serde_json::json!({"apiVersion": "v1", "kind": "Config/Map", "metadata": {"name": "a"}});
+        assert!(ObjectRef::from_object(&bad_kind).is_err());
     }
 }

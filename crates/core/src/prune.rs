@@ -4,7 +4,9 @@
 //! always reported; one is deleted only when prune is on, it is in the app's
 //! inventory, it carries the app's tracking label *and* annotation (so an
 //! object Tether never created, or one another app has since taken over, is
-//! never deleted) and it has not opted out. Two circuit breakers stop every
+//! never deleted) and it has not opted out. An object Tether adopted (it
+//! existed before Tether applied it) is deleted only when the app opts in
+//! with `syncPolicy.pruneAdopted`. Two circuit breakers stop every
 //! deletion: a render with no objects at all, and a prune that would delete
 //! more than a share of the inventory — unless the operator confirmed it.
 
@@ -14,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::object::ObjectRef;
+use crate::ownership::is_adopted;
 use crate::tracking::{AppRef, is_tracked_by};
 
 /// Per-object opt-out: `tether.dev/prune: disabled`.
@@ -31,6 +34,8 @@ pub struct PruneOptions {
     /// The operator confirmed a mass or empty-render prune
     /// (`tether sync APP --allow-mass-prune`).
     pub allow_mass_prune: bool,
+    /// `syncPolicy.pruneAdopted`: adopted objects may be deleted too.
+    pub prune_adopted: bool,
 }
 
 impl Default for PruneOptions {
@@ -39,6 +44,7 @@ impl Default for PruneOptions {
             prune: false,
             max_share: 0.5,
             allow_mass_prune: false,
+            prune_adopted: false,
         }
     }
 }
@@ -64,6 +70,9 @@ pub enum KeepReason {
     NotTracked,
     /// A circuit breaker tripped; nothing is deleted.
     CircuitBreaker,
+    /// It existed before Tether adopted it, and the app does not prune
+    /// adopted objects.
+    Adopted,
 }
 
 impl fmt::Display for KeepReason {
@@ -74,6 +83,9 @@ impl fmt::Display for KeepReason {
             KeepReason::NotInInventory => "not in the app's inventory",
             KeepReason::NotTracked => "not labelled and annotated as this app's",
             KeepReason::CircuitBreaker => "prune circuit breaker tripped",
+            KeepReason::Adopted => {
+                "adopted, not created, by Tether (syncPolicy.pruneAdopted is off)"
+            }
         })
     }
 }
@@ -159,6 +171,8 @@ pub fn plan_prune(
             PruneDecision::Keep(KeepReason::NotTracked)
         } else if opted_out(object) {
             PruneDecision::Keep(KeepReason::OptedOut)
+        } else if is_adopted(object) && !options.prune_adopted {
+            PruneDecision::Keep(KeepReason::Adopted)
         } else if !options.prune {
             PruneDecision::Keep(KeepReason::PruneDisabled)
         } else {

@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 use tether_core::ObjectRef;
+use tether_core::ownership::mark_adopted;
 use tether_core::prune::{Breaker, KeepReason, PruneDecision, PruneOptions, plan_prune};
 use tether_core::tracking::{AppRef, stamp};
 
@@ -33,6 +34,7 @@ const PRUNE: PruneOptions = PruneOptions {
     prune: true,
     max_share: 0.5,
     allow_mass_prune: false,
+    prune_adopted: false,
 };
 
 #[test]
@@ -209,4 +211,41 @@ fn inventory_entries_already_gone_are_listed_for_removal_from_the_inventory() {
     );
     assert_eq!(plan.gone, [objects[1].0.clone()]);
     assert!(plan.orphans.is_empty());
+}
+
+#[test]
+fn an_adopted_object_is_deleted_only_when_the_app_prunes_adopted_objects() {
+    let app = AppRef::new("tether", "shop");
+    let mut objects = [
+        tracked(&app, "a"),
+        tracked(&app, "b"),
+        tracked(&app, "victim"),
+    ];
+    mark_adopted(&mut objects[2].1);
+    let plan = plan_prune(
+        &app,
+        &ids(&objects),
+        &ids(&objects[..2]),
+        &live(&objects),
+        &PRUNE,
+    );
+    assert_eq!(
+        plan.orphans,
+        [(
+            objects[2].0.clone(),
+            PruneDecision::Keep(KeepReason::Adopted)
+        )]
+    );
+    let opted_in = PruneOptions {
+        prune_adopted: true,
+        ..PRUNE
+    };
+    let plan = plan_prune(
+        &app,
+        &ids(&objects),
+        &ids(&objects[..2]),
+        &live(&objects),
+        &opted_in,
+    );
+    assert_eq!(plan.deletions().collect::<Vec<_>>(), [&objects[2].0]);
 }

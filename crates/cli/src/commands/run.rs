@@ -6,14 +6,15 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use tether_controller::{Config, Trigger, http};
+use tether_controller::{Config, Probe, Trigger, http};
 
 /// Run the controller against the current kubeconfig: reconcile every
 /// Application continuously (Git changes, Application changes and changes
 /// to managed objects wake it; a periodic resync is the safety net). Only
 /// one replica acts at a time (leader election on a Lease).
 ///
-/// With `--http-addr` it serves `/healthz` and, given a webhook secret,
+/// With `--http-addr` it serves `/healthz` and `/readyz` (503 while the
+/// controller cannot list its Applications) and, given a webhook secret,
 /// `POST /webhook/{github|gitlab|gitea|forgejo}`: a verified push wakes
 /// every Application of the pushed repository at once.
 ///
@@ -74,16 +75,17 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
     let trigger = Trigger::default();
+    let probe = Probe::default();
     let serve_http = async {
         match args.http_addr {
-            Some(addr) => http::serve(addr, http::app(trigger.clone(), secret))
+            Some(addr) => http::serve(addr, http::app(trigger.clone(), probe.clone(), secret))
                 .await
                 .with_context(|| format!("serving HTTP on {addr}")),
             None => std::future::pending().await,
         }
     };
     tokio::select! {
-        result = tether_controller::run_with(client, config, trigger.clone()) => result?,
+        result = tether_controller::run_with(client, config, trigger.clone(), probe.clone()) => result?,
         result = serve_http => result?,
         _ = tokio::signal::ctrl_c() => eprintln!("tether: stopping"),
     }

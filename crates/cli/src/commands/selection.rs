@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
+use kube::ResourceExt;
 use kube::api::Api;
-use tether_controller::api::Application;
+use tether_controller::api::{Application, StoredApplication};
 
 #[derive(Debug, clap::Args)]
 pub struct Selection {
@@ -20,17 +21,40 @@ pub struct Selection {
 }
 
 impl Selection {
-    /// The selected Applications, as the API server has them now.
+    /// The selected Applications, as the API server has them now. One that
+    /// is not a valid Application is named on stderr with the field at
+    /// fault and left out, so it cannot hide the others.
     pub async fn applications(&self) -> anyhow::Result<Vec<Application>> {
         let client = tether_cluster::connect(self.kubeconfig.as_deref()).await?;
-        let api: Api<Application> = Api::namespaced(client, &self.namespace);
+        let api: Api<StoredApplication> = Api::namespaced(client, &self.namespace);
+        let namespace = &self.namespace;
         Ok(match &self.app {
-            Some(name) => vec![
-                api.get(name)
+            Some(name) => {
+                let stored = api
+                    .get(name)
                     .await
-                    .with_context(|| format!("Application {}/{name}", self.namespace))?,
-            ],
-            None => api.list(&Default::default()).await?.items,
+                    .with_context(|| format!("Application {namespace}/{name}"))?;
+                let app = stored
+                    .decoded
+                    .with_context(|| format!("Application {namespace}/{name} is not valid"))?;
+                vec![(*app).clone()]
+            }
+            None => api
+                .list(&Default::default())
+                .await?
+                .items
+                .into_iter()
+                .filter_map(|stored| match &stored.decoded {
+                    Ok(app) => Some((**app).clone()),
+                    Err(invalid) => {
+                        let name = stored.name_any();
+                        eprintln!(
+                            "warning: Application {namespace}/{name} is not valid: {invalid}"
+                        );
+                        None
+                    }
+                })
+                .collect(),
         })
     }
 }

@@ -42,7 +42,7 @@ use tether_source::Source;
 pub struct ApplicationSpec {
     /// Where the desired state lives and how it is rendered (see
     /// `tether_source::Source`: repoURL, revision, path, renderer, verify).
-    #[schemars(schema_with = "open_object")]
+    #[schemars(schema_with = "super::schema::source")]
     pub source: Source,
     pub destination: Destination,
     #[serde(default)]
@@ -50,7 +50,7 @@ pub struct ApplicationSpec {
     /// Fields another writer owns (e.g. `spec.replicas` under an HPA):
     /// never drift, never reverted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "open_object_list")]
+    #[schemars(schema_with = "super::schema::ignore_rules")]
     pub ignore_differences: Vec<IgnoreRule>,
     /// How this Application's objects are judged healthy.
     #[serde(default, skip_serializing_if = "HealthSpec::is_empty")]
@@ -68,7 +68,7 @@ pub struct HealthSpec {
     /// rule that does not compile is left out and reported in the
     /// `HealthRules` condition.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "open_object_list")]
+    #[schemars(schema_with = "super::schema::health_rules")]
     pub rules: Vec<serde_json::Value>,
 }
 
@@ -83,7 +83,20 @@ impl HealthSpec {
 #[serde(rename_all = "camelCase")]
 pub struct Destination {
     /// Namespace for objects that do not name one.
+    #[schemars(length(min = 1))]
     pub namespace: String,
+    /// Other namespaces this app's objects may name. A namespaced object
+    /// in any namespace but `namespace` and these refuses the whole
+    /// commit (`NamespaceNotAllowed`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_namespaces: Vec<String>,
+}
+
+impl Destination {
+    /// Whether objects of this app may live in `namespace`.
+    pub fn allows(&self, namespace: &str) -> bool {
+        namespace == self.namespace || self.allow_namespaces.iter().any(|n| n == namespace)
+    }
 }
 
 /// How Tether keeps live state tethered to Git.
@@ -122,6 +135,17 @@ pub struct SyncPolicy {
     /// before the sync fails, naming the object (default 300).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wave_timeout_seconds: Option<u32>,
+    /// Take over objects that exist already and that Tether did not create
+    /// (default false: such an object refuses the commit with
+    /// `OwnershipConflict`). One object can opt in alone with the
+    /// annotation `tether.dev/adopt: "true"` in Git. Never takes an object
+    /// another Application manages.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adopt_existing: bool,
+    /// Let prune delete adopted objects too (default false: an object that
+    /// existed before Tether took it over is never deleted by Tether).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prune_adopted: bool,
 }
 
 impl SyncPolicy {
@@ -189,6 +213,8 @@ impl Default for SyncPolicy {
             retry: Retry::default(),
             wait_for_waves: false,
             wave_timeout_seconds: None,
+            adopt_existing: false,
+            prune_adopted: false,
         }
     }
 }
@@ -230,8 +256,15 @@ pub struct ApplicationStatus {
     /// Converged, AppliedButFailing, DriftedOrPending or Broken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
+    /// Sync and health per object: every object that is not Synced and
+    /// Healthy, then the others, at most 200 (`resourceCount` has them all;
+    /// the inventory lists every object).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<ResourceStatus>,
+    /// How many objects the app has; more than `resources` lists when
+    /// that list is cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_count: Option<usize>,
     /// Objects that differ from Git now, by kind (Manual, Accidental,
     /// Emergency), with the fields and their writers; at most 50.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -252,8 +285,15 @@ pub struct ApplicationStatus {
     /// Objects of the inventory that Git no longer has, and their fate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub orphans: Vec<OrphanStatus>,
-    /// Every object Tether applied for this app (prune's source of truth).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Every object Tether applied for this app (prune's source of truth);
+    /// stored grouped by group, version, kind and namespace (see
+    /// [`super::inventory`]), complete however many objects the app has.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        with = "super::inventory"
+    )]
+    #[schemars(schema_with = "super::inventory::schema")]
     pub inventory: Vec<InventoryEntry>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
@@ -395,9 +435,13 @@ pub struct OperationState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<String>,
     /// What the sync did to each object (for a failed sync: what it had
-    /// applied before it stopped half-way).
+    /// applied before it stopped half-way): changes first, `unchanged`
+    /// last, at most 200.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<Change>,
+    /// Outcomes left out of `changes` to keep status small.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub changes_omitted: usize,
 }
 
 /// One object's outcome in a sync.
@@ -420,15 +464,15 @@ pub struct HistoryEntry {
     pub initiator: String,
 }
 
-/// The schema of a field whose type is defined (and validated) by the
-/// crate that owns it: an object the API server stores as given.
-pub(crate) fn open_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
-}
-
+/// The schema of a list whose items are defined (and validated) by the crate
+/// that owns them: objects the API server stores as given.
 pub(crate) fn open_object_list(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": "array", "items":
         {"type": "object", "x-kubernetes-preserve-unknown-fields": true}})
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn yes() -> bool {

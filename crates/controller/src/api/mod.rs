@@ -2,6 +2,10 @@
 
 pub mod application;
 pub mod break_glass;
+mod inventory;
+mod schema;
+pub mod stored;
 
 pub use application::{Application, ApplicationSpec, ApplicationStatus};
 pub use break_glass::{BreakGlass, BreakGlassSpec, BreakGlassStatus};
+pub use stored::{InvalidSpec, StoredApplication};

@@ -1,0 +1,186 @@
+//! Structural OpenAPI schemas for the parts of the Application spec whose
+//! Rust types live in other crates (`tether_source::Source`,
+//! `tether_core::diff::IgnoreRule`, health rules).
+//!
+//! The API server validates every Application against them, so `kubectl
+//! apply` refuses `source: {}`, `path: 7` or an unknown renderer with the
+//! field's path, before the controller ever reads it. They are written out
+//! rather than derived so that the owning crates stay free of schema
+//! generators; `tests::the_schemas_accept_what_the_types_read` keeps the two
+//! in step.
+
+use schemars::{Schema, SchemaGenerator, json_schema};
+
+/// `spec.source`: see `tether_source::Source`.
+pub(crate) fn source(_: &mut SchemaGenerator) -> Schema {
+    let strings = json_schema!({"type": "array", "items": {"type": "string"}});
+    json_schema!({
+        "type": "object",
+        "description": "Where the desired state lives and how it is rendered.",
+        "required": ["repoURL"],
+        "properties": {
+            "repoURL": {"type": "string", "minLength": 1,
+                "description": "file://, http(s)://, ssh://, git:// or scp-like git@host:path."},
+            "revision": {"type": "string",
+                "description": "A branch, a tag, a semver range over tags, a full commit SHA, or empty for HEAD."},
+            "path": {"type": "string", "description": "Directory inside the repository; empty for the root."},
+            "secretRef": {"type": "object", "required": ["name"],
+                "properties": {"name": {"type": "string", "minLength": 1}}},
+            "renderer": {
+                "type": "object",
+                "description": "Exactly one of directory, kustomize, helm, jsonnet (default directory).",
+                "maxProperties": 1,
+                "properties": {
+                    "directory": {"type": "object", "properties": {
+                        "include": strings, "exclude": strings}},
+                    "kustomize": {"type": "object"},
+                    "helm": {"type": "object", "properties": {
+                        "releaseName": {"type": "string"},
+                        "namespace": {"type": "string"},
+                        "valueFiles": strings,
+                        "values": {"type": "string"}}},
+                    "jsonnet": {"type": "object", "properties": {
+                        "main": {"type": "string"},
+                        "extVars": {"type": "object", "additionalProperties": {"type": "string"}}}}
+                }
+            },
+            "verify": {"type": "object", "properties": {
+                "mode": {"type": "string", "enum": ["none", "head", "tag", "tag-and-head"]},
+                "openpgpKeys": strings,
+                "allowedSigners": {"type": "string"}}}
+        }
+    })
+}
+
+/// `spec.ignoreDifferences`: see `tether_core::diff::IgnoreRule`.
+pub(crate) fn ignore_rules(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": ["kind"],
+            "properties": {
+                "group": {"type": "string"},
+                "kind": {"type": "string", "minLength": 1},
+                "name": {"type": "string"},
+                "namespace": {"type": "string"},
+                "jsonPointers": {"type": "array", "items": {"type": "string", "pattern": "^(/.*)?$"}},
+                "managedFieldsManagers": {"type": "array", "items": {"type": "string"}}
+            }
+        }
+    })
+}
+
+/// `spec.health.rules`: see `tether_core::health::rules::file::RuleSpec`.
+pub(crate) fn health_rules(_: &mut SchemaGenerator) -> Schema {
+    let cel = json_schema!({"type": "string"});
+    json_schema!({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": ["group", "kinds"],
+            "properties": {
+                "group": {"type": "string"},
+                "kinds": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+                "suspended": cel, "degraded": cel, "progressing": cel, "healthy": cel,
+                "otherwise": {"type": "string",
+                    "enum": ["Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"]},
+                "message": cel
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    /// The properties a schema declares, for every object node, by path.
+    fn declared(schema: &Value, path: &str, out: &mut Vec<String>) {
+        if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+            for (key, child) in properties {
+                let child_path = format!("{path}.{key}");
+                out.push(child_path.clone());
+                declared(child, &child_path, out);
+            }
+        }
+        if let Some(items) = schema.get("items") {
+            declared(items, &format!("{path}[]"), out);
+        }
+    }
+
+    /// Every key of `value`, by the same path convention.
+    fn used(value: &Value, path: &str, out: &mut Vec<String>) {
+        match value {
+            // extVars is a map: its keys are the user's.
+            Value::Object(_) if path.ends_with(".extVars") => {}
+            Value::Object(map) => {
+                for (key, child) in map {
+                    let child_path = format!("{path}.{key}");
+                    out.push(child_path.clone());
+                    used(child, &child_path, out);
+                }
+            }
+            Value::Array(items) => items
+                .iter()
+                .for_each(|i| used(i, &format!("{path}[]"), out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn the_schemas_accept_what_the_types_read() {
+        let mut generator = SchemaGenerator::default();
+        let schema = source(&mut generator).to_value();
+        let mut declared_paths = Vec::new();
+        declared(&schema, "", &mut declared_paths);
+        // A source that sets every field of every renderer, as the types
+        // serialize it: each key must be declared, or the API server would
+        // prune it from stored Applications.
+        let renderers = [
+            json!({"directory": {"include": ["*.yaml"], "exclude": ["x"]}}),
+            json!({"kustomize": {}}),
+            json!({"helm": {"releaseName": "r", "namespace": "n",
+                "valueFiles": ["a.yaml"], "values": "a: 1"}}),
+            json!({"jsonnet": {"main": "m.jsonnet", "extVars": {"k": "v"}}}),
+        ];
+        for renderer in renderers {
+            let spec = json!({"repoURL": "file:///r", "revision": "main", "path": "p",
+                "renderer": renderer, "secretRef": {"name": "s"},
+                "verify": {"mode": "tag-and-head", "openpgpKeys": ["k"], "allowedSigners": "a"}});
+            let typed: tether_source::Source = serde_json::from_value(spec.clone()).unwrap();
+            let mut used_paths = Vec::new();
+            used(&serde_json::to_value(&typed).unwrap(), "", &mut used_paths);
+            for path in used_paths {
+                assert!(
+                    declared_paths.contains(&path),
+                    "{path} is not in the schema"
+                );
+            }
+        }
+        let rule = json!({"group": "apps", "kind": "Deployment", "name": "web",
+            "namespace": "shop", "jsonPointers": ["/spec/replicas"],
+            "managedFieldsManagers": ["hpa"]});
+        let typed: tether_core::diff::IgnoreRule = serde_json::from_value(rule).unwrap();
+        let mut used_paths = Vec::new();
+        used(
+            &json!([serde_json::to_value(&typed).unwrap()]),
+            "",
+            &mut used_paths,
+        );
+        let mut declared_paths = Vec::new();
+        declared(
+            &ignore_rules(&mut generator).to_value(),
+            "",
+            &mut declared_paths,
+        );
+        for path in used_paths {
+            assert!(
+                declared_paths.contains(&path),
+                "{path} is not in the schema"
+            );
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Applications as the API server stores them: each decoded on its own.
+//!
+//! A typed list of Applications fails as a whole when one item does not
+//! decode (an Application stored before the CRD had a structural schema,
+//! or written by a newer Tether), and a controller that cannot list
+//! reconciles nothing. The controller therefore watches
+//! [`StoredApplication`]s: the same resource, whose decoding never fails —
+//! an item that is not a valid Application keeps its metadata and the
+//! reason, so it gets a condition of its own while the others run.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
+use kube::core::NamespaceResourceScope;
+use serde::{Deserialize, Deserializer};
+
+use super::Application;
+
+/// One stored Application: decoded, or why it could not be.
+#[derive(Clone, Debug)]
+pub struct StoredApplication {
+    pub metadata: ObjectMeta,
+    pub decoded: Result<Arc<Application>, InvalidSpec>,
+}
+
+/// Why a stored Application is not a valid one: the field and the reason.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {reason}")]
+pub struct InvalidSpec {
+    /// The field, as a path from the object's root (`spec.source.path`).
+    pub path: String,
+    pub reason: String,
+    /// The stored status reports exactly this already (so reporting it
+    /// again would only wake the Application again).
+    pub reported: bool,
+}
+
+/// The reason of the `Reconciled` condition of an Application that does
+/// not decode.
+pub const INVALID_SPEC_REASON: &str = "InvalidSpec";
+
+impl StoredApplication {
+    /// Decodes `value`, a whole Application object as JSON.
+    pub fn decode(value: &serde_json::Value) -> StoredApplication {
+        let metadata = value
+            .get("metadata")
+            .and_then(|m| ObjectMeta::deserialize(m).ok())
+            .unwrap_or_default();
+        let decoded = serde_path_to_error::deserialize::<_, Application>(value)
+            .map(Arc::new)
+            .map_err(|error| {
+                let path = error.path().to_string();
+                let reason = error.inner().to_string();
+                let shown = format!("{path}: {reason}");
+                let reported = value
+                    .pointer("/status/conditions")
+                    .and_then(serde_json::Value::as_array)
+                    .is_some_and(|conditions| {
+                        conditions.iter().any(|c| {
+                            c["reason"] == INVALID_SPEC_REASON
+                                && c["message"].as_str().is_some_and(|m| m.ends_with(&shown))
+                        })
+                    });
+                InvalidSpec {
+                    path,
+                    reason,
+                    reported,
+                }
+            });
+        StoredApplication { metadata, decoded }
+    }
+}
+
+impl<'de> Deserialize<'de> for StoredApplication {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        Ok(StoredApplication::decode(&value))
+    }
+}
+
+impl Resource for StoredApplication {
+    type DynamicType = ();
+    type Scope = NamespaceResourceScope;
+
+    fn kind(dt: &()) -> Cow<'_, str> {
+        Application::kind(dt)
+    }
+
+    fn group(dt: &()) -> Cow<'_, str> {
+        Application::group(dt)
+    }
+
+    fn version(dt: &()) -> Cow<'_, str> {
+        Application::version(dt)
+    }
+
+    fn plural(dt: &()) -> Cow<'_, str> {
+        Application::plural(dt)
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn app(spec: serde_json::Value) -> serde_json::Value {
+        json!({"apiVersion": "tether.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": "shop", "namespace": "team-a", "uid": "u1"}, "spec": spec})
+    }
+
+    #[test]
+    fn a_valid_application_decodes() {
+        let stored = StoredApplication::decode(&app(json!({
+            "source": {"repoURL": "file:///r"}, "destination": {"namespace": "shop"}})));
+        assert_eq!(stored.decoded.unwrap().spec.destination.namespace, "shop");
+    }
+
+    #[test]
+    fn an_invalid_application_keeps_its_name_and_names_the_field() {
+        let stored = StoredApplication::decode(&app(json!({
+            "source": {"repoURL": "file:///r", "path": 7}, "destination": {"namespace": "shop"}})));
+        assert_eq!(stored.metadata.name.as_deref(), Some("shop"));
+        let invalid = stored.decoded.unwrap_err();
+        assert_eq!(invalid.path, "spec.source.path");
+        assert!(invalid.reason.contains("integer"), "{}", invalid.reason);
+        assert!(!invalid.reported);
+    }
+
+    #[test]
+    fn an_invalid_application_whose_status_says_so_is_reported_already() {
+        let mut value = app(json!({"source": {"repoURL": "file:///r", "path": 7},
+            "destination": {"namespace": "shop"}}));
+        let shown = StoredApplication::decode(&value)
+            .decoded
+            .unwrap_err()
+            .to_string();
+        value["status"] = json!({"conditions": [{"type": "Reconciled", "status": "False",
+            "reason": INVALID_SPEC_REASON, "message": format!("Application team-a/shop: {shown}")}]});
+        assert!(
+            StoredApplication::decode(&value)
+                .decoded
+                .unwrap_err()
+                .reported
+        );
+    }
+
+    #[test]
+    fn a_list_with_one_bad_item_decodes_the_others() {
+        let list = json!({"apiVersion": "v1", "kind": "List", "metadata": {},
+            "items": [app(json!({"source": {}, "destination": {"namespace": "shop"}})),
+                      app(json!({"source": {"repoURL": "x"}, "destination": {"namespace": "s"}}))]});
+        let list: kube::core::ObjectList<StoredApplication> = serde_json::from_value(list).unwrap();
+        assert!(list.items[0].decoded.is_err());
+        assert!(list.items[1].decoded.is_ok());
+    }
+}
