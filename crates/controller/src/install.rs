@@ -118,7 +118,10 @@ pub fn deployment(namespace: &str, image: &str) -> Value {
                                  "--http-addr", "0.0.0.0:8080",
                                  "--webhook-secret-file", "/etc/tether/webhook/secret"],
                         "ports": [{"name": "http", "containerPort": 8080}],
-                        "readinessProbe": {"httpGet": {"path": "/healthz", "port": "http"}},
+                        // Only the leader lists Applications, so only it is
+                        // ready (and receives webhooks); a standby is live.
+                        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"}},
+                        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http"}},
                         "volumeMounts": [{"name": "webhook", "mountPath": "/etc/tether/webhook", "readOnly": true}],
                         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
                                       "limits": {"memory": "512Mi"}}}],

@@ -705,4 +705,42 @@ mod tests {
         next.sync.status = "OutOfSync".into();
         assert!(!only_revision_moved(&previous, &next));
     }
+
+    #[test]
+    fn a_large_app_lists_its_problems_first_and_at_most_the_limit() {
+        let resource = |i: usize, sync: SyncStatus| ResourceStatus {
+            kind: "ConfigMap".into(),
+            name: format!("c{i}"),
+            sync: sync.to_string(),
+            ..ResourceStatus::default()
+        };
+        let mut status = ApplicationStatus {
+            resources: (0..20_000)
+                .map(|i| resource(i, SyncStatus::Synced))
+                .collect(),
+            ..ApplicationStatus::default()
+        };
+        status.resources[12_345] = resource(12_345, SyncStatus::OutOfSync);
+        bound_resources(&mut status);
+        assert_eq!(status.resources.len(), RESOURCES_LIMIT);
+        assert_eq!(status.resources[0].name, "c12345");
+        assert_eq!(status.resource_count, Some(20_000));
+
+        let changes: Vec<Change> = (0..20_000)
+            .map(|i| Change {
+                object: format!("ConfigMap shop/c{i}"),
+                action: if i == 19_999 {
+                    Action::Configured
+                } else {
+                    Action::Unchanged
+                },
+            })
+            .collect();
+        let (kept, omitted) = bound_changes(changes);
+        assert_eq!(
+            (kept.len(), omitted),
+            (RESOURCES_LIMIT, 20_000 - RESOURCES_LIMIT)
+        );
+        assert_eq!(kept[0].action, Action::Configured);
+    }
 }
