@@ -84,6 +84,180 @@ pub enum ManifestError {
     Rejected { path: PathBuf, reason: String },
     #[error("invalid glob {glob:?}: {message}")]
     Glob { glob: String, message: String },
+    /// A file or a render is bigger than [`Limits`] allow.
+    #[error("{path}: {message}")]
+    TooLarge { path: String, message: String },
+}
+
+/// How much one source may render: the bounds that keep a hostile
+/// repository from exhausting the controller's memory. They apply to all
+/// the files and documents of one render together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// No manifest file may be larger; checked before it is parsed.
+    pub max_file_bytes: usize,
+    /// The rendered objects of one source, as compact JSON, may not be
+    /// larger in total.
+    pub max_rendered_bytes: usize,
+    /// No source may render more objects.
+    pub max_objects: usize,
+    /// The YAML documents that use aliases (`*name`) may expand to at most
+    /// this many nodes in total, per source.
+    pub max_alias_nodes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_file_bytes: 16 * MIB,
+            max_rendered_bytes: 64 * MIB,
+            max_objects: 10_000,
+            max_alias_nodes: 200_000,
+        }
+    }
+}
+
+const MIB: usize = 1024 * 1024;
+
+/// What one render has used of its [`Limits`] so far.
+#[derive(Debug, Clone, Default)]
+pub struct Budget {
+    limits: Limits,
+    rendered_bytes: usize,
+    objects: usize,
+    alias_nodes: usize,
+}
+
+impl Budget {
+    pub fn new(limits: Limits) -> Budget {
+        Budget {
+            limits,
+            ..Budget::default()
+        }
+    }
+
+    /// Refuses a file before parsing if it alone is over the file limit or
+    /// would take the render over its byte limit.
+    fn file(&self, path: &Path, bytes: usize) -> Result<(), ManifestError> {
+        let limit = self.limits.max_file_bytes;
+        if bytes > limit {
+            return Err(too_large(
+                path,
+                format!(
+                    "is {}, more than the limit of {} for one file (not parsed)",
+                    size(bytes),
+                    size(limit)
+                ),
+            ));
+        }
+        self.rendered(path, bytes)
+    }
+
+    fn rendered(&self, path: &Path, more: usize) -> Result<(), ManifestError> {
+        let limit = self.limits.max_rendered_bytes;
+        if self.rendered_bytes.saturating_add(more) > limit {
+            return Err(too_large(
+                path,
+                format!(
+                    "the rendered objects exceed the limit of {} per source",
+                    size(limit)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// How many nodes aliases may still expand to.
+    fn alias_nodes_left(&self) -> usize {
+        self.limits.max_alias_nodes.saturating_sub(self.alias_nodes)
+    }
+
+    fn alias_limit_error(&self, path: &Path, line: usize) -> ManifestError {
+        too_large(
+            &path_line(path, line),
+            format!(
+                "YAML aliases expand to more than {} nodes (the limit for all the files of one source)",
+                self.limits.max_alias_nodes
+            ),
+        )
+    }
+
+    /// Charges one parsed document (or renderer object) to the render.
+    pub(crate) fn document(
+        &mut self,
+        path: &Path,
+        line: usize,
+        value: &Value,
+        aliased: bool,
+    ) -> Result<(), ManifestError> {
+        let (bytes, nodes) = measure(value);
+        if aliased {
+            self.alias_nodes = self.alias_nodes.saturating_add(nodes);
+            if self.alias_nodes > self.limits.max_alias_nodes {
+                return Err(self.alias_limit_error(path, line));
+            }
+        }
+        self.rendered(&path_line(path, line), bytes)?;
+        self.rendered_bytes += bytes;
+        Ok(())
+    }
+
+    /// Charges `count` objects to the render.
+    pub(crate) fn objects(&mut self, path: &Path, count: usize) -> Result<(), ManifestError> {
+        self.objects = self.objects.saturating_add(count);
+        let limit = self.limits.max_objects;
+        if self.objects > limit {
+            return Err(too_large(
+                path,
+                format!("the source renders more than {limit} objects (the limit per source)"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn too_large(path: &Path, message: String) -> ManifestError {
+    ManifestError::TooLarge {
+        path: path.display().to_string(),
+        message,
+    }
+}
+
+fn path_line(path: &Path, line: usize) -> PathBuf {
+    if line == 0 {
+        path.to_path_buf()
+    } else {
+        PathBuf::from(format!("{}:{line}", path.display()))
+    }
+}
+
+/// `64 MiB`, `1 GiB`, `50.0 MiB`, `4096 bytes`.
+pub fn size(bytes: usize) -> String {
+    const GIB: usize = 1024 * MIB;
+    match bytes {
+        b if b >= GIB && b % GIB == 0 => format!("{} GiB", b / GIB),
+        b if b >= MIB && b % MIB == 0 => format!("{} MiB", b / MIB),
+        b if b >= MIB => format!("{:.1} MiB", b as f64 / MIB as f64),
+        b => format!("{b} bytes"),
+    }
+}
+
+/// The size of `value` as compact JSON, and its number of nodes.
+fn measure(value: &Value) -> (usize, usize) {
+    match value {
+        Value::Null => (4, 1),
+        Value::Bool(_) => (5, 1),
+        Value::Number(n) => (n.to_string().len(), 1),
+        Value::String(s) => (s.len() + 2, 1),
+        Value::Array(items) => items.iter().fold((2, 1), |(b, n), item| {
+            let (ib, inodes) = measure(item);
+            (b + ib + 1, n + inodes)
+        }),
+        Value::Object(map) => map.iter().fold((2, 1), |(b, n), (key, item)| {
+            let (ib, inodes) = measure(item);
+            (b + key.len() + 4 + ib, n + 1 + inodes)
+        }),
+    }
 }
 
 /// SHA-256 (hex) of `manifests`' objects in order; where they came from
@@ -101,16 +275,46 @@ pub fn digest(manifests: &[Manifest]) -> String {
 /// files are read as JSON (one or more concatenated values), anything else
 /// as a YAML stream. Empty and comment-only documents are skipped and
 /// `List` kinds (`List`, `ConfigMapList`, ...) are flattened into items.
+/// The file alone is held to the default [`Limits`].
 pub fn parse_file(path: &Path, bytes: &[u8]) -> Result<Vec<(Origin, Value)>, ManifestError> {
+    parse_file_within(path, bytes, &mut Budget::new(Limits::default()))
+}
+
+/// [`parse_file`] as one file of a render that has `budget` left.
+pub fn parse_file_within(
+    path: &Path,
+    bytes: &[u8],
+    budget: &mut Budget,
+) -> Result<Vec<(Origin, Value)>, ManifestError> {
+    budget.file(path, bytes.len())?;
+    parse(path, bytes, budget)
+}
+
+/// A renderer's output, as a YAML stream: not held to the file limit (the
+/// renderer's output limit bounds it) but to the rest of `budget`.
+pub(crate) fn parse_output(
+    name: &Path,
+    bytes: &[u8],
+    budget: &mut Budget,
+) -> Result<Vec<(Origin, Value)>, ManifestError> {
+    budget.rendered(name, bytes.len())?;
+    parse(name, bytes, budget)
+}
+
+fn parse(
+    path: &Path,
+    bytes: &[u8],
+    budget: &mut Budget,
+) -> Result<Vec<(Origin, Value)>, ManifestError> {
     let text = std::str::from_utf8(bytes).map_err(|error| ManifestError::Parse {
         path: path.to_path_buf(),
         line: line_of_offset(bytes, error.valid_up_to()),
         message: "not valid UTF-8".into(),
     })?;
     let documents = if path.extension().is_some_and(|e| e == "json") {
-        json_documents(path, text)?
+        json_documents(path, text, budget)?
     } else {
-        yaml_documents(path, text)?
+        yaml_documents(path, text, budget)?
     };
     let mut objects = Vec::new();
     for (document, (line, value)) in documents.into_iter().enumerate() {
@@ -120,6 +324,8 @@ pub fn parse_file(path: &Path, bytes: &[u8]) -> Result<Vec<(Origin, Value)>, Man
             line,
             item: None,
         };
+        let count = list_items(&value).map_or(1, Vec::len);
+        budget.objects(&path_line(path, line), count)?;
         match list_items(&value) {
             Some(items) => objects.extend(items.iter().enumerate().map(|(i, item)| {
                 let origin = Origin {
@@ -151,32 +357,58 @@ fn list_items(value: &Value) -> Option<&Vec<Value>> {
     (kind == "List" || kind.ends_with("List")).then_some(items)
 }
 
-fn yaml_options() -> serde_saphyr::Options {
+fn yaml_options(alias_nodes_left: usize) -> serde_saphyr::Options {
     serde_saphyr::options! {
         // kubectl (go-yaml v2) reads `0755` as octal and `yes`/`on` as booleans.
         legacy_octal_numbers: true,
         strict_booleans: false,
         with_snippet: false,
+        // The alias budget is the render's, not the document's: what
+        // earlier documents expanded is no longer available.
+        alias_limits: serde_saphyr::alias_limits! {
+            max_total_replayed_events: alias_nodes_left,
+        },
     }
 }
 
 /// Splits a YAML stream on `---` / `...` lines and parses each non-empty
 /// document, returning its first content line and value.
-fn yaml_documents(path: &Path, text: &str) -> Result<Vec<(usize, Value)>, ManifestError> {
+fn yaml_documents(
+    path: &Path,
+    text: &str,
+    budget: &mut Budget,
+) -> Result<Vec<(usize, Value)>, ManifestError> {
     let mut documents = Vec::new();
     for chunk in split_documents(text) {
         let Some(first_content) = chunk.first_content else {
             continue;
         };
-        let value: Value = serde_saphyr::from_str_with_options(&chunk.text, yaml_options())
-            .map_err(|error| ManifestError::Parse {
-                path: path.to_path_buf(),
-                line: error
+        // Only a document with an alias can expand; one without is
+        // bounded by its own size.
+        let aliased = chunk.text.contains('*');
+        let options = yaml_options(if aliased {
+            budget.alias_nodes_left()
+        } else {
+            usize::MAX
+        });
+        let value: Value =
+            serde_saphyr::from_str_with_options(&chunk.text, options).map_err(|error| {
+                let line = error
                     .location()
                     .map(|l| chunk.start + l.line() as usize - 1)
-                    .unwrap_or(first_content),
-                message: first_line(&error.to_string()),
+                    .unwrap_or(first_content);
+                let message = first_line(&error.to_string());
+                if message.contains("alias replay limit") {
+                    budget.alias_limit_error(path, line)
+                } else {
+                    ManifestError::Parse {
+                        path: path.to_path_buf(),
+                        line,
+                        message,
+                    }
+                }
             })?;
+        budget.document(path, first_content, &value, aliased)?;
         if !value.is_null() {
             documents.push((first_content, value));
         }
@@ -225,7 +457,11 @@ fn is_marker(line: &str, marker: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r']))
 }
 
-fn json_documents(path: &Path, text: &str) -> Result<Vec<(usize, Value)>, ManifestError> {
+fn json_documents(
+    path: &Path,
+    text: &str,
+    budget: &mut Budget,
+) -> Result<Vec<(usize, Value)>, ManifestError> {
     let mut documents = Vec::new();
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
     let mut offset = 0;
@@ -235,8 +471,10 @@ fn json_documents(path: &Path, text: &str) -> Result<Vec<(usize, Value)>, Manife
             None => return Ok(documents),
             Some(Ok(value)) => {
                 offset = stream.byte_offset();
+                let line = line_of_offset(text.as_bytes(), start);
+                budget.document(path, line, &value, false)?;
                 if !value.is_null() {
-                    documents.push((line_of_offset(text.as_bytes(), start), value));
+                    documents.push((line, value));
                 }
             }
             Some(Err(error)) => {
