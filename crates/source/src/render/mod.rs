@@ -147,6 +147,9 @@ pub fn render(
     check_relative("path", path)?;
     let mut budget = Budget::new(sandbox.limits.clone());
     let manifests = match renderer {
+        Renderer::Directory(options) if path.is_empty() => {
+            render_files(repository, path, options, &mut budget)?
+        }
         Renderer::Directory(options) => {
             render_files(&repository.subdir(path), path, options, &mut budget)?
         }
