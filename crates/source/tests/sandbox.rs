@@ -329,6 +329,17 @@ fn kustomize_paths_that_leave_the_repository_are_refused() {
         );
         assert_eq!(&error, expected, "{kustomization}");
     }
+    // A kustomization too big to check is not handed to kustomize either.
+    let aliases = "a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n";
+    let error = kustomize_error(
+        &[(k, &format!("resources: [../../../../etc]\n{aliases}"))],
+        &[],
+    );
+    assert!(
+        error.starts_with("kustomize: apps/prod/kustomization.yaml: ")
+            && error.contains("alias replay limit exceeded"),
+        "{error}"
+    );
     // Inside the repository, through links or not, it still runs.
     let fine = kustomize_error(
         &[

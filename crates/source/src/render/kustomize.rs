@@ -42,10 +42,17 @@ pub fn check(repository: &Files, path: &str) -> Result<(), RenderError> {
         let Some((file, text)) = kustomization(repository, &dir) else {
             continue;
         };
-        let Ok(value) = serde_saphyr::from_str::<Value>(&text) else {
-            // kustomize itself reports a broken file, with its own words.
-            continue;
-        };
+        // A file that cannot be checked is not handed to kustomize.
+        let value =
+            serde_saphyr::from_str_with_options::<Value>(&text, options()).map_err(|error| {
+                RenderError::Failed {
+                    renderer: "kustomize".into(),
+                    message: format!(
+                        "{file}: {}",
+                        error.to_string().lines().next().unwrap_or_default()
+                    ),
+                }
+            })?;
         let checker = Checker {
             repository,
             dir: &dir,
@@ -54,6 +61,16 @@ pub fn check(repository: &Files, path: &str) -> Result<(), RenderError> {
         queue.extend(checker.check(&value)?);
     }
     Ok(())
+}
+
+/// A kustomization is small and rarely uses aliases: it may not expand
+/// much in this process.
+fn options() -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        alias_limits: serde_saphyr::alias_limits! {
+            max_total_replayed_events: 10_000,
+        },
+    }
 }
 
 /// The kustomization file in `dir`, by its repository path, and its text.
