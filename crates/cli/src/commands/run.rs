@@ -78,6 +78,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
+    if let Err(error) = tether_source::render::probe_sandbox(&config.sandbox) {
+        // Plain directories still render; Helm, Kustomize and Jsonnet
+        // sources will fail with this same message in their status.
+        eprintln!("tether: warning: {error}");
+    }
     let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
     let trigger = Trigger::default();
     let serve_http = async {

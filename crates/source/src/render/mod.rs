@@ -94,6 +94,21 @@ impl std::fmt::Display for SandboxMode {
     }
 }
 
+/// Whether renderers can run as `sandbox` asks: an error when the sandbox
+/// is required and bubblewrap is missing or does not work here. Rendering
+/// checks this itself; a controller calls it at startup to warn early.
+pub fn probe_sandbox(sandbox: &Sandbox) -> Result<(), RenderError> {
+    match sandbox.mode {
+        SandboxMode::Off => Ok(()),
+        SandboxMode::Required => process::bubblewrap(sandbox).map(|_| ()).map_err(|reason| {
+            RenderError::SandboxUnavailable {
+                renderer: "renderers".into(),
+                reason,
+            }
+        }),
+    }
+}
+
 /// `tether-render` or `tether` next to the current executable or one
 /// directory up; `tether-render` (which will not be found) otherwise.
 fn default_render_program() -> PathBuf {

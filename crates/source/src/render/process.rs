@@ -231,7 +231,7 @@ fn system_mounts() -> Vec<String> {
 }
 
 /// The `bwrap` binary, once it has been seen to work here; or why not.
-fn bubblewrap(sandbox: &Sandbox) -> Result<PathBuf, String> {
+pub fn bubblewrap(sandbox: &Sandbox) -> Result<PathBuf, String> {
     let program = find_program("bwrap", sandbox)
         .ok_or_else(|| "`bwrap` is not installed (looked in PATH)".to_string())?;
     static PROBED: std::sync::Mutex<Vec<(PathBuf, Result<(), String>)>> =
