@@ -4,9 +4,10 @@
 //! With [`SandboxMode::Required`] the binary runs under bubblewrap
 //! (`bwrap`): it sees the materialized source (read-only, at `/src`),
 //! itself (at `/renderer`), the system's programs and libraries (`/usr`,
-//! read-only, without `/usr/local`), an empty `/tmp` and fresh `/proc` and
-//! `/dev`; no `/etc`, `/home`, `/root`, `/var`, `/run` and no network. A
-//! link or path check that misses an escape then finds nothing to read.
+//! read-only, without `/usr/local`), an empty 64 MiB `/tmp` and fresh
+//! `/proc` and `/dev`; no `/etc`, `/home`, `/root`, `/var`, `/run` and no
+//! network. A link or path check that misses an escape then finds nothing
+//! to read.
 
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
@@ -20,6 +21,8 @@ use super::{RenderError, Sandbox, SandboxMode, find_program};
 const SOURCE: &str = "/src";
 /// Where the renderer binary is mounted inside the sandbox.
 const RENDERER: &str = "/renderer";
+/// The size of the sandbox's `/tmp`.
+const TMP_BYTES: usize = 64 * 1024 * 1024;
 
 /// What to run: `program args` in `dir`, a directory under the materialized
 /// source `root`.
@@ -197,6 +200,9 @@ fn bwrap_args(run: &Run<'_>) -> Result<Vec<String>, RenderError> {
         "/proc".into(),
         "--dev".into(),
         "/dev".into(),
+        // HOME: helm keeps its caches here. Bounded, as it is memory.
+        "--size".into(),
+        TMP_BYTES.to_string(),
         "--tmpfs".into(),
         "/tmp".into(),
         "--chdir".into(),
