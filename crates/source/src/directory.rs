@@ -7,9 +7,8 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use tether_core::ObjectRef;
 
 use crate::files::{Entry, Files};
-use crate::manifest::{
-    Budget, Limits, Manifest, ManifestError, Origin, identify, parse_file_within,
-};
+use crate::limits::{Budget, Limits};
+use crate::manifest::{Manifest, ManifestError, Origin, identify, parse_file_within};
 
 const MANIFEST_EXTENSIONS: &[&str] = &["yaml", "yml", "json"];
 

@@ -25,7 +25,8 @@ use serde_json::Value as Json;
 
 use super::{RenderError, Sandbox, materialize, process};
 use crate::files::{Entry, Files};
-use crate::manifest::{Budget, Manifest, Origin, identify};
+use crate::limits::Budget;
+use crate::manifest::{Manifest, Origin, identify};
 use crate::spec::JsonnetOptions;
 
 /// The first argument that makes `tether` (or `tether-render`) act as the

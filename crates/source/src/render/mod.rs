@@ -21,8 +21,9 @@ pub use jsonnet::{JSONNET_CHILD, jsonnet_child};
 
 use crate::directory::{check_duplicates, render_files};
 use crate::files::Files;
-pub use crate::manifest::Limits;
-use crate::manifest::{Budget, Manifest, ManifestError, identify, parse_output, size};
+pub use crate::limits::Limits;
+use crate::limits::{Budget, size};
+use crate::manifest::{Manifest, ManifestError, identify, parse_output};
 use crate::spec::{HelmOptions, Renderer};
 
 /// How renderers run: their bounds, and where to find them.
