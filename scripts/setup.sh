@@ -19,6 +19,8 @@ need_debian ssh-keygen openssh-client
 need_debian sshd openssh-server
 need_debian python3 python3
 need_debian curl curl
+# Renderers (helm, kustomize, the Jsonnet child) run inside bubblewrap.
+need_debian bwrap bubblewrap
 
 if [ "${#missing_debian[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then

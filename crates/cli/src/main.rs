@@ -11,6 +11,14 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // The Jsonnet child the renderers spawn: not a user command, so it is
+    // answered before (and outside) argument parsing.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some((first, rest)) = args.split_first()
+        && first == tether_source::render::JSONNET_CHILD
+    {
+        return tether_source::render::jsonnet_child(rest);
+    }
     let cli = commands::Cli::parse();
     init_logging(cli.verbose);
     let runtime = match tokio::runtime::Runtime::new() {

@@ -38,6 +38,8 @@ pub struct Config {
     /// When self-heal stops fighting another writer (default: more than 3
     /// reverts of one field in 5 minutes backs off for 1 minute, doubling).
     pub flap_policy: FlapPolicy,
+    /// How sources are rendered: renderer sandbox, limits, programs.
+    pub sandbox: tether_source::Sandbox,
 }
 
 impl Default for Config {
@@ -50,6 +52,7 @@ impl Default for Config {
             identity: format!("tether-{}", std::process::id()),
             watch_namespace: None,
             flap_policy: FlapPolicy::default(),
+            sandbox: tether_source::Sandbox::default(),
         }
     }
 }
@@ -129,7 +132,10 @@ impl Context {
         let reporter = reporter(&config);
         Context {
             resources: Resources::new(client.clone()),
-            repositories: Arc::new(Repositories::new(config.cache_dir.join("repositories"))),
+            repositories: Arc::new(
+                Repositories::new(config.cache_dir.join("repositories"))
+                    .with_sandbox(config.sandbox.clone()),
+            ),
             recorder: Recorder::new(client.clone(), reporter),
             status_writes: StatusWrites::new(client.clone()),
             client,

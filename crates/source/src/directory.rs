@@ -7,7 +7,8 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use tether_core::ObjectRef;
 
 use crate::files::{Entry, Files};
-use crate::manifest::{Manifest, ManifestError, Origin, identify, parse_file};
+use crate::limits::{Budget, Limits};
+use crate::manifest::{Manifest, ManifestError, Origin, identify, parse_file_within};
 
 const MANIFEST_EXTENSIONS: &[&str] = &["yaml", "yml", "json"];
 
@@ -26,18 +27,24 @@ pub struct DirectoryOptions {
 
 /// Reads every `.yaml`, `.yml` and `.json` file under `root`, recursively,
 /// in sorted path order, and returns the objects they declare. Origins are
-/// relative to `root`.
+/// relative to `root`. The directory is held to the default [`Limits`].
 pub fn render_directory(root: &Path) -> Result<Vec<Manifest>, ManifestError> {
-    render_files(&Files::read_dir(root)?, "", &DirectoryOptions::default())
+    render_files(
+        &Files::read_dir(root)?,
+        "",
+        &DirectoryOptions::default(),
+        &mut Budget::new(Limits::default()),
+    )
 }
 
 /// Renders the manifest files of `files` in sorted path order. `prefix` (the
 /// directory's path in the repository) is prepended to each origin's file.
-/// Any error means nothing is rendered.
+/// Any error means nothing is rendered; all the files share `budget`.
 pub fn render_files(
     files: &Files,
     prefix: &str,
     options: &DirectoryOptions,
+    budget: &mut Budget,
 ) -> Result<Vec<Manifest>, ManifestError> {
     let include = glob_set(&options.include)?;
     let exclude = glob_set(&options.exclude)?;
@@ -55,7 +62,7 @@ pub fn render_files(
         }
         let path = repository_path(prefix, relative);
         match entry {
-            Entry::File(bytes) => objects.extend(parse_file(&path, bytes)?),
+            Entry::File(bytes) => objects.extend(parse_file_within(&path, bytes, budget)?),
             Entry::Symlink(target) => {
                 return Err(ManifestError::Rejected {
                     path,

@@ -5,8 +5,8 @@
 //! when it needs real files. Paths are relative, `/`-separated and sorted,
 //! which makes every renderer's input order deterministic.
 
-use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
 
 use crate::manifest::ManifestError;
 
@@ -52,26 +52,80 @@ impl Files {
         Files { entries }
     }
 
-    /// Checks that no symlink points outside the snapshot: absolute targets
-    /// and `..` past the root are rejected.
+    /// Checks that every symlink, followed to the end the way the kernel
+    /// would follow it (through any other links of the snapshot on the way),
+    /// stays inside the snapshot.
     pub fn check_links(&self) -> Result<(), ManifestError> {
         for (path, entry) in &self.entries {
             if let Entry::Symlink(target) = entry
-                && !link_stays_inside(path, target)
+                && let Err(escape) = self.resolve(path)
             {
                 return Err(ManifestError::Rejected {
                     path: PathBuf::from(path),
-                    reason: format!("symlink to {target:?} escapes the repository"),
+                    reason: format!("symlink to {target:?} leaves the repository ({escape})"),
                 });
             }
         }
         Ok(())
     }
 
-    /// Writes the snapshot under `dir` (which must exist and be empty),
+    /// Where `path` (relative, `/`-separated) ends up once every symlink on
+    /// the way is followed, as a canonical path would, but inside the
+    /// snapshot: `""` is its root. An error says why the path leaves the
+    /// root (an absolute link, `..` past the root, or a loop of links).
+    pub fn resolve(&self, path: &str) -> Result<String, String> {
+        let mut resolved: Vec<String> = Vec::new();
+        let mut remaining: VecDeque<String> = components(path)?;
+        let mut hops = 0;
+        while let Some(part) = remaining.pop_front() {
+            match part.as_str() {
+                "." => {}
+                ".." => {
+                    if resolved.pop().is_none() {
+                        return Err(format!("{} goes above the root", shown(&resolved, "..")));
+                    }
+                }
+                _ => {
+                    resolved.push(part);
+                    let here = resolved.join("/");
+                    if let Some(Entry::Symlink(target)) = self.entries.get(&here) {
+                        hops += 1;
+                        if hops > MAX_LINK_HOPS {
+                            return Err(format!("more than {MAX_LINK_HOPS} links deep at {here}"));
+                        }
+                        let mut next = components(target)
+                            .map_err(|reason| format!("{here} -> {target:?}: {reason}"))?;
+                        resolved.pop();
+                        next.extend(remaining);
+                        remaining = next;
+                    }
+                }
+            }
+        }
+        Ok(resolved.join("/"))
+    }
+
+    /// Whether `path` is a directory of the snapshot (has entries under it).
+    pub fn is_dir(&self, path: &str) -> bool {
+        let path = path.trim_matches('/');
+        if path.is_empty() {
+            return true;
+        }
+        let prefix = format!("{path}/");
+        self.entries
+            .range(prefix.clone()..)
+            .next()
+            .is_some_and(|(key, _)| key.starts_with(&prefix))
+    }
+
+    /// Writes the snapshot under `dir` (which must be empty or missing),
     /// after checking that no link escapes it.
     pub fn materialize(&self, dir: &Path) -> Result<(), ManifestError> {
         self.check_links()?;
+        std::fs::create_dir_all(dir).map_err(|source| ManifestError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
         for (path, entry) in &self.entries {
             let target = dir.join(path);
             let io = |source| ManifestError::Io {
@@ -90,20 +144,26 @@ impl Files {
     }
 }
 
-fn link_stays_inside(path: &str, target: &str) -> bool {
-    let mut depth: i64 = path.matches('/').count() as i64;
-    for component in Path::new(target).components() {
-        match component {
-            Component::Normal(_) => depth += 1,
-            Component::CurDir => {}
-            Component::ParentDir => depth -= 1,
-            Component::RootDir | Component::Prefix(_) => return false,
-        }
-        if depth < 0 {
-            return false;
-        }
+/// Linux gives up after 40 links in one lookup (`MAXSYMLINKS`).
+const MAX_LINK_HOPS: usize = 40;
+
+fn components(path: &str) -> Result<VecDeque<String>, String> {
+    if path.starts_with('/') {
+        return Err("is absolute".into());
     }
-    true
+    Ok(path
+        .split('/')
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+fn shown(resolved: &[String], next: &str) -> String {
+    if resolved.is_empty() {
+        next.to_string()
+    } else {
+        format!("{}/{next}", resolved.join("/"))
+    }
 }
 
 fn read_into(root: &Path, dir: &Path, files: &mut Files) -> Result<(), ManifestError> {
@@ -145,12 +205,46 @@ fn relative_key(root: &Path, path: &Path) -> String {
 mod tests {
     use super::*;
 
+    fn snapshot(links: &[(&str, &str)]) -> Files {
+        let mut files = Files::default();
+        files
+            .entries
+            .insert("a/c.yaml".into(), Entry::File(b"x".to_vec()));
+        for (path, target) in links {
+            files
+                .entries
+                .insert(path.to_string(), Entry::Symlink(target.to_string()));
+        }
+        files
+    }
+
     #[test]
     fn links_inside_the_tree_are_allowed_and_escaping_links_are_not() {
-        assert!(link_stays_inside("a/b.yaml", "../c.yaml"));
-        assert!(link_stays_inside("a/b.yaml", "./c/../d.yaml"));
-        assert!(!link_stays_inside("a/b.yaml", "../../etc/passwd"));
-        assert!(!link_stays_inside("b.yaml", "/etc/passwd"));
+        let inside = snapshot(&[("a/b.yaml", "../a/./c.yaml"), ("d/up", "../")]);
+        assert_eq!(inside.resolve("a/b.yaml").unwrap(), "a/c.yaml");
+        assert_eq!(inside.resolve("d/up/a/b.yaml").unwrap(), "a/c.yaml");
+        assert!(inside.check_links().is_ok());
+        for target in ["../../etc/passwd", "/etc/passwd"] {
+            let escaping = snapshot(&[("a/b.yaml", target)]);
+            assert!(escaping.check_links().is_err(), "{target}");
+        }
+    }
+
+    #[test]
+    fn a_chain_of_links_is_followed_to_its_end() {
+        // The text of `kc` stays inside; followed through `l/m/up` it does not.
+        let chain = snapshot(&[
+            ("l/m/up", "../../"),
+            ("chart/kc", "../l/m/up/../../../x/kubeconfig"),
+        ]);
+        let error = chain.check_links().unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "chart/kc: symlink to \"../l/m/up/../../../x/kubeconfig\" leaves the repository (.. goes above the root)"
+        );
+        let looping = snapshot(&[("a/x", "y"), ("a/y", "x")]);
+        let error = looping.check_links().unwrap_err().to_string();
+        assert!(error.contains("more than 40 links deep"), "{error}");
     }
 
     #[test]

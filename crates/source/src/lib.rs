@@ -11,6 +11,7 @@ pub mod credentials;
 pub mod directory;
 pub mod files;
 pub mod git;
+pub mod limits;
 pub mod manifest;
 pub mod render;
 pub mod repositories;

@@ -12,6 +12,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tether_core::ObjectRef;
 
+use crate::limits::{Budget, Limits, path_line};
+
 /// Where a desired object was declared.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Origin {
@@ -84,6 +86,9 @@ pub enum ManifestError {
     Rejected { path: PathBuf, reason: String },
     #[error("invalid glob {glob:?}: {message}")]
     Glob { glob: String, message: String },
+    /// A file or a render is bigger than [`Limits`] allow.
+    #[error("{path}: {message}")]
+    TooLarge { path: String, message: String },
 }
 
 /// SHA-256 (hex) of `manifests`' objects in order; where they came from
@@ -101,16 +106,46 @@ pub fn digest(manifests: &[Manifest]) -> String {
 /// files are read as JSON (one or more concatenated values), anything else
 /// as a YAML stream. Empty and comment-only documents are skipped and
 /// `List` kinds (`List`, `ConfigMapList`, ...) are flattened into items.
+/// The file alone is held to the default [`Limits`].
 pub fn parse_file(path: &Path, bytes: &[u8]) -> Result<Vec<(Origin, Value)>, ManifestError> {
+    parse_file_within(path, bytes, &mut Budget::new(Limits::default()))
+}
+
+/// [`parse_file`] as one file of a render that has `budget` left.
+pub fn parse_file_within(
+    path: &Path,
+    bytes: &[u8],
+    budget: &mut Budget,
+) -> Result<Vec<(Origin, Value)>, ManifestError> {
+    budget.file(path, bytes.len())?;
+    parse(path, bytes, budget)
+}
+
+/// A renderer's output, as a YAML stream: not held to the file limit (the
+/// renderer's output limit bounds it) but to the rest of `budget`.
+pub(crate) fn parse_output(
+    name: &Path,
+    bytes: &[u8],
+    budget: &mut Budget,
+) -> Result<Vec<(Origin, Value)>, ManifestError> {
+    budget.rendered(name, bytes.len())?;
+    parse(name, bytes, budget)
+}
+
+fn parse(
+    path: &Path,
+    bytes: &[u8],
+    budget: &mut Budget,
+) -> Result<Vec<(Origin, Value)>, ManifestError> {
     let text = std::str::from_utf8(bytes).map_err(|error| ManifestError::Parse {
         path: path.to_path_buf(),
         line: line_of_offset(bytes, error.valid_up_to()),
         message: "not valid UTF-8".into(),
     })?;
     let documents = if path.extension().is_some_and(|e| e == "json") {
-        json_documents(path, text)?
+        json_documents(path, text, budget)?
     } else {
-        yaml_documents(path, text)?
+        yaml_documents(path, text, budget)?
     };
     let mut objects = Vec::new();
     for (document, (line, value)) in documents.into_iter().enumerate() {
@@ -120,6 +155,8 @@ pub fn parse_file(path: &Path, bytes: &[u8]) -> Result<Vec<(Origin, Value)>, Man
             line,
             item: None,
         };
+        let count = list_items(&value).map_or(1, Vec::len);
+        budget.objects(&path_line(path, line), count)?;
         match list_items(&value) {
             Some(items) => objects.extend(items.iter().enumerate().map(|(i, item)| {
                 let origin = Origin {
@@ -151,32 +188,58 @@ fn list_items(value: &Value) -> Option<&Vec<Value>> {
     (kind == "List" || kind.ends_with("List")).then_some(items)
 }
 
-fn yaml_options() -> serde_saphyr::Options {
+fn yaml_options(alias_nodes_left: usize) -> serde_saphyr::Options {
     serde_saphyr::options! {
         // kubectl (go-yaml v2) reads `0755` as octal and `yes`/`on` as booleans.
         legacy_octal_numbers: true,
         strict_booleans: false,
         with_snippet: false,
+        // The alias budget is the render's, not the document's: what
+        // earlier documents expanded is no longer available.
+        alias_limits: serde_saphyr::alias_limits! {
+            max_total_replayed_events: alias_nodes_left,
+        },
     }
 }
 
 /// Splits a YAML stream on `---` / `...` lines and parses each non-empty
 /// document, returning its first content line and value.
-fn yaml_documents(path: &Path, text: &str) -> Result<Vec<(usize, Value)>, ManifestError> {
+fn yaml_documents(
+    path: &Path,
+    text: &str,
+    budget: &mut Budget,
+) -> Result<Vec<(usize, Value)>, ManifestError> {
     let mut documents = Vec::new();
     for chunk in split_documents(text) {
         let Some(first_content) = chunk.first_content else {
             continue;
         };
-        let value: Value = serde_saphyr::from_str_with_options(&chunk.text, yaml_options())
-            .map_err(|error| ManifestError::Parse {
-                path: path.to_path_buf(),
-                line: error
+        // Only a document with an alias can expand; one without is
+        // bounded by its own size.
+        let aliased = chunk.text.contains('*');
+        let options = yaml_options(if aliased {
+            budget.alias_nodes_left()
+        } else {
+            usize::MAX
+        });
+        let value: Value =
+            serde_saphyr::from_str_with_options(&chunk.text, options).map_err(|error| {
+                let line = error
                     .location()
                     .map(|l| chunk.start + l.line() as usize - 1)
-                    .unwrap_or(first_content),
-                message: first_line(&error.to_string()),
+                    .unwrap_or(first_content);
+                let message = first_line(&error.to_string());
+                if message.contains("alias replay limit") {
+                    budget.alias_limit_error(path, line)
+                } else {
+                    ManifestError::Parse {
+                        path: path.to_path_buf(),
+                        line,
+                        message,
+                    }
+                }
             })?;
+        budget.document(path, first_content, &value, aliased)?;
         if !value.is_null() {
             documents.push((first_content, value));
         }
@@ -225,7 +288,11 @@ fn is_marker(line: &str, marker: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r']))
 }
 
-fn json_documents(path: &Path, text: &str) -> Result<Vec<(usize, Value)>, ManifestError> {
+fn json_documents(
+    path: &Path,
+    text: &str,
+    budget: &mut Budget,
+) -> Result<Vec<(usize, Value)>, ManifestError> {
     let mut documents = Vec::new();
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
     let mut offset = 0;
@@ -235,8 +302,10 @@ fn json_documents(path: &Path, text: &str) -> Result<Vec<(usize, Value)>, Manife
             None => return Ok(documents),
             Some(Ok(value)) => {
                 offset = stream.byte_offset();
+                let line = line_of_offset(text.as_bytes(), start);
+                budget.document(path, line, &value, false)?;
                 if !value.is_null() {
-                    documents.push((line_of_offset(text.as_bytes(), start), value));
+                    documents.push((line, value));
                 }
             }
             Some(Err(error)) => {

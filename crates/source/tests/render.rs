@@ -142,7 +142,7 @@ fn symlinks_that_escape_the_repository_are_rejected() {
     .unwrap_err()
     .to_string();
     assert!(
-        error.contains("app/cm.yaml: symlink to \"../../../etc/passwd\" escapes the repository"),
+        error.contains("app/cm.yaml: symlink to \"../../../etc/passwd\" leaves the repository"),
         "{error}"
     );
     let error = plain(dir.path()).unwrap_err().to_string();

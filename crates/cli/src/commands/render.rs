@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use tether_source::render::SandboxMode;
 use tether_source::spec::{HelmOptions, JsonnetOptions, KustomizeOptions};
 use tether_source::{
     Credentials, DirectoryOptions, Rendered, Renderer, Repositories, Sandbox, Source, Verification,
@@ -81,13 +82,17 @@ pub struct RenderOptions {
     /// Renderer time limit in seconds.
     #[arg(long, default_value_t = 60)]
     pub timeout: u64,
+    /// Run renderers (helm, kustomize, Jsonnet) in a bubblewrap sandbox:
+    /// required | off.
+    #[arg(long, default_value = "required")]
+    pub render_sandbox: SandboxMode,
 }
 
 pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     let renderer = renderer(&args.options)?;
     let sandbox = Sandbox {
         timeout: std::time::Duration::from_secs(args.options.timeout),
-        ..Sandbox::default()
+        ..sandbox(args.options.render_sandbox)
     };
     let rendered = match &args.repo {
         None => {
@@ -99,6 +104,17 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     };
     print(&rendered)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The renderer sandbox of this binary: `mode`, and Jsonnet evaluated by
+/// this very executable (`tether __render-jsonnet`).
+pub fn sandbox(mode: SandboxMode) -> Sandbox {
+    let defaults = Sandbox::default();
+    Sandbox {
+        mode,
+        render_program: std::env::current_exe().unwrap_or(defaults.render_program.clone()),
+        ..defaults
+    }
 }
 
 fn fetch(

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use tether_controller::{Config, Probe, Trigger, http};
+use tether_source::render::SandboxMode;
 
 /// Run the controller against the current kubeconfig: reconcile every
 /// Application continuously (Git changes, Application changes and changes
@@ -50,6 +51,10 @@ pub struct RunArgs {
     /// GitLab token); without it no webhook is accepted.
     #[arg(long, env = "TETHER_WEBHOOK_SECRET_FILE")]
     pub webhook_secret_file: Option<PathBuf>,
+    /// Run renderers (helm, kustomize, Jsonnet) in a bubblewrap sandbox:
+    /// required (refuse to render without bwrap) | off.
+    #[arg(long, env = "TETHER_RENDER_SANDBOX", default_value = "required")]
+    pub render_sandbox: SandboxMode,
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -62,6 +67,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         identity: args.identity.unwrap_or(defaults.identity),
         watch_namespace: args.watch_namespace,
         flap_policy: defaults.flap_policy,
+        sandbox: super::render::sandbox(args.render_sandbox),
     };
     let secret = match &args.webhook_secret_file {
         Some(path) => Some(
@@ -73,6 +79,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         ),
         None => None,
     };
+    if let Err(error) = tether_source::render::probe_sandbox(&config.sandbox) {
+        // Plain directories still render; Helm, Kustomize and Jsonnet
+        // sources will fail with this same message in their status.
+        eprintln!("tether: warning: {error}");
+    }
     let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
     let trigger = Trigger::default();
     let probe = Probe::default();

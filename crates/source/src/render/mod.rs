@@ -1,29 +1,52 @@
 //! Renderers: turning the files at an application's path into objects.
 //!
-//! Plain directories and Jsonnet are rendered in-process from the object
-//! store's snapshot; Kustomize and Helm run their binaries in a private
-//! temporary copy of the repository (see [`process`]), and their output is
-//! parsed like any YAML stream. Every renderer's output is checked the same
-//! way: identities, duplicates, and all-or-nothing.
+//! Plain directories are rendered in-process from the object store's
+//! snapshot. Kustomize, Helm and Jsonnet run as child processes in a private
+//! temporary copy of the repository whose symlinks have all been followed
+//! and found to stay inside it; by default the child sees nothing else (see
+//! [`process`]). Jsonnet runs Tether's own evaluator in a child process
+//! (`tether __render-jsonnet`, see [`jsonnet`]) so that a hostile program
+//! meets a memory limit rather than the controller's heap. Every renderer's
+//! output is checked the same way: identities, duplicates, the [`Limits`]
+//! of one render, and all-or-nothing.
 
 mod jsonnet;
+mod kustomize;
 mod process;
 
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
+pub use jsonnet::{JSONNET_CHILD, jsonnet_child};
+
 use crate::directory::{check_duplicates, render_files};
 use crate::files::Files;
-use crate::manifest::{Manifest, ManifestError, identify, parse_file};
+pub use crate::limits::Limits;
+use crate::limits::{Budget, size};
+use crate::manifest::{Manifest, ManifestError, identify, parse_output};
 use crate::spec::{HelmOptions, Renderer};
 
-/// How renderer binaries run: their bounds, and where to find them.
+/// How renderers run: their bounds, and where to find them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sandbox {
     pub timeout: Duration,
+    /// The most a renderer process may write to its standard output.
     pub max_output_bytes: usize,
-    /// Directories searched for `kustomize`, `kubectl` and `helm` before `PATH`.
+    /// Directories searched for `kustomize`, `kubectl`, `helm` and `bwrap`
+    /// before `PATH`.
     pub tool_dirs: Vec<PathBuf>,
+    /// Whether renderer processes run in a bubblewrap filesystem sandbox.
+    pub mode: SandboxMode,
+    /// The executable that evaluates Jsonnet as `PROGRAM __render-jsonnet`:
+    /// the `tether` binary itself, or the source crate's `tether-render`.
+    /// The default looks for either next to the current executable or in
+    /// its parent directory (where Cargo puts binaries, one level above
+    /// test executables).
+    pub render_program: PathBuf,
+    /// The address-space limit of the Jsonnet child process.
+    pub max_memory_bytes: usize,
+    /// Sizes and counts that one render may not exceed.
+    pub limits: Limits,
 }
 
 impl Default for Sandbox {
@@ -32,8 +55,69 @@ impl Default for Sandbox {
             timeout: Duration::from_secs(60),
             max_output_bytes: 64 * 1024 * 1024,
             tool_dirs: Vec::new(),
+            mode: SandboxMode::default(),
+            render_program: default_render_program(),
+            max_memory_bytes: 1024 * 1024 * 1024,
+            limits: Limits::default(),
         }
     }
+}
+
+/// Whether renderer processes are confined with bubblewrap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SandboxMode {
+    /// Confine them, and refuse to render where `bwrap` does not work.
+    #[default]
+    Required,
+    /// Run them directly (no network still): an explicit opt-out, e.g. on
+    /// a laptop without bubblewrap.
+    Off,
+}
+
+impl std::str::FromStr for SandboxMode {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "required" => Ok(SandboxMode::Required),
+            "off" => Ok(SandboxMode::Off),
+            _ => Err(format!("unknown render sandbox {text:?} (required, off)")),
+        }
+    }
+}
+
+impl std::fmt::Display for SandboxMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SandboxMode::Required => "required",
+            SandboxMode::Off => "off",
+        })
+    }
+}
+
+/// Whether renderers can run as `sandbox` asks: an error when the sandbox
+/// is required and bubblewrap is missing or does not work here. Rendering
+/// checks this itself; a controller calls it at startup to warn early.
+pub fn probe_sandbox(sandbox: &Sandbox) -> Result<(), RenderError> {
+    match sandbox.mode {
+        SandboxMode::Off => Ok(()),
+        SandboxMode::Required => process::bubblewrap(sandbox).map(|_| ()).map_err(|reason| {
+            RenderError::SandboxUnavailable {
+                renderer: "renderers".into(),
+                reason,
+            }
+        }),
+    }
+}
+
+/// `tether-render` or `tether` next to the current executable or one
+/// directory up; `tether-render` (which will not be found) otherwise.
+fn default_render_program() -> PathBuf {
+    let exe = std::env::current_exe().ok();
+    let dirs = exe.iter().flat_map(|exe| exe.ancestors().skip(1).take(2));
+    dirs.flat_map(|dir| ["tether-render", "tether"].map(|name| dir.join(name)))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| PathBuf::from("tether-render"))
 }
 
 /// Why rendering failed. None is retryable except [`RenderError::TimedOut`]
@@ -48,8 +132,15 @@ pub enum RenderError {
     TimedOut { renderer: String, after: Duration },
     #[error("{renderer}: output exceeds {limit} bytes")]
     OutputTooLarge { renderer: String, limit: usize },
+    #[error("{renderer}: exceeded the memory limit of {}", size(*limit))]
+    MemoryLimit { renderer: String, limit: usize },
     #[error("{renderer}: none of {tried} is installed (looked in PATH)")]
     NotInstalled { renderer: String, tried: String },
+    #[error(
+        "{renderer}: the render sandbox needs bubblewrap: {reason}; install it \
+         (Debian: apt-get install bubblewrap) or turn the sandbox off with `--render-sandbox off`"
+    )]
+    SandboxUnavailable { renderer: String, reason: String },
     #[error("{path}: {reason}")]
     PathEscape { path: String, reason: String },
 }
@@ -70,10 +161,19 @@ pub fn render(
 ) -> Result<Vec<Manifest>, RenderError> {
     let path = path.trim_matches('/');
     check_relative("path", path)?;
+    let mut budget = Budget::new(sandbox.limits.clone());
     let manifests = match renderer {
-        Renderer::Directory(options) => render_files(&repository.subdir(path), path, options)?,
-        Renderer::Jsonnet(options) => jsonnet::render(repository, path, options)?,
+        Renderer::Directory(options) if path.is_empty() => {
+            render_files(repository, path, options, &mut budget)?
+        }
+        Renderer::Directory(options) => {
+            render_files(&repository.subdir(path), path, options, &mut budget)?
+        }
+        Renderer::Jsonnet(options) => {
+            jsonnet::render(repository, path, options, sandbox, &mut budget)?
+        }
         Renderer::Kustomize(_) => {
+            kustomize::check(repository, path)?;
             let (program, mut args) = if let Some(kustomize) = find_program("kustomize", sandbox) {
                 (kustomize, vec!["build".to_string()])
             } else if let Some(kubectl) = find_program("kubectl", sandbox) {
@@ -85,15 +185,13 @@ pub fn render(
                 });
             };
             args.push(".".into());
-            run_binary(
-                "kustomize",
-                repository,
-                path,
-                &program,
-                &args,
-                None,
-                sandbox,
-            )?
+            let binary = Binary {
+                renderer: "kustomize",
+                program: &program,
+                args: &args,
+                inline_values: None,
+            };
+            run_binary(&binary, repository, path, sandbox, &mut budget)?
         }
         Renderer::Helm(options) => {
             let program =
@@ -101,16 +199,25 @@ pub fn render(
                     renderer: "helm".into(),
                     tried: "`helm`".into(),
                 })?;
-            let args = helm_args(options, path)?;
-            let values = (!options.values.is_empty()).then_some(options.values.as_str());
-            run_binary("helm", repository, path, &program, &args, values, sandbox)?
+            let args = helm_args(options, repository, path)?;
+            let binary = Binary {
+                renderer: "helm",
+                program: &program,
+                args: &args,
+                inline_values: (!options.values.is_empty()).then_some(options.values.as_str()),
+            };
+            run_binary(&binary, repository, path, sandbox, &mut budget)?
         }
     };
     check_duplicates(&manifests)?;
     Ok(manifests)
 }
 
-fn helm_args(options: &HelmOptions, path: &str) -> Result<Vec<String>, RenderError> {
+fn helm_args(
+    options: &HelmOptions,
+    repository: &Files,
+    path: &str,
+) -> Result<Vec<String>, RenderError> {
     let release = if options.release_name.is_empty() {
         path.rsplit('/')
             .next()
@@ -126,6 +233,13 @@ fn helm_args(options: &HelmOptions, path: &str) -> Result<Vec<String>, RenderErr
     for file in &options.value_files {
         let in_repo = Path::new(path).join(file);
         check_relative("valueFiles", &in_repo.to_string_lossy())?;
+        // Followed through the repository's links, as helm will open it.
+        repository
+            .resolve(&in_repo.to_string_lossy())
+            .map_err(|reason| RenderError::PathEscape {
+                path: file.clone(),
+                reason: format!("valueFiles leaves the repository ({reason})"),
+            })?;
         args.extend(["--values".into(), file.clone()]);
     }
     if !options.values.is_empty() {
@@ -138,21 +252,23 @@ fn helm_args(options: &HelmOptions, path: &str) -> Result<Vec<String>, RenderErr
 /// next to the chart.
 const INLINE_VALUES: &str = "/dev/stdin";
 
+/// A renderer binary and how to call it.
+struct Binary<'a> {
+    renderer: &'a str,
+    program: &'a Path,
+    args: &'a [String],
+    inline_values: Option<&'a str>,
+}
+
 fn run_binary(
-    renderer: &str,
+    binary: &Binary<'_>,
     repository: &Files,
     path: &str,
-    program: &Path,
-    args: &[String],
-    inline_values: Option<&str>,
     sandbox: &Sandbox,
+    budget: &mut Budget,
 ) -> Result<Vec<Manifest>, RenderError> {
-    let temp = tempfile::tempdir().map_err(|e| RenderError::Failed {
-        renderer: renderer.into(),
-        message: format!("cannot create a temporary directory: {e}"),
-    })?;
-    let root = temp.path().join("repo");
-    repository.materialize(&root)?;
+    let renderer = binary.renderer;
+    let (_temp, root) = materialize(renderer, repository)?;
     let dir = root.join(path);
     if !dir.is_dir() {
         return Err(RenderError::PathEscape {
@@ -160,10 +276,34 @@ fn run_binary(
             reason: "is not a directory of the repository".into(),
         });
     }
-    let program = program.to_string_lossy();
-    let output = process::run(renderer, &dir, &program, args, inline_values, sandbox)?;
+    let run = process::Run {
+        renderer,
+        root: &root,
+        dir: &dir,
+        program: binary.program,
+        args: binary.args,
+        input: binary.inline_values,
+        memory_limited: false,
+    };
+    let output = process::run(&run, sandbox)?;
     let name = PathBuf::from(format!("{path} ({renderer} output)"));
-    Ok(identify(parse_file(&name, &output)?)?)
+    Ok(identify(parse_output(&name, &output, budget)?)?)
+}
+
+/// Writes `repository` into a new private temporary directory, refusing
+/// any symlink that leads out of it; returns the directory's guard and the
+/// copy's root.
+fn materialize(
+    renderer: &str,
+    repository: &Files,
+) -> Result<(tempfile::TempDir, PathBuf), RenderError> {
+    let temp = tempfile::tempdir().map_err(|e| RenderError::Failed {
+        renderer: renderer.into(),
+        message: format!("cannot create a temporary directory: {e}"),
+    })?;
+    let root = temp.path().join("repo");
+    repository.materialize(&root)?;
+    Ok((temp, root))
 }
 
 /// Rejects absolute paths and `..` that leave the repository.
@@ -210,7 +350,9 @@ mod tests {
             value_files: vec!["../../../etc/passwd".into()],
             ..Default::default()
         };
-        let error = helm_args(&options, "charts/web").unwrap_err().to_string();
+        let error = helm_args(&options, &Files::default(), "charts/web")
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("valueFiles escapes the repository"),
             "{error}"
