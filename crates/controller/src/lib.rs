@@ -24,6 +24,7 @@ pub mod operation;
 pub mod preview;
 pub mod prune;
 pub mod reconcile;
+pub mod replay;
 pub mod request;
 pub mod run;
 pub mod single_writer;
