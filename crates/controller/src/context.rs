@@ -14,6 +14,7 @@ use tether_source::Repositories;
 
 use crate::api::BreakGlass;
 use crate::break_glass::audit::AuditLog;
+use crate::break_glass::key::AuditKey;
 use crate::health::HealthRules;
 use crate::live::{AppKey, LiveCache};
 use crate::memo::AppMemo;
@@ -38,6 +39,9 @@ pub struct Config {
     /// When self-heal stops fighting another writer (default: more than 3
     /// reverts of one field in 5 minutes backs off for 1 minute, doubling).
     pub flap_policy: FlapPolicy,
+    /// The longest a break-glass window may be granted at once (its
+    /// opening, or each extension); a window beyond it is Invalid.
+    pub max_window_ttl: Duration,
 }
 
 impl Default for Config {
@@ -50,6 +54,7 @@ impl Default for Config {
             identity: format!("tether-{}", std::process::id()),
             watch_namespace: None,
             flap_policy: FlapPolicy::default(),
+            max_window_ttl: tether_core::window::DEFAULT_MAX_TTL,
         }
     }
 }
@@ -111,6 +116,8 @@ pub struct Context {
     pub windows: Store<BreakGlass>,
     pub windows_ready: Ready,
     pub audit: AuditLog,
+    /// The controller's audit key: seals the audit log, masks Secret values.
+    pub audit_key: AuditKey,
     /// The watched repository-credential Secrets (see [`crate::credentials`]).
     pub secrets: Store<k8s_openapi::api::core::v1::Secret>,
     pub secrets_ready: Ready,
@@ -124,6 +131,7 @@ impl Context {
         live: LiveCache,
         (windows, windows_ready): (Store<BreakGlass>, Ready),
         (secrets, secrets_ready): (Store<k8s_openapi::api::core::v1::Secret>, Ready),
+        audit_key: AuditKey,
         config: Config,
     ) -> Self {
         let reporter = reporter(&config);
@@ -137,7 +145,8 @@ impl Context {
             health: Arc::default(),
             windows,
             windows_ready,
-            audit: AuditLog::default(),
+            audit: AuditLog::new(&config.lease_namespace, audit_key.clone()),
+            audit_key,
             secrets,
             secrets_ready,
             config,

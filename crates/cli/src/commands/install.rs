@@ -47,6 +47,10 @@ pub struct InstallArgs {
         requires = "enforce_single_writer"
     )]
     pub enforce_namespaces: Vec<String>,
+    /// The longest a break-glass window may be granted at once, refused by
+    /// the admission policy beyond it (as `tether run --max-break-glass-ttl`).
+    #[arg(long, default_value = "24h")]
+    pub max_break_glass_ttl: String,
     /// Print the manifests as JSON instead of applying them.
     #[arg(long)]
     pub print: bool,
@@ -56,6 +60,7 @@ pub struct InstallArgs {
 }
 
 pub async fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
+    let cap = tether_core::window::parse_ttl(&args.max_break_glass_ttl)?;
     let deployment = args
         .deployment_image
         .as_deref()
@@ -68,7 +73,7 @@ pub async fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
         rule
     });
     if args.print {
-        let manifests = tether_controller::install::manifests(&args.namespace);
+        let manifests = tether_controller::install::manifests_with_cap(&args.namespace, cap);
         let policy = single_writer.iter().flat_map(|rule| rule.manifests());
         for manifest in manifests
             .iter()
@@ -82,7 +87,7 @@ pub async fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
     }
     let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
     for (object, action) in
-        tether_controller::install::install(client.clone(), &args.namespace).await?
+        tether_controller::install::install_with_cap(client.clone(), &args.namespace, cap).await?
     {
         println!("{object} {action}");
     }
