@@ -152,6 +152,8 @@ const RFC3339: &str =
 /// closing is written once, by the user closing.
 fn break_glass_policy(cap: Duration) -> Value {
     let cap_text = tether_core::window::format_ttl(cap);
+    // Added to a time, never compared as a difference: a CEL duration
+    // overflows past ~290 years (an expiry in 2999 would be an error).
     let cap = format!("duration('{}s')", cap.as_secs());
     let rule = |expression: &str, message: &str| {
         json!({"expression": expression,
@@ -187,9 +189,9 @@ fn break_glass_policy(cap: Duration) -> Value {
                 "'spec.close is written once, by the requesting user (' + request.userInfo.username + ')'"),
             rule("request.operation != 'CREATE' || variables.groups.all(g, !g.startsWith('system:') && has(request.userInfo.groups) && g in request.userInfo.groups)",
                 "'spec.openedBy.groups may name only groups of the requesting user, and no system: group'"),
-            rule(&format!("request.operation != 'CREATE' || !has(object.metadata.creationTimestamp) || !object.spec.expiresAt.matches('{RFC3339}') || timestamp(object.spec.expiresAt) - timestamp(object.metadata.creationTimestamp) <= {cap}"),
+            rule(&format!("request.operation != 'CREATE' || !has(object.metadata.creationTimestamp) || !object.spec.expiresAt.matches('{RFC3339}') || timestamp(object.spec.expiresAt) <= timestamp(object.metadata.creationTimestamp) + {cap}"),
                 &format!("'spec.expiresAt is more than {cap_text} after the opening (the longest a window is granted at once); extend it when it is about to expire'")),
-            rule(&format!("request.operation != 'UPDATE' || variables.extensions.all(e, e in variables.oldExtensions || (timestamp(e.at) <= timestamp(variables.oldExpiry) && timestamp(e.expiresAt) - timestamp(e.at) <= {cap}))"),
+            rule(&format!("request.operation != 'UPDATE' || variables.extensions.all(e, e in variables.oldExtensions || (timestamp(e.at) <= timestamp(variables.oldExpiry) && timestamp(e.expiresAt) <= timestamp(e.at) + {cap}))"),
                 &format!("'an extension lasts at most {cap_text} from its time (at), which is no later than the expiry it extends'")),
         ]}})
 }
