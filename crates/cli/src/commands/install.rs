@@ -4,8 +4,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Install Tether's CRDs (Application), its namespace, service account and
-/// RBAC into the cluster, with server-side apply. Safe to run again.
+/// Install Tether's CRDs (Application, BreakGlass), its namespace, service
+/// account and RBAC into the cluster, with server-side apply, and the
+/// admission policies `tether-break-glass` (a window's authors are the API
+/// server's word; no grant longer than `--max-break-glass-ttl`) and
+/// `tether-audit-records` (audit records only in the controller's
+/// namespace, by the controller, never changed). Safe to run again.
 ///
 /// With `--enforce-single-writer`, also a ValidatingAdmissionPolicy the
 /// API server evaluates: changes and deletions of objects carrying Tether's

@@ -400,15 +400,44 @@ pub async fn check(
         });
     };
     let selector = ListParams::default().labels(&format!("{WINDOW_UID_LABEL}={uid}"));
+    let expected = window.status.as_ref().map_or(0, |s| s.record_count);
+    let mut stored = stored_records(client, namespace, &selector).await?;
+    // Records from before keying stay in the window's namespace: look
+    // there only when the keyed ones do not start the chain.
+    let first = stored
+        .iter()
+        .filter_map(|r| serde_json::from_str::<Value>(&r.text).ok()?["sequence"].as_u64())
+        .min();
     let window_namespace = window.namespace().unwrap_or_default();
-    let mut stored = Vec::new();
-    let mut namespaces = vec![namespace.to_string()];
-    if window_namespace != namespace {
-        namespaces.push(window_namespace.clone());
+    let before_keying = first.map_or(expected > 0, |first| first > 1);
+    if before_keying && window_namespace != namespace {
+        let legacy = stored_records(client, &window_namespace, &selector).await?;
+        stored.extend(
+            legacy
+                .into_iter()
+                .filter(|r| matches!(r.seal, Seal::Unkeyed(_))),
+        );
     }
-    for (i, in_namespace) in namespaces.iter().enumerate() {
-        let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), in_namespace);
-        for configmap in configmaps.list(&selector).await?.items {
+    let report = verify(&stored, key.map(AuditKey::bytes), expected);
+    let mut records: Vec<Value> = stored
+        .into_iter()
+        .map(|r| serde_json::from_str(&r.text).unwrap_or(Value::String(r.text)))
+        .collect();
+    records.sort_by_key(|r| r["sequence"].as_u64().unwrap_or(u64::MAX));
+    Ok(Checked { report, records })
+}
+
+/// The records labelled by `selector` in `namespace`, with their seals.
+async fn stored_records(
+    client: &Client,
+    namespace: &str,
+    selector: &ListParams,
+) -> Result<Vec<StoredRecord>, kube::Error> {
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let listed = configmaps.list(selector).await?.items;
+    Ok(listed
+        .into_iter()
+        .map(|configmap| {
             let annotations = configmap.annotations();
             let seal = match (
                 annotations.get(MAC_ANNOTATION),
@@ -418,13 +447,8 @@ pub async fn check(
                 (None, Some(digest)) => Seal::Unkeyed(digest.clone()),
                 (None, None) => Seal::Missing,
             };
-            // Keyed records are only ever written in the controller's
-            // namespace; elsewhere only records from before keying count.
-            if i > 0 && !matches!(seal, Seal::Unkeyed(_)) {
-                continue;
-            }
-            stored.push(StoredRecord {
-                name: format!("ConfigMap {in_namespace}/{}", configmap.name_any()),
+            StoredRecord {
+                name: format!("ConfigMap {namespace}/{}", configmap.name_any()),
                 text: configmap
                     .data
                     .as_ref()
@@ -432,17 +456,9 @@ pub async fn check(
                     .cloned()
                     .unwrap_or_default(),
                 seal,
-            });
-        }
-    }
-    let expected = window.status.as_ref().map_or(0, |s| s.record_count);
-    let report = verify(&stored, key.map(AuditKey::bytes), expected);
-    let mut records: Vec<Value> = stored
-        .into_iter()
-        .map(|r| serde_json::from_str(&r.text).unwrap_or(Value::String(r.text)))
-        .collect();
-    records.sort_by_key(|r| r["sequence"].as_u64().unwrap_or(u64::MAX));
-    Ok(Checked { report, records })
+            }
+        })
+        .collect())
 }
 
 /// The verdict to keep in the window's status.
