@@ -588,3 +588,82 @@ async fn a_window_cannot_grant_a_system_group() {
         );
     }
 }
+
+#[tokio::test]
+async fn records_written_before_keying_are_reported_as_unkeyed_and_the_chain_goes_on() {
+    // Before keying, records lived in the window's namespace, often the
+    // controller's own (tether-system is the CLI's default): here both are
+    // one namespace, as they were.
+    tether_testkit::log_file();
+    let ns = TestNamespace::create("bga-legacy").await;
+    let repo = Repo::new("bga-legacy");
+    repo.commit(&web(2, "hello"), "web");
+    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
+    support::start_controller(&ns, &cache).await;
+    let apps = create_app(&ns, &repo).await;
+    status_where(&apps, "Synced", |s| {
+        s.sync.status == "Synced" && !s.inventory.is_empty()
+    })
+    .await;
+    let window = request::open(&ns.client, opening(&ns, &[], Duration::from_secs(600)))
+        .await
+        .unwrap();
+    let name = window.name_any();
+    verdict_of(&ns, &name, "Intact", 0).await;
+
+    // Two records as the old controller wrote them: SHA-256 chained, in
+    // the window's namespace, and the status that counted them.
+    let configmaps: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
+    let mut digest = String::new();
+    for sequence in 1..=2u64 {
+        let text = serde_json::to_string_pretty(&json!({
+            "sequence": sequence, "window": name, "kind": "Emergency",
+            "object": {"group": "apps", "kind": "Deployment", "namespace": ns.name, "name": "web"},
+            "fields": [], "recordedAt": "2026-12-01T00:00:00Z", "previousDigest": digest,
+        }))
+        .unwrap();
+        digest = chain_digest(&digest, text.as_bytes());
+        let old: ConfigMap = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("{name}-audit-{sequence:05}"),
+                "labels": {WINDOW_UID_LABEL: window.uid().unwrap()},
+                "annotations": {audit::LEGACY_DIGEST_ANNOTATION: digest,
+                                "tether.dev/break-glass": name}},
+            "immutable": true, "data": {RECORD_KEY: text}
+        }))
+        .unwrap();
+        configmaps
+            .create(&PostParams::default(), &old)
+            .await
+            .unwrap();
+    }
+    let windows: Api<BreakGlass> = Api::namespaced(ns.client.clone(), &ns.name);
+    windows
+        .patch_status(
+            &name,
+            &kube::api::PatchParams::apply("tether-audit").force(),
+            &kube::api::Patch::Apply(json!({
+                "apiVersion": "tether.dev/v1alpha1", "kind": "BreakGlass",
+                "status": {"recordCount": 2, "auditDigest": digest}
+            })),
+        )
+        .await
+        .unwrap();
+    let verdict = verdict_of(&ns, &name, "Unkeyed", 2).await;
+    assert!(
+        verdict
+            .message
+            .contains("record(s) 1–2 predate keyed records"),
+        "{}",
+        verdict.message
+    );
+
+    // The next change is keyed and chained to the last old record.
+    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=3"]);
+    recorded(&ns, &name, 3).await;
+    let verdict = verdict_of(&ns, &name, "Unkeyed", 3).await;
+    assert_eq!(
+        verdict.message,
+        "3 record(s), chain intact, every seal verified; record(s) 1–2 predate keyed records (SHA-256 chain only: proof against accidents, not forgery)"
+    );
+}
