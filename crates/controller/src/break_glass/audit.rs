@@ -184,6 +184,11 @@ impl AuditLog {
                     .await
                     .map_err(failed)?;
                 let squatted = caught_up.count == chain.count;
+                let known = caught_up.last.get(change.object).map(Vec::as_slice);
+                if !squatted && !is_new_change(known, change.fields) {
+                    self.chains.lock().expect("lock").insert(uid, caught_up);
+                    return Ok(None);
+                }
                 self.append(&configmaps, window, &caught_up, change, squatted)
                     .await?
             }

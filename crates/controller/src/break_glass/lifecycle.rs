@@ -338,7 +338,8 @@ async fn check_audit_log(window: &BreakGlass, ctx: &WindowContext) -> Result<(),
     if current == Some(&verdict) {
         return Ok(());
     }
-    audit::write_verdict(&ctx.client, window, &verdict).await?;
+    // The warning goes out before the verdict is kept: a controller that
+    // stops in between warns again rather than never.
     if checked.report.state.is_broken() {
         let note = format!("audit log {}", verdict.message);
         tracing::warn!(window = %window.name_any(), %note, "break-glass audit log broken");
@@ -353,7 +354,7 @@ async fn check_audit_log(window: &BreakGlass, ctx: &WindowContext) -> Result<(),
             tracing::debug!(%error, "publishing event failed");
         }
     }
-    Ok(())
+    audit::write_verdict(&ctx.client, window, &verdict).await
 }
 
 pub fn error_policy(
