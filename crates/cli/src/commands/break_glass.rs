@@ -14,7 +14,7 @@ use tether_controller::api::{Application, BreakGlass};
 use tether_controller::break_glass::audit;
 use tether_controller::break_glass::request::{self, Opening};
 use tether_controller::drift::aligned;
-use tether_core::window::parse_ttl;
+use tether_core::window::{parse_ttl, within_cap};
 use tether_source::adopt::Author;
 
 /// Break-glass windows: suspend self-heal for an app (or some of its
@@ -99,9 +99,15 @@ pub enum BreakGlassCommand {
 }
 
 pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
+    let max_ttl = parse_ttl(&args.max_ttl)?;
+    // A time to live beyond the cap is refused before anything is asked.
+    if let BreakGlassCommand::Open { ttl, .. } | BreakGlassCommand::Extend { ttl, .. } =
+        &args.command
+    {
+        within_cap(parse_ttl(ttl)?, max_ttl)?;
+    }
     let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
     let namespace = args.namespace;
-    let max_ttl = parse_ttl(&args.max_ttl)?;
     match args.command {
         BreakGlassCommand::Open {
             app,
