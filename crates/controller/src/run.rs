@@ -71,6 +71,7 @@ pub async fn run_with(client: Client, config: Config, trigger: Trigger) -> Resul
     }
     tracing::info!(identity = %config.identity, "leading; reconciling");
     let audit_key = audit_key(&client, &config.lease_namespace).await?;
+    warn_unless_controller_namespace(&client, &config.lease_namespace).await;
 
     let (wake_tx, wake_rx) = mpsc::unbounded_channel::<AppKey>();
     let live = LiveCache::new(client.clone(), wake_tx.clone());
@@ -219,5 +220,29 @@ async fn audit_key(client: &Client, namespace: &str) -> Result<key::AuditKey, Ru
             }
             Err(error) => return Err(error.into()),
         }
+    }
+}
+
+/// Audit records may only be created in a namespace `tether install`
+/// labelled as a controller's: say so at once rather than on every record.
+async fn warn_unless_controller_namespace(client: &Client, namespace: &str) {
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let labelled = match namespaces.get_opt(namespace).await {
+        Ok(found) => found.is_some_and(|ns| {
+            ns.metadata
+                .labels
+                .is_some_and(|l| l.contains_key(crate::install::CONTROLLER_NAMESPACE_LABEL))
+        }),
+        Err(error) => {
+            tracing::debug!(%error, "reading the controller's namespace failed");
+            return;
+        }
+    };
+    if !labelled {
+        tracing::warn!(
+            %namespace,
+            "namespace {namespace} is not labelled {}: the admission policy tether-audit-records refuses break-glass audit records there; run `tether install --namespace {namespace}`",
+            crate::install::CONTROLLER_NAMESPACE_LABEL
+        );
     }
 }

@@ -459,6 +459,14 @@ async fn a_tenant_cannot_create_or_change_audit_records() {
     assert!(refused(output, "an administrator's change").contains("never changed"));
     // The log is as the controller wrote it.
     verdict_of(ns, &name, "Intact", 1).await;
+    // Records go only with their namespace.
+    setup.controller.abort();
+    ctl.kubectl_ok(&["delete", "namespace", &ctl.name, "--wait=false"]);
+    let records: Api<ConfigMap> = Api::namespaced(ctl.client.clone(), &ctl.name);
+    eventually("the record deleted with its namespace", || async {
+        matches!(records.get_opt(&record).await, Ok(None)).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
