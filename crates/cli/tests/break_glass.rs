@@ -149,15 +149,24 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
         .unwrap()
         .to_string();
     ns.kubectl_ok(&["set", "image", "deployment/web", "web=nginx:1.26"]);
-    let shown = eventually("the change in break-glass show", || async {
+    let shown = eventually("the change and its check in break-glass show", || async {
         let shown = ok(&ns, &["break-glass", "show", &window, "-n", n]);
-        shown.contains("nginx:1.26").then_some(shown)
+        (shown.contains("nginx:1.26") && shown.contains("audit log (controller): 1 record(s)"))
+            .then_some(shown)
     })
     .await;
     assert!(shown.contains("INC-42: roll back the image"), "{shown}");
     assert!(shown.contains("by kubectl-set"), "{shown}");
+    // The controller verified the seal with its key; the CLI, without it,
+    // checked the sequence against the count in status.
     assert!(
-        shown.contains("audit log: 1 record(s), chain intact"),
+        shown.contains("audit log (controller): 1 record(s), chain intact, every seal verified"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!(
+            "audit log (here, in {n}): 1 record(s), chain intact, seals not checked here"
+        )),
         "{shown}"
     );
     let list = ok(&ns, &["break-glass", "list", "-n", n]);

@@ -17,7 +17,7 @@ use serde_json::Value;
 use tether_cluster::{Applier, ClusterError};
 use tether_core::ObjectRef;
 use tether_core::attribution::Ownership;
-use tether_core::diff::{Diff, IgnoreRule, as_predicted, diff, diff_manifest};
+use tether_core::diff::{Diff, IgnoreRule, SecretMask, as_predicted, diff, diff_manifest};
 use tether_core::tracking::{AppRef, FIELD_MANAGER, stamp};
 use tether_source::Manifest;
 
@@ -118,7 +118,15 @@ async fn compare_one(
         .reuse(&id, desired_hash, &live_version);
     let predicted = memo.lock().expect("lock").predicted(&id, desired_hash);
     let foreign = remembered.is_none().then(|| {
-        predicted.and_then(|predicted| foreign_change(&desired, &predicted, &live, ignore))
+        predicted.and_then(|predicted| {
+            foreign_change(
+                &desired,
+                &predicted,
+                &live,
+                ignore,
+                ctx.audit_key.secret_mask(),
+            )
+        })
     });
     if let Some(Some(diff)) = &foreign {
         memo.lock().expect("lock").remember(
@@ -133,7 +141,7 @@ async fn compare_one(
         Some(diff) => diff,
         None => match applier.dry_run(&desired).await {
             Ok(predicted) => {
-                let diff = match diff(&predicted, &live, ignore) {
+                let diff = match diff(&predicted, &live, ignore, ctx.audit_key.secret_mask()) {
                     Ok(diff) => diff,
                     Err(error) => {
                         let reason = format!("{id}: {error}");
@@ -176,9 +184,10 @@ fn foreign_change(
     predicted: &Value,
     live: &Value,
     ignore: &[IgnoreRule],
+    mask: SecretMask<'_>,
 ) -> Option<Diff> {
     let wanted = as_predicted(desired, predicted);
-    let diff = diff_manifest(&wanted, live, ignore, FIELD_MANAGER).ok()?;
+    let diff = diff_manifest(&wanted, live, ignore, FIELD_MANAGER, mask).ok()?;
     let ownership = Ownership::of(live).ok()?;
     let foreign = ownership
         .attribute(&diff)

@@ -14,6 +14,7 @@ use tether_source::Repositories;
 
 use crate::api::BreakGlass;
 use crate::break_glass::audit::AuditLog;
+use crate::break_glass::key::AuditKey;
 use crate::health::HealthRules;
 use crate::live::{AppKey, LiveCache};
 use crate::memo::AppMemo;
@@ -40,6 +41,9 @@ pub struct Config {
     pub flap_policy: FlapPolicy,
     /// How sources are rendered: renderer sandbox, limits, programs.
     pub sandbox: tether_source::Sandbox,
+    /// The longest a break-glass window may be granted at once (its
+    /// opening, or each extension); a window beyond it is Invalid.
+    pub max_window_ttl: Duration,
 }
 
 impl Default for Config {
@@ -53,6 +57,7 @@ impl Default for Config {
             watch_namespace: None,
             flap_policy: FlapPolicy::default(),
             sandbox: tether_source::Sandbox::default(),
+            max_window_ttl: tether_core::window::DEFAULT_MAX_TTL,
         }
     }
 }
@@ -114,6 +119,8 @@ pub struct Context {
     pub windows: Store<BreakGlass>,
     pub windows_ready: Ready,
     pub audit: AuditLog,
+    /// The controller's audit key: seals the audit log, masks Secret values.
+    pub audit_key: AuditKey,
     /// The watched repository-credential Secrets (see [`crate::credentials`]).
     pub secrets: Store<k8s_openapi::api::core::v1::Secret>,
     pub secrets_ready: Ready,
@@ -127,6 +134,7 @@ impl Context {
         live: LiveCache,
         (windows, windows_ready): (Store<BreakGlass>, Ready),
         (secrets, secrets_ready): (Store<k8s_openapi::api::core::v1::Secret>, Ready),
+        audit_key: AuditKey,
         config: Config,
     ) -> Self {
         let reporter = reporter(&config);
@@ -143,7 +151,8 @@ impl Context {
             health: Arc::default(),
             windows,
             windows_ready,
-            audit: AuditLog::default(),
+            audit: AuditLog::new(&config.lease_namespace, audit_key.clone()),
+            audit_key,
             secrets,
             secrets_ready,
             config,

@@ -8,13 +8,16 @@
 //! `POST /webhook/{provider}` (github, gitlab, gitea, forgejo) verifies the
 //! event with the shared secret ([`tether_source::webhook::parse_push`]) and
 //! wakes every Application using the pushed repository ([`Trigger`]). It
-//! answers 202 with how many were woken, 401 on a bad signature or token
-//! (changing nothing), 400 on an unreadable event, and 202 for events that
-//! are not pushes. Without a configured secret there is no webhook route:
-//! an unverified push is never accepted.
+//! answers 202 with how many were woken, 200 `duplicate delivery` for a
+//! verified push seen before (a retry or a replay: nothing is woken, see
+//! [`crate::replay`]), 401 on a bad signature or token (changing nothing),
+//! 400 on an unreadable event, and 202 for events that are not pushes.
+//! Without a configured secret there is no webhook route: an unverified
+//! push is never accepted.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -25,6 +28,7 @@ use axum::routing::{get, post};
 use tether_source::webhook::{WebhookError, parse_push};
 
 use crate::probe::{Probe, Verdict};
+use crate::replay::Deliveries;
 use crate::trigger::Trigger;
 
 const PROVIDERS: [&str; 4] = ["github", "gitlab", "gitea", "forgejo"];
@@ -33,6 +37,7 @@ const PROVIDERS: [&str; 4] = ["github", "gitlab", "gitea", "forgejo"];
 struct Webhooks {
     trigger: Trigger,
     secret: Arc<Vec<u8>>,
+    deliveries: Arc<Mutex<Deliveries>>,
 }
 
 /// The routes: `/healthz` and `/readyz` from `probe`, and
@@ -54,6 +59,7 @@ pub fn app(trigger: Trigger, probe: Probe, secret: Option<Vec<u8>>) -> Router {
             .with_state(Webhooks {
                 trigger,
                 secret: Arc::new(secret),
+                deliveries: Arc::default(),
             })
             .merge(health),
         None => health,
@@ -91,6 +97,20 @@ async fn webhook(
             .map(str::to_string)
     };
     let push = parse_push(header, &body, &hooks.secret).map_err(Rejection::Webhook)?;
+    // Only a verified push is remembered: unsigned requests cannot fill
+    // the memory.
+    let replayed = hooks
+        .deliveries
+        .lock()
+        .expect("lock")
+        .replayed(&push, Instant::now());
+    if let Some(key) = replayed {
+        tracing::info!(git_ref = %push.git_ref, %key, "duplicate push webhook ignored");
+        return Ok((
+            StatusCode::OK,
+            format!("duplicate delivery ({key}); nothing woken\n"),
+        ));
+    }
     let woken = hooks
         .trigger
         .repository(&push.repo_urls, push.changed_paths.as_deref());
@@ -164,12 +184,20 @@ mod tests {
     }
 
     fn push(signature_secret: &[u8]) -> Request<Body> {
-        let body = r#"{"ref":"refs/heads/main","repository":{"clone_url":"https://github.com/shop/site.git"}}"#;
+        delivery(signature_secret, "d-1", "b0c1")
+    }
+
+    /// A signed push of commit `after` as delivery `id`.
+    fn delivery(signature_secret: &[u8], id: &str, after: &str) -> Request<Body> {
+        let body = format!(
+            r#"{{"ref":"refs/heads/main","before":"a0b1","after":"{after}","repository":{{"clone_url":"https://github.com/shop/site.git"}}}}"#
+        );
         let mut mac = Hmac::<Sha256>::new_from_slice(signature_secret).unwrap();
         mac.update(body.as_bytes());
         let signature = hex::encode(mac.finalize().into_bytes());
         Request::post("/webhook/github")
             .header("X-GitHub-Event", "push")
+            .header("X-GitHub-Delivery", id)
             .header("X-Hub-Signature-256", format!("sha256={signature}"))
             .body(Body::from(body))
             .unwrap()
@@ -195,6 +223,35 @@ mod tests {
             .unwrap();
         assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
         assert!(woken.try_recv().is_err());
+    }
+
+    #[tokio::test]
+    async fn a_replayed_webhook_triggers_nothing() {
+        let (trigger, mut woken) = wired();
+        let router = app(trigger, Probe::default(), Some(SECRET.to_vec()));
+        let first = router.clone().oneshot(push(SECRET)).await.unwrap();
+        assert_eq!(first.status(), StatusCode::ACCEPTED);
+        assert_eq!(woken.try_recv().unwrap(), ("shop".into(), "web".into()));
+        // The very same request again, and the same push under a new
+        // delivery id: answered, acknowledged as duplicates, nothing woken.
+        for replay in [push(SECRET), delivery(SECRET, "d-2", "b0c1")] {
+            let response = router.clone().oneshot(replay).await.unwrap();
+            assert_eq!(response.status(), StatusCode::OK);
+            let body = axum::body::to_bytes(response.into_body(), 1024)
+                .await
+                .unwrap();
+            let body = String::from_utf8_lossy(&body);
+            assert!(body.starts_with("duplicate delivery"), "{body}");
+            assert!(woken.try_recv().is_err());
+        }
+        // A new commit is a new push.
+        let next = router
+            .clone()
+            .oneshot(delivery(SECRET, "d-3", "c1d2"))
+            .await
+            .unwrap();
+        assert_eq!(next.status(), StatusCode::ACCEPTED);
+        assert!(woken.try_recv().is_ok());
     }
 
     #[tokio::test]

@@ -1,5 +1,6 @@
-//! What `tether install` puts in a cluster: the CRDs, and the identity and
-//! RBAC the controller runs as.
+//! What `tether install` puts in a cluster: the CRDs, the identity and
+//! RBAC the controller runs as, and the admission policies that keep
+//! break-glass windows and their audit records honest.
 
 use std::time::Duration;
 
@@ -9,14 +10,27 @@ use tether_cluster::{Applier, ClusterError, Resources};
 use tether_core::{Action, ObjectRef};
 
 use crate::api::{Application, BreakGlass};
+use crate::break_glass::audit::WINDOW_UID_LABEL;
 
 /// The controller's service account name.
 pub const SERVICE_ACCOUNT: &str = "tether-controller";
 
-/// The objects `tether install` applies, in apply order.
+/// Label on the controller's namespace: the only namespaces where audit
+/// records may be created. Only cluster administrators label namespaces.
+pub const CONTROLLER_NAMESPACE_LABEL: &str = "tether.dev/controller-namespace";
+
+/// The objects `tether install` applies, in apply order, with the default
+/// cap on break-glass windows.
 pub fn manifests(namespace: &str) -> Vec<Value> {
+    manifests_with_cap(namespace, tether_core::window::DEFAULT_MAX_TTL)
+}
+
+/// [`manifests`], with the admission policy refusing any break-glass grant
+/// longer than `cap` (the controller's `--max-break-glass-ttl`).
+pub fn manifests_with_cap(namespace: &str, cap: Duration) -> Vec<Value> {
     vec![
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace,
+            "labels": {CONTROLLER_NAMESPACE_LABEL: "true"}}}),
         serde_json::to_value(Application::crd()).expect("CRD serializes"),
         serde_json::to_value(BreakGlass::crd()).expect("CRD serializes"),
         json!({"apiVersion": "v1", "kind": "ServiceAccount",
@@ -24,9 +38,12 @@ pub fn manifests(namespace: &str) -> Vec<Value> {
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
         "metadata": {"name": SERVICE_ACCOUNT},
         // Tether applies whatever Git declares, so it may manage any kind.
+        // Outside resources it only reads discovery (kube's `pinned_kind`
+        // and API resolution), which `system:discovery` grants every
+        // authenticated user anyway: nothing else.
         "rules": [
             {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
-            {"nonResourceURLs": ["*"], "verbs": ["get"]}
+            {"nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/version"], "verbs": ["get"]}
         ]}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
             "metadata": {"name": SERVICE_ACCOUNT},
@@ -39,12 +56,21 @@ pub fn manifests(namespace: &str) -> Vec<Value> {
         "rules": [
             {"apiGroups": ["tether.dev"], "resources": ["breakglasses"],
              "verbs": ["create", "get", "list", "watch", "patch", "update"]},
-            {"apiGroups": ["tether.dev"], "resources": ["applications"], "verbs": ["get", "list", "watch"]},
-            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}
+            {"apiGroups": ["tether.dev"], "resources": ["applications"], "verbs": ["get", "list", "watch"]}
         ]}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
             "metadata": {"name": BREAK_GLASS_ROLE},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": BREAK_GLASS_ROLE},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                          "name": crate::single_writer::BREAK_GLASS_GROUP}]}),
+        // …and read the audit records (`tether break-glass show` checks their
+        // sequence), which live in the controller's namespace only.
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": AUDIT_READER_ROLE, "namespace": namespace},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": AUDIT_READER_ROLE, "namespace": namespace},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": AUDIT_READER_ROLE},
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
                           "name": crate::single_writer::BREAK_GLASS_GROUP}]}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
@@ -52,11 +78,56 @@ pub fn manifests(namespace: &str) -> Vec<Value> {
                 "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
             "rules": [{"apiGroups": ["tether.dev"], "resources": ["applications", "breakglasses"],
                        "verbs": ["get", "list", "watch"]}]}),
-        break_glass_policy(),
+        break_glass_policy(cap),
         json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
             "metadata": {"name": BREAK_GLASS_POLICY},
             "spec": {"policyName": BREAK_GLASS_POLICY, "validationActions": ["Deny"]}}),
+        audit_records_policy(),
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": AUDIT_RECORDS_POLICY},
+            "spec": {"policyName": AUDIT_RECORDS_POLICY, "validationActions": ["Deny"]}}),
     ]
+}
+
+/// The Role (in the controller's namespace) to read audit records.
+pub const AUDIT_READER_ROLE: &str = "tether-audit-reader";
+
+/// The admission policy that keeps audit records where tenants cannot
+/// write, and unchanged.
+pub const AUDIT_RECORDS_POLICY: &str = "tether-audit-records";
+
+/// A ValidatingAdmissionPolicy on ConfigMaps labelled as audit records
+/// (with a window's uid): created only in a namespace labelled as a
+/// controller's ([`CONTROLLER_NAMESPACE_LABEL`]) by the controller's
+/// service account there or a cluster administrator (`system:masters`,
+/// who can remove the policy anyway); never updated (an immutable
+/// ConfigMap still lets labels and annotations change); deleted only with
+/// their namespace or by a cluster administrator. The keyed seals make
+/// whatever an administrator does visible.
+fn audit_records_policy() -> Value {
+    let admin = "(has(request.userInfo.groups) && 'system:masters' in request.userInfo.groups)";
+    let rule = |expression: String, message: &str| {
+        json!({"expression": expression, "reason": "Forbidden",
+        "messageExpression": format!("'ConfigMap ' + request.namespace + '/' + request.name + ': ' + {message}")})
+    };
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+    "metadata": {"name": AUDIT_RECORDS_POLICY},
+    "spec": {"failurePolicy": "Fail",
+        "matchConstraints": {
+            "resourceRules": [{"apiGroups": [""], "apiVersions": ["*"],
+                "operations": ["CREATE", "UPDATE", "DELETE"], "resources": ["configmaps"]}],
+            "objectSelector": {"matchExpressions": [{"key": WINDOW_UID_LABEL, "operator": "Exists"}]}
+        },
+        "validations": [
+            rule(format!("request.operation != 'CREATE' || (has(namespaceObject.metadata.labels) && '{CONTROLLER_NAMESPACE_LABEL}' in namespaceObject.metadata.labels)"),
+                "'break-glass audit records (label tether.dev/break-glass-uid) are written by the Tether controller, in its own namespace only'"),
+            rule(format!("request.operation != 'CREATE' || request.userInfo.username == 'system:serviceaccount:' + request.namespace + ':{SERVICE_ACCOUNT}' || {admin}"),
+                "'break-glass audit records are written by the Tether controller only (' + request.userInfo.username + ' is not it)'"),
+            rule("request.operation != 'UPDATE'".to_string(),
+                "'break-glass audit records are never changed'"),
+            rule(format!("request.operation != 'DELETE' || has(namespaceObject.metadata.deletionTimestamp) || {admin}"),
+                "'break-glass audit records are deleted only with their namespace'"),
+        ]}})
 }
 
 /// The ClusterRole (bound to the break-glass group) to manage windows.
@@ -66,12 +137,24 @@ pub const BREAK_GLASS_ROLE: &str = "tether-break-glass";
 /// server's word, not free text.
 pub const BREAK_GLASS_POLICY: &str = "tether-break-glass";
 
+/// An RFC 3339 time as the API server's CEL `timestamp()` reads it; other
+/// text is left to the controller, which marks the window Invalid.
+const RFC3339: &str =
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$";
+
 /// A ValidatingAdmissionPolicy (CEL, evaluated by the API server): a
-/// window's `openedBy` is the user creating it; what it was opened for
-/// (application, scope, reason, opener, original expiry) never changes;
+/// window's `openedBy` is the user creating it, with none but their own
+/// groups and no `system:` group; what it was opened for (application,
+/// scope, reason, opener, original expiry) never changes; no grant lasts
+/// longer than `cap` (the opening from the window's creation, an extension
+/// from its `at`, which is no later than the expiry it extends);
 /// extensions are only appended, each by the user making the request; a
 /// closing is written once, by the user closing.
-fn break_glass_policy() -> Value {
+fn break_glass_policy(cap: Duration) -> Value {
+    let cap_text = tether_core::window::format_ttl(cap);
+    // Added to a time, never compared as a difference: a CEL duration
+    // overflows past ~290 years (an expiry in 2999 would be an error).
+    let cap = format!("duration('{}s')", cap.as_secs());
     let rule = |expression: &str, message: &str| {
         json!({"expression": expression,
         "messageExpression": format!("'BreakGlass ' + object.metadata.name + ': ' + {message}")})
@@ -90,6 +173,10 @@ fn break_glass_policy() -> Value {
             {"name": "scope", "expression": "has(object.spec.resources) ? object.spec.resources : []"},
             {"name": "oldScope", "expression":
                 "request.operation == 'UPDATE' && has(oldObject.spec.resources) ? oldObject.spec.resources : []"},
+            {"name": "groups", "expression":
+                "has(object.spec.openedBy.groups) ? object.spec.openedBy.groups : []"},
+            {"name": "oldExpiry", "expression":
+                "request.operation != 'UPDATE' ? '' : size(variables.oldExtensions) > 0 ? variables.oldExtensions[size(variables.oldExtensions) - 1].expiresAt : oldObject.spec.expiresAt"},
         ],
         "validations": [
             rule("request.operation != 'CREATE' || object.spec.openedBy.username == request.userInfo.username",
@@ -100,6 +187,12 @@ fn break_glass_policy() -> Value {
                 "'extensions are only appended, each by the requesting user (' + request.userInfo.username + ')'"),
             rule("request.operation != 'UPDATE' || !has(object.spec.close) || (has(oldObject.spec.close) ? object.spec.close == oldObject.spec.close : object.spec.close.by == request.userInfo.username)",
                 "'spec.close is written once, by the requesting user (' + request.userInfo.username + ')'"),
+            rule("request.operation != 'CREATE' || variables.groups.all(g, !g.startsWith('system:') && has(request.userInfo.groups) && g in request.userInfo.groups)",
+                "'spec.openedBy.groups may name only groups of the requesting user, and no system: group'"),
+            rule(&format!("request.operation != 'CREATE' || !has(object.metadata.creationTimestamp) || !object.spec.expiresAt.matches('{RFC3339}') || timestamp(object.spec.expiresAt) <= timestamp(object.metadata.creationTimestamp) + {cap}"),
+                &format!("'spec.expiresAt is more than {cap_text} after the opening (the longest a window is granted at once); extend it when it is about to expire'")),
+            rule(&format!("request.operation != 'UPDATE' || variables.extensions.all(e, e in variables.oldExtensions || (timestamp(e.at) <= timestamp(variables.oldExpiry) && timestamp(e.expiresAt) <= timestamp(e.at) + {cap}))"),
+                &format!("'an extension lasts at most {cap_text} from its time (at), which is no later than the expiry it extends'")),
         ]}})
 }
 
@@ -134,9 +227,18 @@ pub async fn install(
     client: kube::Client,
     namespace: &str,
 ) -> Result<Vec<(ObjectRef, Action)>, ClusterError> {
+    install_with_cap(client, namespace, tether_core::window::DEFAULT_MAX_TTL).await
+}
+
+/// [`install`], with break-glass grants capped at `cap` ([`manifests_with_cap`]).
+pub async fn install_with_cap(
+    client: kube::Client,
+    namespace: &str,
+    cap: Duration,
+) -> Result<Vec<(ObjectRef, Action)>, ClusterError> {
     let applier = Applier::new(Resources::new(client.clone()), namespace);
     let mut results = Vec::new();
-    for manifest in manifests(namespace) {
+    for manifest in manifests_with_cap(namespace, cap) {
         let applied = applier.apply(&manifest, false).await?;
         if applied.object.kind == "CustomResourceDefinition" {
             tether_cluster::wait::crd_established(
@@ -163,5 +265,43 @@ mod tests {
         assert_eq!(pod["containers"][0]["image"], "example.com/tether:0.1");
         assert_eq!(pod["containers"][0]["args"][0], "run");
         assert_eq!(deployment["metadata"]["namespace"], "tether-system");
+    }
+
+    fn named<'a>(manifests: &'a [Value], kind: &str, name: &str) -> &'a Value {
+        manifests
+            .iter()
+            .find(|m| m["kind"] == kind && m["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("{kind} {name}"))
+    }
+
+    #[test]
+    fn the_controller_reads_only_discovery_outside_resources_and_break_glass_no_configmaps() {
+        let manifests = manifests("tether-system");
+        let controller = named(&manifests, "ClusterRole", SERVICE_ACCOUNT);
+        let urls = &controller["rules"][1]["nonResourceURLs"];
+        assert!(!urls.as_array().unwrap().contains(&json!("*")), "{urls}");
+        let break_glass = named(&manifests, "ClusterRole", BREAK_GLASS_ROLE);
+        assert!(
+            !break_glass.to_string().contains("configmaps"),
+            "{break_glass}"
+        );
+        let reader = named(&manifests, "Role", AUDIT_READER_ROLE);
+        assert_eq!(reader["metadata"]["namespace"], "tether-system");
+        let namespace = named(&manifests, "Namespace", "tether-system");
+        assert_eq!(
+            namespace["metadata"]["labels"][CONTROLLER_NAMESPACE_LABEL],
+            "true"
+        );
+    }
+
+    #[test]
+    fn the_break_glass_policy_carries_the_cap() {
+        let manifests = manifests_with_cap("tether-system", Duration::from_secs(2 * 3600));
+        let policy = named(&manifests, "ValidatingAdmissionPolicy", BREAK_GLASS_POLICY).to_string();
+        assert!(policy.contains("duration('7200s')"), "{policy}");
+        assert!(
+            policy.contains("more than 2h after the opening"),
+            "{policy}"
+        );
     }
 }

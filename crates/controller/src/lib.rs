@@ -27,6 +27,7 @@ pub mod preview;
 pub mod probe;
 pub mod prune;
 pub mod reconcile;
+pub mod replay;
 pub mod request;
 pub mod run;
 pub mod single_writer;

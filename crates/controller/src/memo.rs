@@ -114,7 +114,7 @@ impl AppMemo {
     /// Records a failed sync of `revision`; returns the attempts so far.
     pub fn fail(&mut self, revision: &str) -> u32 {
         let attempts = match &self.failures {
-            Some(f) if f.revision == revision => f.attempts + 1,
+            Some(f) if f.revision == revision => f.attempts.saturating_add(1),
             _ => 1,
         };
         self.failures = Some(Failures {

@@ -3,7 +3,7 @@
 use serde_json::Value;
 use tether_cluster::{Applier, ClusterError};
 use tether_core::ObjectRef;
-use tether_core::diff::{Diff, DiffError, IgnoreRule, diff};
+use tether_core::diff::{Diff, DiffError, IgnoreRule, SecretMask, diff};
 use tether_core::tracking::{AppRef, stamp};
 use tether_source::Manifest;
 
@@ -71,9 +71,13 @@ pub async fn preview(
         let diff = match &live {
             Some(live) => {
                 Some(
-                    diff(&predicted, live, ignore).map_err(|error| PreviewError::Diff {
-                        object: id.clone(),
-                        error,
+                    // Whoever previews holds no audit key: no trace of a
+                    // Secret's values.
+                    diff(&predicted, live, ignore, SecretMask::Hidden).map_err(|error| {
+                        PreviewError::Diff {
+                            object: id.clone(),
+                            error,
+                        }
                     })?,
                 )
             }

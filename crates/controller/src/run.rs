@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Client;
 use kube::api::Api;
 use kube::runtime::controller::{self, Controller};
@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::api::{BreakGlass, StoredApplication};
 use crate::break_glass::lifecycle::{self, WindowContext};
+use crate::break_glass::{audit, key};
 use crate::context::{Config, Context, Ready};
 use crate::credentials;
 use crate::live::{AppKey, LiveCache};
@@ -33,6 +34,8 @@ pub enum RunError {
     Lease { namespace: String, message: String },
     #[error("lost the leader lease to another replica; stopping so only one acts")]
     LostLease,
+    #[error(transparent)]
+    AuditKey(#[from] key::KeyError),
 }
 
 /// Runs the controller until the process is stopped: waits to lead (a
@@ -74,6 +77,8 @@ pub async fn run_with(
         }
     }
     tracing::info!(identity = %config.identity, "leading; reconciling");
+    let audit_key = audit_key(&client, &config.lease_namespace).await?;
+    warn_unless_controller_namespace(&client, &config.lease_namespace).await;
 
     let (wake_tx, wake_rx) = mpsc::unbounded_channel::<AppKey>();
     let live = LiveCache::new(client.clone(), wake_tx.clone());
@@ -85,7 +90,21 @@ pub async fn run_with(
             ),
             None => (Api::all(client.clone()), Api::all(client.clone())),
         };
-    let windows = Controller::new(windows_api.clone(), watcher::Config::default());
+    // A window is checked again whenever one of its audit records (in the
+    // controller's namespace) is added, changed or removed.
+    let audit_records: Api<ConfigMap> = Api::namespaced(client.clone(), &config.lease_namespace);
+    let windows = Controller::new(windows_api.clone(), watcher::Config::default()).watches(
+        audit_records,
+        watcher::Config::default().labels(audit::WINDOW_UID_LABEL),
+        |record: ConfigMap| {
+            let window = record
+                .metadata
+                .annotations?
+                .remove(audit::WINDOW_ANNOTATION)?;
+            let (namespace, name) = window.split_once('/')?;
+            Some(ObjectRef::<BreakGlass>::new(name).within(namespace))
+        },
+    );
     // Repository credentials: only Secrets labelled as such are watched.
     let secrets_api: Api<Secret> = match &config.watch_namespace {
         Some(namespace) => Api::namespaced(client.clone(), namespace),
@@ -116,6 +135,7 @@ pub async fn run_with(
         live,
         (windows.store(), windows_ready),
         (secrets, secrets_ready),
+        audit_key.clone(),
         config.clone(),
     ));
     let window_context = Arc::new(WindowContext {
@@ -124,6 +144,9 @@ pub async fn run_with(
             client.clone(),
             crate::context::reporter(&config),
         ),
+        cap: config.max_window_ttl,
+        audit_namespace: config.lease_namespace.clone(),
+        audit_key,
     });
     let windows = windows
         .run(
@@ -210,5 +233,46 @@ pub async fn run_with(
         () = windows_waiter => Ok(()),
         () = secrets_waiter => Ok(()),
         () = lost => Err(RunError::LostLease),
+    }
+}
+
+/// The audit key, created on first use; retried while the API server
+/// fails, refused (stopping the controller) if the Secret is malformed.
+async fn audit_key(client: &Client, namespace: &str) -> Result<key::AuditKey, RunError> {
+    let mut wait = Duration::from_millis(200);
+    loop {
+        match key::load_or_create(client, namespace).await {
+            Ok(key) => return Ok(key),
+            Err(error @ key::KeyError::Api { .. }) => {
+                tracing::warn!(%error, "reading the audit key failed; retrying");
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(30));
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+}
+
+/// Audit records may only be created in a namespace `tether install`
+/// labelled as a controller's: say so at once rather than on every record.
+async fn warn_unless_controller_namespace(client: &Client, namespace: &str) {
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let labelled = match namespaces.get_opt(namespace).await {
+        Ok(found) => found.is_some_and(|ns| {
+            ns.metadata
+                .labels
+                .is_some_and(|l| l.contains_key(crate::install::CONTROLLER_NAMESPACE_LABEL))
+        }),
+        Err(error) => {
+            tracing::debug!(%error, "reading the controller's namespace failed");
+            return;
+        }
+    };
+    if !labelled {
+        tracing::warn!(
+            %namespace,
+            "namespace {namespace} is not labelled {}: the admission policy tether-audit-records refuses break-glass audit records there; run `tether install --namespace {namespace}`",
+            crate::install::CONTROLLER_NAMESPACE_LABEL
+        );
     }
 }

@@ -17,6 +17,8 @@ use tether_controller::api::BreakGlass;
 use tether_controller::api::break_glass::Resolution;
 use tether_controller::break_glass::audit;
 use tether_controller::break_glass::request::{self, Opening, RequestError};
+use tether_core::audit::ChainState;
+use tether_core::window::DEFAULT_MAX_TTL;
 use tether_testkit::TestNamespace;
 
 fn with_api(replicas: u32) -> Vec<(&'static str, String)> {
@@ -49,6 +51,7 @@ fn opening(ns: &TestNamespace, resources: &[&str], ttl: Duration) -> Opening {
             .collect(),
         reason: "INC-1234: checkout returns 500s".into(),
         ttl,
+        max_ttl: DEFAULT_MAX_TTL,
     }
 }
 
@@ -153,14 +156,28 @@ async fn a_window_on_one_deployment_keeps_its_change_and_the_rest_of_the_app_hea
     assert_eq!(field.desired, Some(json!("nginx:1.27")));
     assert_eq!(field.live, Some(json!("nginx:1.27-hotfix")));
     assert_eq!(field.writer.as_ref().unwrap().manager, "kubectl-set");
-    // Its full record is in the audit log, chained.
-    let log = audit::read(&ns.client, &api_get(&ns, &name).await)
+    // Its full record is in the audit log, in the controller's namespace,
+    // chained; the controller checked it with its key.
+    let window = api_get(&ns, &name).await;
+    let log = audit::check(&ns.client, &ns.name, &window, None)
         .await
-        .unwrap()
         .unwrap();
-    assert_eq!(log.len(), 1);
-    assert_eq!(log[0]["kind"], "Emergency");
-    assert_eq!(log[0]["reason"], "INC-1234: checkout returns 500s");
+    assert_eq!(log.report.state, ChainState::Intact, "{:?}", log.report);
+    assert_eq!(log.records.len(), 1);
+    assert_eq!(log.records[0]["kind"], "Emergency");
+    assert_eq!(log.records[0]["reason"], "INC-1234: checkout returns 500s");
+    let window = window_where(&ns, &name, "the controller's verdict", |w| {
+        w.status
+            .as_ref()
+            .and_then(|s| s.audit_chain.as_ref())
+            .is_some_and(|c| c.state == "Intact" && c.records == 1)
+    })
+    .await;
+    let verdict = window.status.unwrap().audit_chain.unwrap();
+    assert_eq!(
+        verdict.message,
+        "1 record(s), chain intact, every seal verified"
+    );
 
     // And it stays: several resyncs later the hotfix image is still live.
     tokio::time::sleep(Duration::from_secs(5)).await;
@@ -273,6 +290,7 @@ async fn an_expired_window_is_marked_expired_and_self_heal_reverts_its_change() 
         &ns.client,
         &api_get(&ns, &name).await,
         Duration::from_secs(60),
+        DEFAULT_MAX_TTL,
         "more",
     )
     .await
@@ -344,9 +362,12 @@ async fn a_window_its_records_and_its_audit_log_survive_a_controller_restart() {
         jsonpath(&ns, "configmap/settings", "{.data.greeting}"),
         "maintenance"
     );
-    let log = audit::read(&ns.client, &window).await.unwrap().unwrap();
-    assert_eq!(log.len(), 2);
-    assert_eq!(log[1]["object"]["kind"], "ConfigMap");
+    let log = audit::check(&ns.client, &ns.name, &window, None)
+        .await
+        .unwrap();
+    assert_eq!(log.report.state, ChainState::Intact, "{:?}", log.report);
+    assert_eq!(log.records.len(), 2);
+    assert_eq!(log.records[1]["object"]["kind"], "ConfigMap");
     // Audit records are immutable: the API server refuses to change one.
     let configmaps: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
     let record = &window.status.unwrap().records[0].audit;
@@ -478,6 +499,7 @@ async fn bad_break_glass_requests_are_refused_and_change_nothing() {
         &ns.client,
         &open,
         Duration::from_secs(1200),
+        DEFAULT_MAX_TTL,
         "INC-1234 still open",
     )
     .await

@@ -328,6 +328,7 @@ async fn a_plain_users_edit_patch_and_delete_are_rejected_and_a_break_glass_memb
             resources: vec![request::parse_resource("Deployment/web").unwrap()],
             reason: "INC-7: image hotfix".into(),
             ttl: Duration::from_secs(600),
+            max_ttl: tether_core::window::DEFAULT_MAX_TTL,
         },
     )
     .await

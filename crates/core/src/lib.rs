@@ -7,6 +7,7 @@
 
 pub mod action;
 pub mod attribution;
+pub mod audit;
 pub mod conditions;
 pub mod diff;
 pub mod drift;

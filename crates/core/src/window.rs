@@ -9,8 +9,6 @@
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use sha2::{Digest, Sha256};
-
 use crate::drift::DriftedField;
 
 /// Where a window stands; the same words in status, CLI and events.
@@ -118,7 +116,9 @@ pub fn parse_ttl(text: &str) -> Result<Duration, TtlError> {
         let count: u64 = digits
             .parse()
             .map_err(|_| error("a unit without a number"))?;
-        total += Duration::from_secs(count.saturating_mul(unit));
+        total = total
+            .checked_add(Duration::from_secs(count.saturating_mul(unit)))
+            .ok_or_else(|| error("too long"))?;
         digits.clear();
     }
     if !digits.is_empty() {
@@ -145,19 +145,101 @@ pub fn is_new_change(previous: Option<&[DriftedField]>, fields: &[DriftedField])
     previous.is_none_or(|previous| key(previous) != key(fields))
 }
 
-/// The digest that chains an audit record to the one before it:
-/// SHA-256 over the previous digest and this record's bytes, hex. Changing
-/// or removing any earlier record breaks every digest after it.
-pub fn chain_digest(previous: &str, record: &[u8]) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(previous.as_bytes());
-    hasher.update(b"\n");
-    hasher.update(record);
-    hasher
-        .finalize()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+/// The longest a window may be granted at once, unless `tether run
+/// --max-break-glass-ttl` says otherwise: a day.
+pub const DEFAULT_MAX_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// Why a time to live is refused: longer than the cap.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "time to live {}: longer than the cap of {} (extend the window when it is about to expire)",
+    format_ttl(*ttl),
+    format_ttl(*cap)
+)]
+pub struct TtlTooLong {
+    pub ttl: Duration,
+    pub cap: Duration,
+}
+
+/// `ttl` if it is within `cap`.
+pub fn within_cap(ttl: Duration, cap: Duration) -> Result<Duration, TtlTooLong> {
+    if ttl > cap {
+        return Err(TtlTooLong { ttl, cap });
+    }
+    Ok(ttl)
+}
+
+/// `1d2h`, `90m` → `1h30m`, as [`parse_ttl`] reads it.
+pub fn format_ttl(ttl: Duration) -> String {
+    let mut left = ttl.as_secs();
+    let mut text = String::new();
+    for (unit, seconds) in [("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)] {
+        let count = left / seconds;
+        if count > 0 {
+            text.push_str(&format!("{count}{unit}"));
+            left %= seconds;
+        }
+    }
+    if text.is_empty() {
+        text.push_str("0s");
+    }
+    text
+}
+
+/// One grant of time: the original opening, or an extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    /// When it was granted: the window's creation, or the extension's `at`.
+    pub at: SystemTime,
+    pub until: SystemTime,
+}
+
+/// Why a window's grants are refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GrantError {
+    #[error("{what} lasts {}, longer than the cap of {}", format_ttl(*length), format_ttl(*cap))]
+    TooLong {
+        what: String,
+        length: Duration,
+        cap: Duration,
+    },
+    #[error("{what} was granted after the window had already expired")]
+    AfterExpiry { what: String },
+}
+
+/// Checks a window's grants, oldest first (the opening, then each
+/// extension): each lasts at most `cap` from when it was granted, and an
+/// extension is granted before the expiry it extends. So a window lives at
+/// most `cap` past its last legitimate expiry, however its times were
+/// written.
+pub fn check_grants(grants: &[Grant], cap: Duration) -> Result<(), GrantError> {
+    let what = |i: usize| match i {
+        0 => "the opening".to_string(),
+        n => format!("extension {n}"),
+    };
+    let mut expiry: Option<SystemTime> = None;
+    for (i, grant) in grants.iter().enumerate() {
+        if expiry.is_some_and(|expiry| grant.at > expiry) {
+            return Err(GrantError::AfterExpiry { what: what(i) });
+        }
+        let length = grant.until.duration_since(grant.at).unwrap_or_default();
+        if length > cap {
+            return Err(GrantError::TooLong {
+                what: what(i),
+                length,
+                cap,
+            });
+        }
+        expiry = Some(grant.until);
+    }
+    Ok(())
+}
+
+/// Whether a group may not be named in a window: Kubernetes' own groups
+/// (`system:masters`, `system:nodes`, `system:authenticated`, …) describe
+/// no person on call and would make a window read as a cluster-admin's.
+pub fn is_privileged_group(group: &str) -> bool {
+    group.starts_with("system:")
 }
 
 #[cfg(test)]
@@ -226,7 +308,8 @@ mod tests {
 
     #[test]
     fn bad_ttls_are_refused_with_the_text_named() {
-        for text in ["", "0s", "2", "h", "2w", "-1h"] {
+        let huge = format!("{}d{}d", u64::MAX, u64::MAX);
+        for text in ["", "0s", "2", "h", "2w", "-1h", &huge] {
             let error = parse_ttl(text).unwrap_err().to_string();
             assert!(error.contains(&format!("{text:?}")), "{error}");
         }
@@ -252,10 +335,52 @@ mod tests {
     }
 
     #[test]
-    fn each_audit_digest_depends_on_every_record_before_it() {
-        let one = chain_digest("", b"a");
-        let two = chain_digest(&one, b"b");
-        assert_eq!(one.len(), 64);
-        assert_ne!(two, chain_digest(&chain_digest("", b"x"), b"b"));
+    fn a_ttl_beyond_the_cap_is_refused_and_says_so() {
+        assert_eq!(
+            within_cap(Duration::from_secs(3600), DEFAULT_MAX_TTL),
+            Ok(Duration::from_secs(3600))
+        );
+        let error = within_cap(Duration::from_secs(25 * 3600), DEFAULT_MAX_TTL).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "time to live 1d1h: longer than the cap of 1d (extend the window when it is about to expire)"
+        );
+        assert_eq!(format_ttl(Duration::from_secs(5400)), "1h30m");
+    }
+
+    #[test]
+    fn each_grant_lasts_at_most_the_cap_and_extends_an_unexpired_window() {
+        let cap = Duration::from_secs(3600);
+        let grant = |from, until| Grant {
+            at: at(from),
+            until: at(until),
+        };
+        assert_eq!(
+            check_grants(&[grant(0, 3600), grant(3500, 7100)], cap),
+            Ok(())
+        );
+        assert!(matches!(
+            check_grants(&[grant(0, 3601)], cap),
+            Err(GrantError::TooLong { .. })
+        ));
+        // An extension dated after the expiry it extends was backdated or
+        // post-dated by hand.
+        assert_eq!(
+            check_grants(&[grant(0, 3600), grant(3700, 4000)], cap)
+                .unwrap_err()
+                .to_string(),
+            "extension 1 was granted after the window had already expired"
+        );
+        // The year 2999 is far beyond any cap.
+        assert!(check_grants(&[grant(0, 32_000_000_000)], cap).is_err());
+    }
+
+    #[test]
+    fn kubernetes_system_groups_are_privileged() {
+        for group in ["system:masters", "system:authenticated", "system:nodes"] {
+            assert!(is_privileged_group(group), "{group}");
+        }
+        assert!(!is_privileged_group("oncall"));
+        assert!(!is_privileged_group("tether:break-glass"));
     }
 }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::Value;
-use tether_core::diff::{Diff, IgnoreRule, JsonPointer, diff, diff_manifest};
+use tether_core::diff::{Diff, IgnoreRule, JsonPointer, SecretMask, diff, diff_manifest};
 use tether_core::tracking::FIELD_MANAGER;
 
 /// Cases where we must agree at least this often; raise it when we improve.
@@ -117,11 +117,11 @@ fn diff_agrees_with_gitops_engine_where_its_semantics_apply() {
         let live = load(&dir, &case.live);
         let ignore = ignore_rules(case, &config);
         let manager = case.options.manager.as_deref().unwrap_or(FIELD_MANAGER);
-        let by_manifest = diff_manifest(&config, &live, &ignore, manager).expect("manifest diff");
-        let by_dry_run = case
-            .predicted_live
-            .as_ref()
-            .map(|file| diff(&load(&dir, file), &live, &ignore).expect("dry-run diff"));
+        let by_manifest = diff_manifest(&config, &live, &ignore, manager, SecretMask::Hidden)
+            .expect("manifest diff");
+        let by_dry_run = case.predicted_live.as_ref().map(|file| {
+            diff(&load(&dir, file), &live, &ignore, SecretMask::Hidden).expect("dry-run diff")
+        });
         let modified = !by_dry_run.as_ref().unwrap_or(&by_manifest).is_empty();
         let agrees = modified == case.expected_modified;
         agreed += usize::from(agrees);

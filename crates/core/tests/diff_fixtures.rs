@@ -12,7 +12,10 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use serde_json::Value;
 use tether_core::attribution::{Ownership, Writer};
-use tether_core::diff::{Diff, IgnoreRule, diff, diff_manifest};
+use tether_core::diff::{Diff, IgnoreRule, SecretMask, diff, diff_manifest};
+
+/// The key Secret values are masked with in the fixtures' expectations.
+const MASK: SecretMask<'static> = SecretMask::Keyed(b"fixture key");
 
 #[derive(Deserialize)]
 struct Fixture {
@@ -49,12 +52,13 @@ fn check(name: &str) {
         serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     let mut compared = 0;
     if let Some(dry_run) = &fixture.dry_run {
-        let result = diff(dry_run, &fixture.live, &fixture.ignore).unwrap();
+        let result = diff(dry_run, &fixture.live, &fixture.ignore, MASK).unwrap();
         assert_matches(&format!("{name} (dry-run)"), &result, &fixture);
         compared += 1;
     }
     if let Some(manifest) = &fixture.manifest {
-        let result = diff_manifest(manifest, &fixture.live, &fixture.ignore, "tether").unwrap();
+        let result =
+            diff_manifest(manifest, &fixture.live, &fixture.ignore, "tether", MASK).unwrap();
         assert_matches(&format!("{name} (manifest)"), &result, &fixture);
         compared += 1;
     }

@@ -22,6 +22,13 @@ pub struct Push {
     /// the event lists them all; `None` when it cannot say (no commits
     /// listed, a list cut short, a force push, a created or deleted ref).
     pub changed_paths: Option<Vec<String>>,
+    /// The sender's id of this delivery (`X-GitHub-Delivery`,
+    /// `X-Gitlab-Event-UUID`, `X-Gitea-Delivery`, `X-Forgejo-Delivery`):
+    /// the same on a redelivery or a replay.
+    pub delivery: Option<String>,
+    /// The ref's commit before and after the push (`before`, `after`).
+    pub before: Option<String>,
+    pub after: Option<String>,
 }
 
 impl Push {
@@ -122,10 +129,23 @@ pub fn parse_push(
             "push event without repository URL or ref".into(),
         ));
     }
+    let delivery = [
+        "X-GitHub-Delivery",
+        "X-Gitlab-Event-UUID",
+        "X-Gitea-Delivery",
+        "X-Forgejo-Delivery",
+    ]
+    .iter()
+    .find_map(|name| header(name))
+    .filter(|id| !id.is_empty());
+    let commit = |name: &str| payload[name].as_str().map(str::to_string);
     Ok(Push {
         repo_urls,
         git_ref,
         changed_paths: changed_paths(&payload),
+        delivery,
+        before: commit("before"),
+        after: commit("after"),
     })
 }
 
@@ -203,12 +223,17 @@ mod tests {
             headers(&[
                 ("X-GitHub-Event", "push"),
                 ("X-Hub-Signature-256", &signature),
+                ("X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958"),
             ]),
             body,
             b"s3cret",
         )
         .unwrap();
         assert_eq!(push.branch(), Some("main"));
+        assert_eq!(
+            push.delivery.as_deref(),
+            Some("72d3162e-cc78-11e3-81ab-4c9367dc0958")
+        );
         assert!(
             push.repo_urls
                 .contains(&"git@github.com:shop/web.git".to_string())

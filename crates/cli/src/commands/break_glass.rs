@@ -14,7 +14,7 @@ use tether_controller::api::{Application, BreakGlass};
 use tether_controller::break_glass::audit;
 use tether_controller::break_glass::request::{self, Opening};
 use tether_controller::drift::aligned;
-use tether_core::window::parse_ttl;
+use tether_core::window::{parse_ttl, within_cap};
 use tether_source::adopt::Author;
 
 /// Break-glass windows: suspend self-heal for an app (or some of its
@@ -32,6 +32,11 @@ pub struct BreakGlassArgs {
     /// Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).
     #[arg(long, env = "TETHER_KUBECONFIG", global = true)]
     pub kubeconfig: Option<PathBuf>,
+    /// The longest time to live `open` and `extend` ask for: the
+    /// controller's `--max-break-glass-ttl` (it treats longer windows as
+    /// Invalid, and the admission policy refuses them).
+    #[arg(long, default_value = "24h", global = true)]
+    pub max_ttl: String,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -53,10 +58,17 @@ pub enum BreakGlassCommand {
     /// List windows (of one app, or all), newest first.
     List { app: Option<String> },
     /// Show one window: who, why, scope, phase and the changes recorded,
-    /// with the audit log checked against its digest chain.
+    /// with the audit log checked: the controller's verdict (it verifies
+    /// every record's HMAC seal with its key) and this command's own check
+    /// of the sequence against the count in status. Exit code 1 when the
+    /// log has a gap or a forged record.
     Show {
         /// The window's name, or an app with one open window.
         name: String,
+        /// Where the audit records are when the controller has not said
+        /// yet (its `--lease-namespace`).
+        #[arg(long, default_value = "tether-system")]
+        controller_namespace: String,
     },
     /// Extend an open window from now; recorded as an entry of its own.
     Extend {
@@ -87,6 +99,13 @@ pub enum BreakGlassCommand {
 }
 
 pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
+    let max_ttl = parse_ttl(&args.max_ttl)?;
+    // A time to live beyond the cap is refused before anything is asked.
+    if let BreakGlassCommand::Open { ttl, .. } | BreakGlassCommand::Extend { ttl, .. } =
+        &args.command
+    {
+        within_cap(parse_ttl(ttl)?, max_ttl)?;
+    }
     let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
     let namespace = args.namespace;
     match args.command {
@@ -109,6 +128,7 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
                     resources,
                     reason,
                     ttl,
+                    max_ttl,
                 },
             )
             .await?;
@@ -131,21 +151,44 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
             windows.sort_by_key(|w| std::cmp::Reverse(w.creation_timestamp()));
             print!("{}", list(&windows));
         }
-        BreakGlassCommand::Show { name } => {
+        BreakGlassCommand::Show {
+            name,
+            controller_namespace,
+        } => {
             let window = find(&client, &namespace, &name).await?;
             print!("{}", show(&window));
-            match audit::read(&client, &window).await? {
-                Ok(records) => println!("audit log: {} record(s), chain intact", records.len()),
-                Err(broken) => {
-                    println!("audit log: {broken}");
-                    return Ok(ExitCode::from(1));
+            let verdict = window.status.as_ref().and_then(|s| s.audit_chain.clone());
+            let records_namespace = verdict
+                .as_ref()
+                .map_or(controller_namespace, |v| v.namespace.clone());
+            let mut broken = false;
+            match &verdict {
+                Some(verdict) => {
+                    println!("audit log (controller): {}", verdict.message);
+                    broken |= matches!(verdict.state.as_str(), "Gap" | "Forged");
                 }
+                None => println!("audit log (controller): not checked yet"),
+            }
+            match audit::check(&client, &records_namespace, &window, None).await {
+                Ok(checked) => {
+                    println!(
+                        "audit log (here, in {records_namespace}): {}",
+                        checked.report.message()
+                    );
+                    broken |= checked.report.state.is_broken();
+                }
+                Err(error) => println!(
+                    "audit log (here): cannot read the records in {records_namespace}: {error}"
+                ),
+            }
+            if broken {
+                return Ok(ExitCode::from(1));
             }
         }
         BreakGlassCommand::Extend { name, ttl, reason } => {
             let ttl = parse_ttl(&ttl)?;
             let window = find(&client, &namespace, &name).await?;
-            let window = request::extend(&client, &window, ttl, &reason).await?;
+            let window = request::extend(&client, &window, ttl, max_ttl, &reason).await?;
             println!(
                 "BreakGlass {namespace}/{} extended until {}",
                 window.name_any(),

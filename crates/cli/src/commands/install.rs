@@ -4,8 +4,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Install Tether's CRDs (Application), its namespace, service account and
-/// RBAC into the cluster, with server-side apply. Safe to run again.
+/// Install Tether's CRDs (Application, BreakGlass), its namespace, service
+/// account and RBAC into the cluster, with server-side apply, and the
+/// admission policies `tether-break-glass` (a window's authors are the API
+/// server's word; no grant longer than `--max-break-glass-ttl`) and
+/// `tether-audit-records` (audit records only in the controller's
+/// namespace, by the controller, never changed). Safe to run again.
 ///
 /// With `--enforce-single-writer`, also a ValidatingAdmissionPolicy the
 /// API server evaluates: changes and deletions of objects carrying Tether's
@@ -47,6 +51,10 @@ pub struct InstallArgs {
         requires = "enforce_single_writer"
     )]
     pub enforce_namespaces: Vec<String>,
+    /// The longest a break-glass window may be granted at once, refused by
+    /// the admission policy beyond it (as `tether run --max-break-glass-ttl`).
+    #[arg(long, default_value = "24h")]
+    pub max_break_glass_ttl: String,
     /// Print the manifests as JSON instead of applying them.
     #[arg(long)]
     pub print: bool,
@@ -56,6 +64,7 @@ pub struct InstallArgs {
 }
 
 pub async fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
+    let cap = tether_core::window::parse_ttl(&args.max_break_glass_ttl)?;
     let deployment = args
         .deployment_image
         .as_deref()
@@ -68,7 +77,7 @@ pub async fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
         rule
     });
     if args.print {
-        let manifests = tether_controller::install::manifests(&args.namespace);
+        let manifests = tether_controller::install::manifests_with_cap(&args.namespace, cap);
         let policy = single_writer.iter().flat_map(|rule| rule.manifests());
         for manifest in manifests
             .iter()
@@ -82,7 +91,7 @@ pub async fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
     }
     let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
     for (object, action) in
-        tether_controller::install::install(client.clone(), &args.namespace).await?
+        tether_controller::install::install_with_cap(client.clone(), &args.namespace, cap).await?
     {
         println!("{object} {action}");
     }

@@ -41,6 +41,11 @@ pub struct RunArgs {
     /// Reconcile only the Applications in this namespace (default: all).
     #[arg(long)]
     pub watch_namespace: Option<String>,
+    /// The longest a break-glass window may be granted at once (its
+    /// opening or an extension): 90m, 12h, 1d. Windows beyond it are
+    /// Invalid and suspend nothing.
+    #[arg(long, default_value = "24h")]
+    pub max_break_glass_ttl: String,
     /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster).
     #[arg(long, env = "TETHER_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
@@ -68,6 +73,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         watch_namespace: args.watch_namespace,
         flap_policy: defaults.flap_policy,
         sandbox: super::render::sandbox(args.render_sandbox),
+        max_window_ttl: tether_core::window::parse_ttl(&args.max_break_glass_ttl)?,
     };
     let secret = match &args.webhook_secret_file {
         Some(path) => Some(

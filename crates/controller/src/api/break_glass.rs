@@ -9,14 +9,14 @@
 //! Extending and closing are entries of their own, each with its author.
 //! Tether never deletes a window.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tether_core::ObjectRef;
 use tether_core::drift::DriftedField;
-use tether_core::window::WindowTimes;
+use tether_core::window::{Grant, GrantError, WindowTimes, check_grants, is_privileged_group};
 
 use super::application::{Condition, open_object_list};
 
@@ -159,6 +159,23 @@ pub struct BreakGlassStatus {
     pub record_count: u64,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub audit_digest: String,
+    /// The controller's verdict on the audit log, checked with its key
+    /// whenever the window or one of its records changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit_chain: Option<AuditChainStatus>,
+}
+
+/// The verdict on a window's audit log.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditChainStatus {
+    /// Intact, Unkeyed (records from before keying), Gap or Forged.
+    pub state: String,
+    pub message: String,
+    /// Where the records are: the controller's namespace.
+    pub namespace: String,
+    /// Records found in the chain.
+    pub records: u64,
 }
 
 /// Emergency records kept in status.
@@ -192,6 +209,12 @@ pub enum WindowError {
         expires: String,
         opened: String,
     },
+    #[error("BreakGlass {window}: {error}")]
+    Grant { window: String, error: GrantError },
+    #[error(
+        "BreakGlass {window}: spec.openedBy.groups names {group:?}; Kubernetes' system: groups are not for break-glass windows"
+    )]
+    PrivilegedGroup { window: String, group: String },
 }
 
 impl BreakGlass {
@@ -234,6 +257,51 @@ impl BreakGlass {
             expires_at,
             closed_at,
         })
+    }
+
+    /// [`Self::times`], for a window the controller honours: no grant (the
+    /// opening, each extension) longer than `cap`, no extension dated
+    /// after the expiry it extends, and no Kubernetes `system:` group
+    /// claimed for its opener.
+    pub fn checked_times(&self, cap: Duration) -> Result<WindowTimes, WindowError> {
+        let times = self.times()?;
+        let window = format!(
+            "{}/{}",
+            self.metadata.namespace.as_deref().unwrap_or_default(),
+            self.metadata.name.as_deref().unwrap_or_default()
+        );
+        if let Some(group) = self
+            .spec
+            .opened_by
+            .groups
+            .iter()
+            .find(|g| is_privileged_group(g))
+        {
+            return Err(WindowError::PrivilegedGroup {
+                window,
+                group: group.clone(),
+            });
+        }
+        let bad = |field: &'static str, value: &str| WindowError::BadTime {
+            window: window.clone(),
+            field,
+            value: value.to_string(),
+        };
+        let mut grants = vec![Grant {
+            at: times.opened_at,
+            until: parse_time(&self.spec.expires_at)
+                .ok_or_else(|| bad("spec.expiresAt", &self.spec.expires_at))?,
+        }];
+        for extension in &self.spec.extensions {
+            grants.push(Grant {
+                at: parse_time(&extension.at)
+                    .ok_or_else(|| bad("spec.extensions[].at", &extension.at))?,
+                until: parse_time(&extension.expires_at)
+                    .ok_or_else(|| bad("spec.extensions[].expiresAt", &extension.expires_at))?,
+            });
+        }
+        check_grants(&grants, cap).map_err(|error| WindowError::Grant { window, error })?;
+        Ok(times)
     }
 
     /// The expiry in force, as written.
@@ -308,6 +376,27 @@ mod tests {
             error,
             "BreakGlass shop/inc-1234: spec.expiresAt: \"tomorrow\" is not an RFC 3339 time"
         );
+    }
+
+    #[test]
+    fn a_window_beyond_the_cap_or_claiming_a_system_group_is_not_honoured() {
+        let cap = tether_core::window::DEFAULT_MAX_TTL;
+        assert!(window("2026-12-03T10:00:00Z").checked_times(cap).is_ok());
+        let error = window("2999-01-01T00:00:00Z")
+            .checked_times(cap)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("BreakGlass shop/inc-1234: the opening lasts ")
+                && error.ends_with("longer than the cap of 1d"),
+            "{error}"
+        );
+        let mut masters = window("2026-12-02T12:00:00Z");
+        masters.spec.opened_by.groups = vec!["oncall".into(), "system:masters".into()];
+        assert!(matches!(
+            masters.checked_times(cap),
+            Err(WindowError::PrivilegedGroup { .. })
+        ));
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! A window's life: opened, extended, warned before expiry, expired or
 //! closed. [`plan`] decides (pure: the window, whether its app exists, the
-//! time); [`reconcile`] writes the status, sends the events and looks again
-//! at the next deadline. Writing `Expired` or `Closed` wakes the app (its
-//! controller watches windows), which resumes self-heal for the scope.
+//! time, the longest grant allowed); [`reconcile`] writes the status, sends
+//! the events, checks the window's audit log with the controller's key
+//! ([`super::audit::check`]) and looks again at the next deadline. Writing
+//! `Expired` or `Closed` wakes the app (its controller watches windows),
+//! which resumes self-heal for the scope.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -14,6 +16,8 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use tether_core::window::WindowPhase;
 
+use super::audit;
+use super::key::AuditKey;
 use crate::api::application::Condition;
 use crate::api::break_glass::{Resolution, format_time};
 use crate::api::{Application, BreakGlass};
@@ -49,8 +53,9 @@ pub struct Plan {
     pub next: Option<SystemTime>,
 }
 
-/// Decides a window's status and events at `now`.
-pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime) -> Plan {
+/// Decides a window's status and events at `now`; a window granted longer
+/// than `cap` at once is Invalid.
+pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime, cap: Duration) -> Plan {
     let status = window.status.clone().unwrap_or_default();
     let previous = status.phase.as_str();
     let name = window.name_any();
@@ -94,7 +99,7 @@ pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime) -> Plan {
             "BreakGlass {name}: Application {app} does not exist in this namespace; nothing is suspended"
         ));
     }
-    let times = match window.times() {
+    let times = match window.checked_times(cap) {
         Ok(times) => times,
         Err(error) => return invalid(format!("{error}; nothing is suspended")),
     };
@@ -161,11 +166,10 @@ pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime) -> Plan {
             )
         }
         WindowPhase::Closed => {
-            let close = window
-                .spec
-                .close
-                .as_ref()
-                .expect("a closed window has a close");
+            // Only a window with a closing is ever Closed.
+            let Some(close) = window.spec.close.as_ref() else {
+                return invalid(format!("BreakGlass {name}: Closed without spec.close"));
+            };
             let resolve = match close.resolve {
                 Resolution::Adopt => "adopted into Git",
                 Resolution::Revert => "reverted by self-heal",
@@ -232,6 +236,11 @@ fn scope(window: &BreakGlass) -> String {
 pub struct WindowContext {
     pub client: Client,
     pub recorder: Recorder,
+    /// The longest grant a window may have (`tether run --max-break-glass-ttl`).
+    pub cap: Duration,
+    /// The controller's namespace, where audit records live.
+    pub audit_namespace: String,
+    pub audit_key: AuditKey,
 }
 
 /// Why a window could not be reconciled.
@@ -259,7 +268,7 @@ pub async fn reconcile(
         .map_err(failed)?
         .is_some();
     let now = SystemTime::now();
-    let plan = plan(&window, app_exists, now);
+    let plan = plan(&window, app_exists, now, ctx.cap);
     let current = window.status.clone().unwrap_or_default();
     let unchanged = current.phase == plan.lifecycle.phase
         && current.expires_at == plan.lifecycle.expires_at
@@ -305,12 +314,47 @@ pub async fn reconcile(
         }
         tracing::info!(window = %window.name_any(), reason = notice.reason, note = %notice.note, "break-glass");
     }
+    check_audit_log(&window, &ctx).await.map_err(failed)?;
     Ok(match plan.next {
         Some(at) => {
             Next::requeue(at.duration_since(now).unwrap_or_default() + Duration::from_millis(100))
         }
         None => Next::await_change(),
     })
+}
+
+/// Checks the window's audit log with the key; writes a changed verdict to
+/// its status, with a warning Event when the log is broken.
+async fn check_audit_log(window: &BreakGlass, ctx: &WindowContext) -> Result<(), kube::Error> {
+    let checked = audit::check(
+        &ctx.client,
+        &ctx.audit_namespace,
+        window,
+        Some(&ctx.audit_key),
+    )
+    .await?;
+    let verdict = audit::chain_status(&ctx.audit_namespace, &checked.report);
+    let current = window.status.as_ref().and_then(|s| s.audit_chain.as_ref());
+    if current == Some(&verdict) {
+        return Ok(());
+    }
+    // The warning goes out before the verdict is kept: a controller that
+    // stops in between warns again rather than never.
+    if checked.report.state.is_broken() {
+        let note = format!("audit log {}", verdict.message);
+        tracing::warn!(window = %window.name_any(), %note, "break-glass audit log broken");
+        let event = Event {
+            type_: EventType::Warning,
+            reason: "AuditLogBroken".into(),
+            note: Some(note),
+            action: "VerifyAuditLog".into(),
+            secondary: None,
+        };
+        if let Err(error) = ctx.recorder.publish(&event, &window.object_ref(&())).await {
+            tracing::debug!(%error, "publishing event failed");
+        }
+    }
+    audit::write_verdict(&ctx.client, window, &verdict).await
 }
 
 pub fn error_policy(
@@ -340,6 +384,8 @@ mod tests {
         .unwrap()
     }
 
+    const CAP: Duration = tether_core::window::DEFAULT_MAX_TTL;
+
     fn at(text: &str) -> SystemTime {
         parse_time(text).unwrap()
     }
@@ -362,6 +408,7 @@ mod tests {
             &window("2026-12-02T12:00:00Z"),
             true,
             at("2026-12-02T10:00:01Z"),
+            CAP,
         );
         assert_eq!(plan.lifecycle.phase, "Open");
         assert_eq!(reasons(&plan), ["BreakGlassOpened"]);
@@ -375,7 +422,7 @@ mod tests {
     #[test]
     fn a_window_warns_once_before_it_expires() {
         let open = with_phase(window("2026-12-02T12:00:00Z"), "Open");
-        let plan = plan(&open, true, at("2026-12-02T11:56:00Z"));
+        let plan = plan(&open, true, at("2026-12-02T11:56:00Z"), CAP);
         assert_eq!(reasons(&plan), ["BreakGlassExpiring"]);
         assert!(plan.lifecycle.warned_at.is_some());
         assert_eq!(plan.next, Some(at("2026-12-02T12:00:00Z")));
@@ -384,13 +431,13 @@ mod tests {
     #[test]
     fn an_expired_window_says_so_once_and_looks_no_more() {
         let open = with_phase(window("2026-12-02T12:00:00Z"), "Open");
-        let plan = plan(&open, true, at("2026-12-02T12:00:00Z"));
+        let plan = plan(&open, true, at("2026-12-02T12:00:00Z"), CAP);
         assert_eq!(plan.lifecycle.phase, "Expired");
         assert!(reasons(&plan).contains(&"BreakGlassExpired"));
         assert_eq!(plan.lifecycle.condition.status, "False");
         assert_eq!(plan.next, None);
         let expired = with_phase(window("2026-12-02T12:00:00Z"), "Expired");
-        let again = super::plan(&expired, true, at("2026-12-02T12:00:10Z"));
+        let again = super::plan(&expired, true, at("2026-12-02T12:00:10Z"), CAP);
         assert!(!reasons(&again).contains(&"BreakGlassExpired"));
     }
 
@@ -403,7 +450,7 @@ mod tests {
             expires_at: "2026-12-02T14:00:00Z".into(),
             reason: "still mitigating".into(),
         });
-        let plan = plan(&open, true, at("2026-12-02T12:30:00Z"));
+        let plan = plan(&open, true, at("2026-12-02T12:30:00Z"), CAP);
         assert_eq!(plan.lifecycle.phase, "Open");
         assert_eq!(reasons(&plan), ["BreakGlassExtended"]);
         assert!(plan.notices[0].note.starts_with("bob extended"));
@@ -418,7 +465,7 @@ mod tests {
             at: "2026-12-02T11:00:00Z".into(),
             resolve: Resolution::Revert,
         });
-        let plan = plan(&open, true, at("2026-12-02T11:00:01Z"));
+        let plan = plan(&open, true, at("2026-12-02T11:00:01Z"), CAP);
         assert_eq!(plan.lifecycle.phase, "Closed");
         assert_eq!(reasons(&plan), ["BreakGlassClosed"]);
         assert_eq!(
@@ -433,6 +480,7 @@ mod tests {
             &window("2026-12-02T12:00:00Z"),
             false,
             at("2026-12-02T10:00:01Z"),
+            CAP,
         );
         assert_eq!(plan.lifecycle.phase, "Invalid");
         assert_eq!(
@@ -442,8 +490,46 @@ mod tests {
     }
 
     #[test]
+    fn a_window_past_the_cap_is_invalid_and_suspends_nothing() {
+        let plan = plan(
+            &window("2999-01-01T00:00:00Z"),
+            true,
+            at("2026-12-02T10:00:01Z"),
+            CAP,
+        );
+        assert_eq!(plan.lifecycle.phase, "Invalid");
+        assert_eq!(reasons(&plan), ["BreakGlassInvalid"]);
+        assert!(
+            plan.notices[0].note.contains("longer than the cap of 1d"),
+            "{}",
+            plan.notices[0].note
+        );
+        // An extension is a grant of its own: at most the cap from when it
+        // was made, and made before the window expired.
+        let mut open = with_phase(window("2026-12-02T12:00:00Z"), "Open");
+        open.spec.extensions.push(Extension {
+            by: "bob".into(),
+            at: "2026-12-02T11:58:00Z".into(),
+            expires_at: "2026-12-04T11:58:00Z".into(),
+            reason: "forever".into(),
+        });
+        let plan = super::plan(&open, true, at("2026-12-02T12:30:00Z"), CAP);
+        assert_eq!(plan.lifecycle.phase, "Invalid");
+        assert!(plan.notices[0].note.contains("extension 1 lasts 2d"));
+    }
+
+    #[test]
+    fn a_window_claiming_a_system_group_is_invalid() {
+        let mut masters = window("2026-12-02T12:00:00Z");
+        masters.spec.opened_by.groups = vec!["system:masters".into()];
+        let plan = plan(&masters, true, at("2026-12-02T10:00:01Z"), CAP);
+        assert_eq!(plan.lifecycle.phase, "Invalid");
+        assert!(plan.notices[0].note.contains("\"system:masters\""));
+    }
+
+    #[test]
     fn a_malformed_expiry_makes_the_window_invalid() {
-        let plan = plan(&window("soon"), true, at("2026-12-02T10:00:01Z"));
+        let plan = plan(&window("soon"), true, at("2026-12-02T10:00:01Z"), CAP);
         assert_eq!(plan.lifecycle.phase, "Invalid");
         assert!(plan.notices[0].note.contains("spec.expiresAt: \"soon\""));
     }

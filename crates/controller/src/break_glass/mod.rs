@@ -5,6 +5,7 @@
 //! does are in [`request`].
 
 pub mod audit;
+pub mod key;
 pub mod lifecycle;
 pub mod request;
 
@@ -33,13 +34,15 @@ pub struct OpenWindow {
 }
 
 /// The windows of `app` open at `now`, with their scopes; resources
-/// without a namespace default to `destination`. Malformed windows suspend
-/// nothing (their status says why).
+/// without a namespace default to `destination`. Malformed windows, and
+/// windows granted longer than `cap` at once, suspend nothing (their
+/// status says why).
 pub fn open_windows(
     windows: &Store<BreakGlass>,
     app: &AppRef,
     destination: &str,
     now: SystemTime,
+    cap: Duration,
 ) -> Vec<OpenWindow> {
     windows
         .state()
@@ -49,7 +52,7 @@ pub fn open_windows(
                 && w.spec.application == app.name
         })
         .filter_map(|window| {
-            let times = window.times().ok()?;
+            let times = window.checked_times(cap).ok()?;
             if times.phase(now) != WindowPhase::Open {
                 return None;
             }
@@ -80,6 +83,7 @@ pub async fn windows_of(ctx: &Context, app: &Application, owner: &AppRef) -> Vec
         owner,
         &app.spec.destination.namespace,
         SystemTime::now(),
+        ctx.config.max_window_ttl,
     )
 }
 

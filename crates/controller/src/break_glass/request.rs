@@ -10,7 +10,7 @@ use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
-use tether_core::window::WindowPhase;
+use tether_core::window::{TtlTooLong, WindowPhase, is_privileged_group, within_cap};
 
 use crate::api::break_glass::{
     BreakGlassSpec, Closing, Extension, Identity, Resolution, ScopedResource, format_time,
@@ -58,13 +58,18 @@ pub enum RequestError {
         window: String,
         message: String,
     },
+    #[error(transparent)]
+    TooLong(#[from] TtlTooLong),
     #[error("asking the API server who you are (SelfSubjectReview): {0}")]
     Identity(kube::Error),
     #[error(transparent)]
     Kube(#[from] kube::Error),
 }
 
-/// Who the API server says the caller is.
+/// Who the API server says the caller is, with the groups a window may
+/// name: Kubernetes' own `system:` groups (`system:authenticated`,
+/// `system:masters`, …) are left out, as the admission policy and the
+/// controller refuse them in a window.
 pub async fn whoami(client: &Client) -> Result<Identity, RequestError> {
     let api: Api<SelfSubjectReview> = Api::all(client.clone());
     let review = api
@@ -74,7 +79,12 @@ pub async fn whoami(client: &Client) -> Result<Identity, RequestError> {
     let user = review.status.and_then(|s| s.user_info).unwrap_or_default();
     Ok(Identity {
         username: user.username.unwrap_or_default(),
-        groups: user.groups.unwrap_or_default(),
+        groups: user
+            .groups
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|group| !is_privileged_group(group))
+            .collect(),
     })
 }
 
@@ -102,6 +112,9 @@ pub struct Opening {
     pub resources: Vec<ScopedResource>,
     pub reason: String,
     pub ttl: Duration,
+    /// The longest time to live allowed (the controller's
+    /// `--max-break-glass-ttl`).
+    pub max_ttl: Duration,
 }
 
 /// Opens a window; returns it as created.
@@ -109,6 +122,7 @@ pub async fn open(client: &Client, opening: Opening) -> Result<BreakGlass, Reque
     if opening.reason.trim().is_empty() {
         return Err(RequestError::NoReason);
     }
+    within_cap(opening.ttl, opening.max_ttl)?;
     let apps: Api<Application> = Api::namespaced(client.clone(), &opening.namespace);
     let Some(app) = apps.get_opt(&opening.app).await? else {
         return Err(RequestError::UnknownApp {
@@ -239,16 +253,19 @@ fn must_be_open(window: &BreakGlass, action: &'static str) -> Result<(), Request
     }
 }
 
-/// Extends an open window by `ttl` from now, as an audited entry of its own.
+/// Extends an open window by `ttl` (at most `max_ttl`) from now, as an
+/// audited entry of its own.
 pub async fn extend(
     client: &Client,
     window: &BreakGlass,
     ttl: Duration,
+    max_ttl: Duration,
     reason: &str,
 ) -> Result<BreakGlass, RequestError> {
     if reason.trim().is_empty() {
         return Err(RequestError::NoReason);
     }
+    within_cap(ttl, max_ttl)?;
     must_be_open(window, "extended")?;
     let identity = whoami(client).await?;
     let now = SystemTime::now();

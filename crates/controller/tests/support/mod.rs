@@ -17,6 +17,8 @@ use tether_testkit::TestNamespace;
 
 pub use tether_testkit::{PATIENCE, Repo, eventually};
 
+pub mod break_glass;
+
 /// The configuration `tether run --watch-namespace` would use for `ns`,
 /// with a 2 s safety-net resync.
 pub fn web(replicas: u32, greeting: &str) -> Vec<(&'static str, String)> {

@@ -12,7 +12,8 @@
 //! itself, restricted to the fields it sets, plus the fields Tether owns in
 //! live that the manifest dropped.
 //!
-//! Every output masks Secret values (see [`secret`]).
+//! Every output masks Secret values, as the caller's [`SecretMask`] says
+//! (see [`secret`]).
 
 mod compare;
 mod lists;
@@ -33,6 +34,7 @@ pub use managed::{
 };
 pub use normalize::{IgnoreRule, JsonPointer, SERVER_ANNOTATIONS, SERVER_METADATA, normalize};
 pub use path::{FieldPath, Segment};
+pub use secret::SecretMask;
 
 /// Why a comparison could not be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -76,16 +78,21 @@ pub struct FieldDiff {
 ///
 /// ```
 /// use serde_json::json;
-/// use tether_core::diff::diff;
+/// use tether_core::diff::{SecretMask, diff};
 /// let live = json!({"apiVersion": "v1", "kind": "ConfigMap",
 ///     "metadata": {"name": "a", "resourceVersion": "7"}, "data": {"mode": "slow"}});
 /// let desired = json!({"apiVersion": "v1", "kind": "ConfigMap",
 ///     "metadata": {"name": "a", "resourceVersion": "7"}, "data": {"mode": "fast"}});
-/// let diff = diff(&desired, &live, &[]).unwrap();
+/// let diff = diff(&desired, &live, &[], SecretMask::Hidden).unwrap();
 /// assert_eq!(diff.fields[0].path.to_string(), "data.mode");
 /// ```
-pub fn diff(desired: &Value, live: &Value, ignore: &[IgnoreRule]) -> Result<Diff, DiffError> {
-    compare(desired, live, ignore, Mode::Full, None)
+pub fn diff(
+    desired: &Value,
+    live: &Value,
+    ignore: &[IgnoreRule],
+    mask: SecretMask<'_>,
+) -> Result<Diff, DiffError> {
+    compare(desired, live, ignore, Mode::Full, None, mask)
 }
 
 /// Compares a `manifest` (as Git has it, not dry-run) with `live`, counting
@@ -98,8 +105,9 @@ pub fn diff_manifest(
     live: &Value,
     ignore: &[IgnoreRule],
     manager: &str,
+    mask: SecretMask<'_>,
 ) -> Result<Diff, DiffError> {
-    compare(manifest, live, ignore, Mode::Manifest, Some(manager))
+    compare(manifest, live, ignore, Mode::Manifest, Some(manager), mask)
 }
 
 /// `manifest` with each value it sets replaced by the server's version of
@@ -150,6 +158,7 @@ fn compare(
     ignore: &[IgnoreRule],
     mode: Mode,
     manager: Option<&str>,
+    mask: SecretMask<'_>,
 ) -> Result<Diff, DiffError> {
     let rules: Vec<&IgnoreRule> =
         match ObjectRef::from_object(desired).or_else(|_| ObjectRef::from_object(live)) {
@@ -207,7 +216,9 @@ fn compare(
         .filter(|field| !ignored.covers(live, &field.path))
         .collect();
     if secret {
-        fields.iter_mut().for_each(secret::mask_field);
+        fields
+            .iter_mut()
+            .for_each(|field| secret::mask_field(field, mask));
     }
     Ok(Diff { fields })
 }

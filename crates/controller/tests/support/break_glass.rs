@@ -1,0 +1,132 @@
+//! Break-glass tests with the controller in a namespace of its own
+//! (`ctl`, where `tether install` went and the audit records live),
+//! watching a tenant's namespace (`ns`, where the app and its windows are).
+
+use std::process::Output;
+use std::time::Duration;
+
+use kube::api::Api;
+use tether_controller::api::BreakGlass;
+use tether_controller::break_glass::request::{self, Opening};
+use tether_controller::{Config, install};
+use tether_core::window::DEFAULT_MAX_TTL;
+use tether_testkit::TestNamespace;
+use tokio::task::JoinHandle;
+
+use super::{PATIENCE, Repo, config_for, create_app, eventually, status_where, web};
+
+/// A tenant namespace with a synced app, and the controller's own.
+pub struct Setup {
+    pub ns: TestNamespace,
+    pub ctl: TestNamespace,
+    pub config: Config,
+    pub controller: JoinHandle<()>,
+    _repo: Repo,
+}
+
+/// Installs Tether into a new `ctl`, starts a controller there for a new
+/// `ns` honouring windows up to `cap`, and syncs app `shop` in `ns`.
+pub async fn setup(prefix: &str, cap: Duration) -> Setup {
+    tether_testkit::log_file();
+    let ns = TestNamespace::create(prefix).await;
+    let ctl = TestNamespace::create(&format!("{prefix}-ctl")).await;
+    install::install(ctl.client.clone(), &ctl.name)
+        .await
+        .unwrap();
+    let repo = Repo::new(prefix);
+    repo.commit(&web(2, "hello"), "web");
+    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
+    let config = Config {
+        lease_namespace: ctl.name.clone(),
+        max_window_ttl: cap,
+        ..config_for(&ns, &cache)
+    };
+    let controller = start(&ns, config.clone());
+    let apps = create_app(&ns, &repo).await;
+    status_where(&apps, "Synced", |s| {
+        s.sync.status == "Synced" && !s.inventory.is_empty()
+    })
+    .await;
+    Setup {
+        ns,
+        ctl,
+        config,
+        controller,
+        _repo: repo,
+    }
+}
+
+/// Runs a controller with `config` until aborted.
+pub fn start(ns: &TestNamespace, config: Config) -> JoinHandle<()> {
+    let client = ns.client.clone();
+    tokio::spawn(async move {
+        if let Err(error) = tether_controller::run(client, config).await {
+            panic!("controller stopped: {error}");
+        }
+    })
+}
+
+/// Stops the controller and starts a new one (a new process, a new Lease
+/// identity), as a crash-looping pod would.
+pub async fn restart(setup: &mut Setup, generation: u32) {
+    setup.controller.abort();
+    let _ = (&mut setup.controller).await;
+    let config = Config {
+        identity: format!("{}-{generation}", setup.config.identity),
+        ..setup.config.clone()
+    };
+    setup.controller = start(&setup.ns, config);
+}
+
+/// What `tether break-glass open shop` asks for, with the default cap.
+pub fn opening(ns: &TestNamespace, resources: &[&str], ttl: Duration) -> Opening {
+    Opening {
+        namespace: ns.name.clone(),
+        app: "shop".into(),
+        resources: resources
+            .iter()
+            .map(|r| request::parse_resource(r).unwrap())
+            .collect(),
+        reason: "INC-66: audit drill".into(),
+        ttl,
+        max_ttl: DEFAULT_MAX_TTL,
+    }
+}
+
+/// Window `name` once `check` holds (panics with the last seen after a while).
+pub async fn window_where(
+    ns: &TestNamespace,
+    name: &str,
+    what: &str,
+    check: impl Fn(&BreakGlass) -> bool,
+) -> BreakGlass {
+    let api: Api<BreakGlass> = Api::namespaced(ns.client.clone(), &ns.name);
+    let last = std::sync::Mutex::new(None);
+    let found = tokio::time::timeout(
+        PATIENCE,
+        eventually(what, || async {
+            let window = api.get(name).await.ok()?;
+            *last.lock().unwrap() = Some(window.clone());
+            check(&window).then_some(window)
+        }),
+    )
+    .await;
+    found.unwrap_or_else(|_| {
+        panic!(
+            "timed out waiting for {what}; last: {}\nlog:\n{}",
+            serde_json::to_string_pretty(&*last.lock().unwrap()).unwrap(),
+            tether_testkit::log_tail("", 30)
+        )
+    })
+}
+
+/// Runs what must be refused; returns kubectl's stderr.
+pub fn refused(output: Output, what: &str) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        !output.status.success(),
+        "{what} was let through: {}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    stderr
+}
