@@ -20,6 +20,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -90,13 +91,22 @@ func registerNode(ctx context.Context, client kubernetes.Interface) error {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fakeNodeName, Labels: map[string]string{
 		"kubernetes.io/hostname": fakeNodeName, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
 	}}}
-	created, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		created, err = client.CoreV1().Nodes().Get(ctx, fakeNodeName, metav1.GetOptions{})
-	}
-	if err != nil {
+	if _, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
+	// The node controller writes the new node too (taints, conditions):
+	// read it again and retry when the status update loses that race.
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		created, err := client.CoreV1().Nodes().Get(ctx, fakeNodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		return postReadyStatus(ctx, client, created, capacity)
+	})
+}
+
+// postReadyStatus writes node's status: Ready, with capacity.
+func postReadyStatus(ctx context.Context, client kubernetes.Interface, created *corev1.Node, capacity corev1.ResourceList) error {
 	now := metav1.Now()
 	created.Status = corev1.NodeStatus{
 		Capacity:    capacity,
@@ -108,7 +118,7 @@ func registerNode(ctx context.Context, client kubernetes.Interface) error {
 		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
 		NodeInfo:  corev1.NodeSystemInfo{KubeletVersion: "v0.0.0-fake", OperatingSystem: "linux", Architecture: "amd64"},
 	}
-	_, err = client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	_, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
 	return err
 }
 
