@@ -8,7 +8,12 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 src="$root/tools/kube-local"
 command -v go >/dev/null || { echo "build-kube-local: Go is required (https://go.dev/dl); not found on PATH" >&2; exit 1; }
 
-key="$(cat "$0" "$src/go.sum" "$src/go.mod" "$src"/*.go | sha256sum | cut -c1-16)"
+# _test.go files are not part of the binary, so they are not in the key.
+sources=()
+for file in "$src"/*.go; do
+  [[ "$file" == *_test.go ]] || sources+=("$file")
+done
+key="$(cat "$0" "$src/go.sum" "$src/go.mod" "${sources[@]}" | sha256sum | cut -c1-16)"
 cache="${TETHER_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tether}/kube-local"
 binary="$cache/kube-local-$key"
 if [ ! -x "$binary" ]; then

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: formatting, lints, unit and conformance tests, and the
+# Runs every test: formatting, lints (Rust, and gofmt and go vet for
+# tools/kube-local), unit and conformance tests, and the
 # integration tests against a real local control plane (built from upstream
 # Kubernetes modules on first run). Fails if a control-plane process outlives
 # the tests.
@@ -9,6 +10,21 @@ cd "$(dirname "$0")/.."
 
 kube_local="$(scripts/build-kube-local.sh)"
 running_before="$(pgrep -fc -- "$kube_local" || true)"
+
+# The local control plane's own checks. -trimpath matches the build above,
+# so vet and test reuse its compiled packages instead of compiling
+# Kubernetes a second time.
+(
+  cd tools/kube-local
+  unformatted="$(gofmt -l .)"
+  if [ -n "$unformatted" ]; then
+    echo "test: gofmt would reformat (run gofmt -w in tools/kube-local):" >&2
+    echo "$unformatted" >&2
+    exit 1
+  fi
+  go vet -trimpath ./...
+  go test -trimpath ./...
+)
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings

@@ -3,9 +3,11 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -24,16 +26,22 @@ func runEtcd(args []string) error {
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
-	clientURL, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", *clientPort))
-	peerURL, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", *peerPort))
+	clientURL, err := loopbackURL(*clientPort)
+	if err != nil {
+		return fmt.Errorf("--client-port: %w", err)
+	}
+	peerURL, err := loopbackURL(*peerPort)
+	if err != nil {
+		return fmt.Errorf("--peer-port: %w", err)
+	}
 
 	cfg := embed.NewConfig()
 	cfg.Name = "kube-local"
 	cfg.Dir = *dataDir
-	cfg.ListenClientUrls = []url.URL{*clientURL}
-	cfg.AdvertiseClientUrls = []url.URL{*clientURL}
-	cfg.ListenPeerUrls = []url.URL{*peerURL}
-	cfg.AdvertisePeerUrls = []url.URL{*peerURL}
+	cfg.ListenClientUrls = []url.URL{clientURL}
+	cfg.AdvertiseClientUrls = []url.URL{clientURL}
+	cfg.ListenPeerUrls = []url.URL{peerURL}
+	cfg.AdvertisePeerUrls = []url.URL{peerURL}
 	cfg.InitialCluster = cfg.Name + "=" + peerURL.String()
 	cfg.UnsafeNoFsync = true
 	cfg.LogLevel = "error"
@@ -56,6 +64,15 @@ func runEtcd(args []string) error {
 	case err := <-server.Err():
 		return err
 	}
+}
+
+// loopbackURL is http://127.0.0.1:PORT. Port 0 is refused: etcd would bind
+// a random port but advertise :0.
+func loopbackURL(port int) (url.URL, error) {
+	if port < 1 || port > 65535 {
+		return url.URL{}, fmt.Errorf("%d is not a TCP port", port)
+	}
+	return url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}, nil
 }
 
 // runAPIServer is the upstream kube-apiserver command, flags passed through.

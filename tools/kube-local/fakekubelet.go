@@ -26,13 +26,28 @@ import (
 
 const (
 	fakeNodeName = "kube-local-node"
-	// Images whose name contains these words misbehave the way a real
-	// kubelet would report it.
-	crashLoopMarker = "crashloop"
-	badImageMarker  = "badimage"
-	failMarker      = "fail"
-	crashRestartGap = 10 * time.Second
+	// Images in the reserved test registry misbehave the way a real kubelet
+	// would report it: tether.test/crashloop crash-loops, tether.test/badimage
+	// cannot be pulled, tether.test/fail exits 1 (in a pod that does not
+	// restart). Any tag or digest may follow. Every other image runs; an
+	// image merely containing one of these words is not special.
+	testImageRegistry = "tether.test/"
+	crashLoopImage    = testImageRegistry + "crashloop"
+	badImageImage     = testImageRegistry + "badimage"
+	failImage         = testImageRegistry + "fail"
+	crashRestartGap   = 10 * time.Second
 )
+
+// imageRepository is image without its tag or digest.
+func imageRepository(image string) string {
+	if at := strings.IndexByte(image, '@'); at >= 0 {
+		image = image[:at]
+	}
+	if colon := strings.LastIndexByte(image, ':'); colon > strings.LastIndexByte(image, '/') {
+		image = image[:colon]
+	}
+	return image
+}
 
 // runFakeKubelet registers one Ready node, binds every unscheduled pod to it
 // and writes the pod status a kubelet would: Running and Ready, or
@@ -212,17 +227,17 @@ func (k *fakeKubelet) statusFor(pod *corev1.Pod, restarts int32) corev1.PodStatu
 	for _, container := range pod.Spec.Containers {
 		state := corev1.ContainerStatus{Name: container.Name, Image: container.Image, ImageID: "fake://" + container.Image, RestartCount: restarts}
 		switch {
-		case strings.Contains(container.Image, badImageMarker):
+		case imageRepository(container.Image) == badImageImage:
 			state.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: fmt.Sprintf("Back-off pulling image %q", container.Image)}
 			phase, ready = corev1.PodPending, false
-		case strings.Contains(container.Image, crashLoopMarker):
+		case imageRepository(container.Image) == crashLoopImage:
 			state.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: fmt.Sprintf("back-off restarting failed container %s in pod %s", container.Name, pod.Name)}
 			state.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: started, FinishedAt: now}
 			if state.RestartCount == 0 {
 				state.RestartCount = 1
 			}
 			ready = false
-		case !restartsAlways && strings.Contains(container.Image, failMarker):
+		case !restartsAlways && imageRepository(container.Image) == failImage:
 			state.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", StartedAt: started, FinishedAt: now}
 			phase, ready = corev1.PodFailed, false
 		case !restartsAlways:
@@ -284,7 +299,7 @@ func (k *fakeKubelet) bumpCrashLoops(ctx context.Context) {
 
 func crashLooping(pod *corev1.Pod) bool {
 	for _, container := range pod.Spec.Containers {
-		if strings.Contains(container.Image, crashLoopMarker) {
+		if imageRepository(container.Image) == crashLoopImage {
 			return true
 		}
 	}

@@ -41,34 +41,51 @@ func writeKubeconfig(path, server, caPath, certPath, keyPath, user string) error
 // runKubeconfig mints a client certificate for a user (and groups) from the
 // control plane's CA, e.g. a plain user or a member of a break-glass group.
 func runKubeconfig(args []string) error {
-	flags := flag.NewFlagSet("kubeconfig", flag.ContinueOnError)
-	dir := flags.String("dir", "", "the directory given to `kube-local up`")
-	user := flags.String("user", "", "user name (certificate CN)")
-	out := flags.String("out", "", "where to write the kubeconfig")
-	var groups stringList
-	flags.Var(&groups, "group", "a group (certificate O); repeatable")
+	flags, o := kubeconfigFlags()
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
-	if *dir == "" || *user == "" || *out == "" {
+	if o.dir == "" || o.user == "" || o.out == "" {
 		return fmt.Errorf("--dir, --user and --out are required")
 	}
-	admin, err := clientcmd.LoadFromFile(filepath.Join(*dir, "kubeconfig"))
+	admin, err := clientcmd.LoadFromFile(filepath.Join(o.dir, "kubeconfig"))
 	if err != nil {
 		return fmt.Errorf("reading the control plane's kubeconfig: %w", err)
 	}
-	server := admin.Clusters[contextName].Server
-	p := pki{dir: filepath.Join(*dir, "pki")}
+	cluster, ok := admin.Clusters[contextName]
+	if !ok {
+		return fmt.Errorf("%s has no cluster %q", filepath.Join(o.dir, "kubeconfig"), contextName)
+	}
+	server := cluster.Server
+	p := pki{dir: filepath.Join(o.dir, "pki")}
 	ca, caKey, err := p.loadCA()
 	if err != nil {
 		return err
 	}
-	certPath := p.path("user-" + *user + ".crt")
-	keyPath := p.path("user-" + *user + ".key")
-	if err := issueClient(ca, caKey, *user, groups, certPath, keyPath); err != nil {
+	certPath := p.path("user-" + o.user + ".crt")
+	keyPath := p.path("user-" + o.user + ".key")
+	if err := issueClient(ca, caKey, o.user, o.groups, certPath, keyPath); err != nil {
 		return err
 	}
-	return writeKubeconfig(*out, server, p.caCert(), certPath, keyPath, *user)
+	return writeKubeconfig(o.out, server, p.caCert(), certPath, keyPath, o.user)
+}
+
+// kubeconfigOptions are the flags of `kube-local kubeconfig`.
+type kubeconfigOptions struct {
+	dir, user, out string
+	groups         stringList
+}
+
+// kubeconfigFlags defines the flags of `kube-local kubeconfig` (the usage
+// text in main.go must list each of them; a test checks it).
+func kubeconfigFlags() (*flag.FlagSet, *kubeconfigOptions) {
+	o := &kubeconfigOptions{}
+	flags := flag.NewFlagSet("kubeconfig", flag.ContinueOnError)
+	flags.StringVar(&o.dir, "dir", "", "the directory given to `kube-local up`")
+	flags.StringVar(&o.user, "user", "", "user name (certificate CN)")
+	flags.StringVar(&o.out, "out", "", "where to write the kubeconfig")
+	flags.Var(&o.groups, "group", "a group (certificate O); repeatable")
+	return flags, o
 }
 
 type stringList []string

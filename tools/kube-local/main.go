@@ -18,8 +18,13 @@ const usage = `kube-local: a local Kubernetes control plane built from upstream 
 
 Usage:
   kube-local up --dir DIR [--controller-manager] [--fake-kubelet]
+                [--port PORT] [--audit-log FILE]
       Start etcd and kube-apiserver on 127.0.0.1, write DIR/kubeconfig and
       print "READY <kubeconfig>". Stops on SIGTERM, SIGINT or stdin EOF.
+      --controller-manager  also run kube-controller-manager
+      --fake-kubelet        also run a fake kubelet with one Ready node
+      --port PORT           kube-apiserver port (default: a free one)
+      --audit-log FILE      write an API audit log (Metadata level) to FILE
   kube-local kubeconfig --dir DIR --user NAME [--group G]... --out FILE
       Write a kubeconfig for a client-certificate user signed by DIR's CA.
 

@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -24,38 +25,58 @@ import (
 
 const readyTimeout = 120 * time.Second
 
+// upOptions are the flags of `kube-local up`.
+type upOptions struct {
+	dir               string
+	controllerManager bool
+	fakeKubelet       bool
+	port              int
+	auditLog          string
+}
+
+// upFlags defines the flags of `kube-local up` (the usage text in main.go
+// must list each of them; a test checks it).
+func upFlags() (*flag.FlagSet, *upOptions) {
+	o := &upOptions{}
+	flags := flag.NewFlagSet("up", flag.ContinueOnError)
+	flags.StringVar(&o.dir, "dir", "", "state directory (pki, kubeconfig, logs)")
+	flags.BoolVar(&o.controllerManager, "controller-manager", false, "also run kube-controller-manager")
+	flags.BoolVar(&o.fakeKubelet, "fake-kubelet", false, "also run a fake kubelet with one Ready node")
+	flags.IntVar(&o.port, "port", 0, "kube-apiserver port on 127.0.0.1 (0: pick a free one)")
+	flags.StringVar(&o.auditLog, "audit-log", "", "write an API audit log (Metadata level) to this file")
+	return flags, o
+}
+
 // runUp starts the control plane and supervises it until told to stop.
 func runUp(args []string) error {
-	flags := flag.NewFlagSet("up", flag.ContinueOnError)
-	dir := flags.String("dir", "", "state directory (pki, kubeconfig, logs)")
-	withControllerManager := flags.Bool("controller-manager", false, "also run kube-controller-manager")
-	withFakeKubelet := flags.Bool("fake-kubelet", false, "also run a fake kubelet with one Ready node")
-	port := flags.Int("port", 0, "kube-apiserver port on 127.0.0.1 (0: pick a free one)")
-	auditLog := flags.String("audit-log", "", "write an API audit log (Metadata level) to this file")
+	flags, o := upFlags()
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
-	if *dir == "" {
+	if o.dir == "" {
 		return errors.New("--dir is required")
 	}
-	absDir, err := filepath.Abs(*dir)
+	if o.port < 0 || o.port > 65535 {
+		return fmt.Errorf("--port %d is not a TCP port", o.port)
+	}
+	absDir, err := filepath.Abs(o.dir)
 	if err != nil {
 		return err
 	}
 	started := time.Now()
 	plane := &controlPlane{dir: absDir, pki: pki{dir: filepath.Join(absDir, "pki")}}
-	defer plane.stop()
+	defer plane.stop(stopGrace)
 
 	stop := stopSignals()
-	if err := plane.start(*port, *auditLog); err != nil {
+	if err := plane.start(o.port, o.auditLog); err != nil {
 		return err
 	}
-	if *withControllerManager {
+	if o.controllerManager {
 		if err := plane.startControllerManager(); err != nil {
 			return err
 		}
 	}
-	if *withFakeKubelet {
+	if o.fakeKubelet {
 		if err := plane.startFakeKubelet(); err != nil {
 			return err
 		}
@@ -116,9 +137,20 @@ type child struct {
 
 func (p *controlPlane) kubeconfig() string         { return filepath.Join(p.dir, "kubeconfig") }
 func (p *controlPlane) logPath(name string) string { return filepath.Join(p.dir, "logs", name+".log") }
+func (p *controlPlane) auditPolicy() string        { return filepath.Join(p.dir, "audit-policy.yaml") }
 
+// startAttempts bounds the retries of a start that lost a port race.
+const startAttempts = 3
+
+// start runs etcd and kube-apiserver and waits until the API server is
+// ready. The ports are picked by freePorts, which must close its listeners
+// before the children bind them: the children are separate processes, and
+// neither embedded etcd nor kube-apiserver's command line accepts an
+// inherited listener. Another process may take a port in that gap; when a
+// child then exits with "address already in use", the attempt is torn down
+// and the start retried with fresh ports (up to startAttempts in all). A
+// conflict on a port given with --port is not retried.
 func (p *controlPlane) start(apiPort int, auditLog string) error {
-	p.exited = make(chan string, 8)
 	if err := os.MkdirAll(filepath.Join(p.dir, "logs"), 0o755); err != nil {
 		return err
 	}
@@ -126,6 +158,59 @@ func (p *controlPlane) start(apiPort int, auditLog string) error {
 	if err := p.pki.generate(); err != nil {
 		return fmt.Errorf("generating certificates: %w", err)
 	}
+	if auditLog != "" {
+		if err := os.WriteFile(p.auditPolicy(), []byte(auditPolicy), 0o644); err != nil {
+			return err
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		err := p.startOnce(apiPort, auditLog)
+		if err == nil {
+			return writeKubeconfig(p.kubeconfig(), p.server, p.pki.caCert(), p.pki.adminCert(), p.pki.adminKey(), "kube-local-admin")
+		}
+		// Nothing of a failed attempt is worth a graceful shutdown.
+		p.stop(0)
+		var exited *childExitedError
+		if !errors.As(err, &exited) || !p.lostPortRace(exited.name, apiPort != 0) {
+			return err
+		}
+		if attempt == startAttempts {
+			return fmt.Errorf("%w (a port was taken by another process on each of %d attempts)", err, attempt)
+		}
+		fmt.Fprintf(os.Stderr, "kube-local: %s could not bind its port (taken after it was picked); retrying with fresh ports\n", exited.name)
+	}
+}
+
+// lostPortRace reports whether the child name exited because a port picked
+// for it was taken meanwhile. apiPortFixed: the API server's port came from
+// --port, so a conflict there is the caller's to fix, not a race.
+func (p *controlPlane) lostPortRace(name string, apiPortFixed bool) bool {
+	if name != "etcd" && (name != "apiserver" || apiPortFixed) {
+		return false
+	}
+	log, err := os.ReadFile(p.logPath(name))
+	return err == nil && isBindConflict(string(log))
+}
+
+// isBindConflict reports whether a component's log shows it failed to
+// listen on a port another process holds.
+func isBindConflict(log string) bool {
+	return strings.Contains(log, "address already in use")
+}
+
+// childExitedError is a child that exited while the control plane started.
+type childExitedError struct {
+	name, log string
+}
+
+func (e *childExitedError) Error() string {
+	return fmt.Sprintf("%s exited before the API server was ready; see %s", e.name, e.log)
+}
+
+// startOnce is one attempt of start: fresh ports, a fresh etcd data
+// directory, etcd and kube-apiserver, and a wait for /readyz.
+func (p *controlPlane) startOnce(apiPort int, auditLog string) error {
+	p.exited = make(chan string, 8)
 	etcdDir, err := os.MkdirTemp(tmpfsRoot(), "kube-local-etcd-")
 	if err != nil {
 		return err
@@ -171,20 +256,13 @@ func (p *controlPlane) start(apiPort int, auditLog string) error {
 		"--v", "0",
 	}
 	if auditLog != "" {
-		policy := filepath.Join(p.dir, "audit-policy.yaml")
-		if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
-			return err
-		}
-		apiArgs = append(apiArgs, "--audit-policy-file", policy, "--audit-log-path", auditLog,
+		apiArgs = append(apiArgs, "--audit-policy-file", p.auditPolicy(), "--audit-log-path", auditLog,
 			"--audit-log-format", "json", "--audit-log-mode", "batch")
 	}
 	if err := p.spawn("apiserver", apiArgs...); err != nil {
 		return err
 	}
-	if err := p.waitReady(); err != nil {
-		return err
-	}
-	return writeKubeconfig(p.kubeconfig(), p.server, p.pki.caCert(), p.pki.adminCert(), p.pki.adminKey(), "kube-local-admin")
+	return p.waitReady()
 }
 
 const auditPolicy = `apiVersion: audit.k8s.io/v1
@@ -234,11 +312,14 @@ func (p *controlPlane) spawn(name string, args ...string) error {
 		return fmt.Errorf("starting %s: %w", name, err)
 	}
 	c := &child{name: name, cmd: cmd, done: make(chan struct{})}
+	// The channel of this attempt: a child stopped by a retry must not
+	// report its exit to the next one.
+	exited := p.exited
 	go func() {
 		_ = cmd.Wait()
 		logFile.Close()
 		close(c.done)
-		p.exited <- name
+		exited <- name
 	}()
 	p.mu.Lock()
 	p.children = append(p.children, c)
@@ -246,24 +327,35 @@ func (p *controlPlane) spawn(name string, args ...string) error {
 	return nil
 }
 
+// stopGrace is how long a child has to exit after SIGTERM.
+const stopGrace = 10 * time.Second
+
 // stop ends the children in reverse start order: SIGTERM, then SIGKILL
-// after a grace period; then removes etcd's tmpfs data.
-func (p *controlPlane) stop() {
+// after grace (at once when grace is 0); then removes etcd's tmpfs data. It
+// may be called again (a retried start, then the supervisor's exit).
+func (p *controlPlane) stop(grace time.Duration) {
 	p.mu.Lock()
-	children := append([]*child(nil), p.children...)
+	children := p.children
+	p.children = nil
 	p.mu.Unlock()
 	for i := len(children) - 1; i >= 0; i-- {
 		c := children[i]
+		if grace == 0 {
+			_ = c.cmd.Process.Kill()
+			<-c.done
+			continue
+		}
 		_ = c.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-c.done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(grace):
 			_ = c.cmd.Process.Kill()
 			<-c.done
 		}
 	}
 	if p.etcdDir != "" {
 		_ = os.RemoveAll(p.etcdDir)
+		p.etcdDir = ""
 	}
 }
 
@@ -287,7 +379,7 @@ func (p *controlPlane) waitReady() error {
 	for {
 		select {
 		case name := <-p.exited:
-			return fmt.Errorf("%s exited before the API server was ready; see %s", name, p.logPath(name))
+			return &childExitedError{name: name, log: p.logPath(name)}
 		case <-ctx.Done():
 			return fmt.Errorf("kube-apiserver not ready after %s; see %s", readyTimeout, p.logPath("apiserver"))
 		case <-time.After(200 * time.Millisecond):
@@ -311,6 +403,10 @@ func tmpfsRoot() string {
 	return os.TempDir()
 }
 
+// freePorts returns n distinct ports on 127.0.0.1 that were free a moment
+// ago. It holds every listener until all n are picked, so the ports differ,
+// then closes them: the caller's children bind them afterwards, and start
+// retries if another process took one in between.
 func freePorts(n int) ([]int, error) {
 	listeners := make([]net.Listener, 0, n)
 	defer func() {

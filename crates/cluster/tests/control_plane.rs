@@ -164,7 +164,7 @@ async fn a_deployment_becomes_available_on_the_fake_kubelet() {
 async fn a_crashing_container_shows_crash_loop_back_off_in_its_pod_status() {
     let ns = TestNamespace::create("crash").await;
     applier(&ns)
-        .apply(&deployment("broken", "example.com/crashloop:1"), false)
+        .apply(&deployment("broken", "tether.test/crashloop:1"), false)
         .await
         .unwrap();
     let pods = Api::<Pod>::namespaced(ns.client.clone(), &ns.name);

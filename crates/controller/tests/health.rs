@@ -1,7 +1,8 @@
 //! Health on the real local control plane: kube-controller-manager runs the
-//! workloads and the fake kubelet plays the node (images named `crashloop`
-//! crash-loop, `badimage` cannot be pulled, `fail` fails), so every health
-//! here is computed from objects the real controllers wrote.
+//! workloads and the fake kubelet plays the node (the image
+//! `tether.test/crashloop` crash-loops, `tether.test/badimage` cannot be
+//! pulled, `tether.test/fail` fails), so every health here is computed from
+//! objects the real controllers wrote.
 //!
 //! The controller runs with a one-hour safety-net resync (except where a
 //! new Git commit must be noticed), so each health change below reached
@@ -171,7 +172,7 @@ async fn an_image_that_cannot_be_pulled_is_applied_but_failing_until_git_fixes_i
         &[deployment(
             "app/web.yaml",
             "web",
-            "example.com/badimage:1",
+            "tether.test/badimage:1",
             deadline,
         )],
         "a typo in the image",
@@ -226,12 +227,12 @@ async fn a_crashing_container_is_degraded_with_its_growing_restart_count() {
     };
     setup.repo.commit(
         &[
-            file("app/crash.yaml", &pod("crash", "example.com/crashloop:1")),
-            file("app/pull.yaml", &pod("pull", "example.com/badimage:1")),
+            file("app/crash.yaml", &pod("crash", "tether.test/crashloop:1")),
+            file("app/pull.yaml", &pod("pull", "tether.test/badimage:1")),
             deployment(
                 "app/crashing.yaml",
                 "crashing",
-                "example.com/crashloop:1",
+                "tether.test/crashloop:1",
                 "  progressDeadlineSeconds: 5\n",
             ),
         ],
@@ -286,7 +287,7 @@ async fn a_failed_job_is_degraded_a_suspended_cronjob_suspended_and_an_unbound_c
         &[
             file(
                 "app/job.yaml",
-                "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\nspec:\n  backoffLimit: 0\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n        - name: migrate\n          image: example.com/fail:1\n",
+                "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\nspec:\n  backoffLimit: 0\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n        - name: migrate\n          image: tether.test/fail:1\n",
             ),
             file(
                 "app/cronjob.yaml",

@@ -1,6 +1,6 @@
 //! Sync waves gated on health (`syncPolicy.waitForWaves`), against the real
-//! local control plane, where the fake kubelet runs the Deployments: an
-//! image named `crashloop` never becomes ready.
+//! local control plane, where the fake kubelet runs the Deployments: the
+//! image `tether.test/crashloop` never becomes ready.
 
 mod support;
 
@@ -31,7 +31,7 @@ async fn a_wave_that_never_becomes_healthy_holds_back_the_next_and_is_named() {
     let ns = TestNamespace::create("waves-blocked").await;
     let repo = Repo::new(&ns.name);
     let cache = std::env::temp_dir().join(format!("tether-cache-waves-{}", ns.name));
-    repo.commit(&two_waves("example.com/crashloop:1"), "a crashing wave 0");
+    repo.commit(&two_waves("tether.test/crashloop:1"), "a crashing wave 0");
     start_controller(&ns, &cache).await;
     let apps = create_app_with(
         &ns,
