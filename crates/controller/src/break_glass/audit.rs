@@ -360,20 +360,30 @@ async fn write_status(
     window: &BreakGlass,
     chain: &Chain,
 ) -> Result<(), kube::Error> {
+    let status = json!({
+        "records": chain.records,
+        "recordCount": chain.count,
+        "auditDigest": chain.digest,
+    });
+    apply_status(client, window, MANAGER, status).await
+}
+
+/// Applies `status` to `window`'s status as field manager `manager` (the
+/// records and the verdict have different writers, so neither write
+/// removes the other's fields).
+async fn apply_status(
+    client: &Client,
+    window: &BreakGlass,
+    manager: &str,
+    status: serde_json::Value,
+) -> Result<(), kube::Error> {
     let api: Api<BreakGlass> =
         Api::namespaced(client.clone(), &window.namespace().unwrap_or_default());
-    let patch = json!({
-        "apiVersion": "tether.dev/v1alpha1",
-        "kind": "BreakGlass",
-        "status": {
-            "records": chain.records,
-            "recordCount": chain.count,
-            "auditDigest": chain.digest,
-        }
-    });
+    let patch =
+        json!({"apiVersion": "tether.dev/v1alpha1", "kind": "BreakGlass", "status": status});
     api.patch_status(
         &window.name_any(),
-        &PatchParams::apply(MANAGER).force(),
+        &PatchParams::apply(manager).force(),
         &Patch::Apply(&patch),
     )
     .await?;
@@ -482,18 +492,11 @@ pub async fn write_verdict(
     window: &BreakGlass,
     verdict: &AuditChainStatus,
 ) -> Result<(), kube::Error> {
-    let api: Api<BreakGlass> =
-        Api::namespaced(client.clone(), &window.namespace().unwrap_or_default());
-    let patch = json!({
-        "apiVersion": "tether.dev/v1alpha1",
-        "kind": "BreakGlass",
-        "status": {"auditChain": verdict}
-    });
-    api.patch_status(
-        &window.name_any(),
-        &PatchParams::apply(CHECK_MANAGER).force(),
-        &Patch::Apply(&patch),
+    apply_status(
+        client,
+        window,
+        CHECK_MANAGER,
+        json!({"auditChain": verdict}),
     )
-    .await?;
-    Ok(())
+    .await
 }
