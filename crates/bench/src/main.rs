@@ -186,7 +186,7 @@ async fn main() -> anyhow::Result<()> {
         synced_at(a, &head)
             && a.status
                 .as_ref()
-                .is_some_and(|s| s.health.status == "Healthy")
+                .is_some_and(|s| s.health.status == tether_core::HealthStatus::Healthy)
     })
     .await?;
     let tether_healthy = started.elapsed();
@@ -490,9 +490,10 @@ async fn wait_apps(
 }
 
 fn synced_at(app: &Application, revision: &str) -> bool {
-    app.status
-        .as_ref()
-        .is_some_and(|s| s.sync.status == "Synced" && s.sync.revision.as_deref() == Some(revision))
+    app.status.as_ref().is_some_and(|s| {
+        s.sync.status == tether_core::SyncStatus::Synced
+            && s.sync.revision.as_deref() == Some(revision)
+    })
 }
 
 async fn latency(

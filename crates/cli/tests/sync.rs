@@ -157,7 +157,7 @@ async fn sync_to_an_older_revision_follows_the_sync_and_records_the_revision() {
     assert_eq!(status.sync.revision.as_deref(), Some(older.as_str()));
     assert_eq!(status.operation_state.unwrap().revision, older);
     assert_eq!(status.history[0].revision, older);
-    assert_eq!(status.history[0].initiator, "user");
+    assert_eq!(status.history[0].initiator, tether_core::Initiator::User);
 
     // Without --revision, the next sync goes to the source's revision.
     let command = tether_command(&ns, &["sync", "shop", "-n", &ns.name, "--timeout", "120"]);

@@ -330,7 +330,7 @@ mod tests {
                     }],
                     detected_at: "2026-01-01T00:00:00Z".into(),
                 },
-                response: "Reported".into(),
+                response: tether_core::drift::DriftOutcome::Reported,
                 resolved_at: None,
             })
             .collect();

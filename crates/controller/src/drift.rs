@@ -9,10 +9,11 @@ use std::fmt;
 use std::time::SystemTime;
 
 use serde_json::Value;
+use tether_core::OperationPhase;
 use tether_core::attribution::Ownership;
 use tether_core::drift::{
-    DriftKind, DriftRecord, Fight, FlapGuard, HealVerdict, LiveState, Observation, WindowScope,
-    classify, drifted_fields,
+    DriftKind, DriftOutcome, DriftRecord, Fight, FlapGuard, HealVerdict, LiveState, Observation,
+    WindowScope, classify, drifted_fields,
 };
 use tether_core::tracking::AppRef;
 
@@ -38,12 +39,12 @@ pub enum Response {
 }
 
 impl Response {
-    /// The word status shows once this response was carried out.
-    pub fn as_str(&self) -> &'static str {
+    /// What status records once this response was carried out.
+    pub fn outcome(&self) -> DriftOutcome {
         match self {
-            Response::Heal => "Healed",
-            Response::Report => "Reported",
-            Response::BackOff(_) => "BackedOff",
+            Response::Heal => DriftOutcome::Healed,
+            Response::Report => DriftOutcome::Reported,
+            Response::BackOff(_) => DriftOutcome::BackedOff,
         }
     }
 }
@@ -114,8 +115,8 @@ pub fn interrupted(status: Option<&ApplicationStatus>, revision: &str) -> bool {
         return false;
     };
     operation.revision == revision
-        && (operation.phase == "Running"
-            || operation.phase == "Failed" && !operation.changes.is_empty())
+        && (operation.phase == OperationPhase::Running
+            || operation.phase == OperationPhase::Failed && !operation.changes.is_empty())
 }
 
 /// The drifted objects among `compared`, each with its response. Counts a
@@ -251,7 +252,7 @@ pub fn rows(apps: &[crate::api::Application]) -> Vec<DriftRow> {
                 object: record.object.to_string(),
                 kind: record.kind.to_string(),
                 field,
-                response: entry.response.clone(),
+                response: entry.response.to_string(),
                 detected_at: Some(record.detected_at.clone()),
                 resolved_at: entry.resolved_at.clone(),
             };
@@ -266,7 +267,7 @@ pub fn rows(apps: &[crate::api::Application]) -> Vec<DriftRow> {
                 object: orphan.object.clone(),
                 kind: "Orphan".into(),
                 field: None,
-                response: orphan.prune.clone(),
+                response: orphan.prune.to_string(),
                 detected_at: None,
                 resolved_at: None,
             });
@@ -350,18 +351,21 @@ mod tests {
     use super::*;
     use crate::api::application::{Change, OperationState};
 
-    fn status(phase: &str, revision: &str, applied: usize) -> ApplicationStatus {
+    fn status(phase: OperationPhase, revision: &str, applied: usize) -> ApplicationStatus {
         ApplicationStatus {
             operation_state: Some(OperationState {
-                phase: phase.into(),
+                phase,
+                message: String::new(),
                 revision: revision.into(),
+                started_at: String::new(),
+                finished_at: None,
                 changes: (0..applied)
                     .map(|i| Change {
                         object: format!("ConfigMap shop/c{i}"),
                         action: tether_core::Action::Configured,
                     })
                     .collect(),
-                ..OperationState::default()
+                changes_omitted: 0,
             }),
             ..ApplicationStatus::default()
         }
@@ -369,19 +373,34 @@ mod tests {
 
     #[test]
     fn a_sync_left_running_by_a_stopped_controller_was_interrupted() {
-        assert!(interrupted(Some(&status("Running", "b", 0)), "b"));
+        assert!(interrupted(
+            Some(&status(OperationPhase::Running, "b", 0)),
+            "b"
+        ));
     }
 
     #[test]
     fn a_failed_sync_that_applied_some_objects_stopped_half_way() {
-        assert!(interrupted(Some(&status("Failed", "b", 1)), "b"));
-        assert!(!interrupted(Some(&status("Failed", "b", 0)), "b"));
+        assert!(interrupted(
+            Some(&status(OperationPhase::Failed, "b", 1)),
+            "b"
+        ));
+        assert!(!interrupted(
+            Some(&status(OperationPhase::Failed, "b", 0)),
+            "b"
+        ));
     }
 
     #[test]
     fn an_old_revisions_or_a_finished_sync_is_not_interrupted() {
-        assert!(!interrupted(Some(&status("Running", "a", 0)), "b"));
-        assert!(!interrupted(Some(&status("Succeeded", "b", 3)), "b"));
+        assert!(!interrupted(
+            Some(&status(OperationPhase::Running, "a", 0)),
+            "b"
+        ));
+        assert!(!interrupted(
+            Some(&status(OperationPhase::Succeeded, "b", 3)),
+            "b"
+        ));
         assert!(!interrupted(None, "b"));
     }
 }

@@ -99,7 +99,7 @@ async fn write_progress(
         }
         let progress = *seen.borrow_and_update();
         let patch = serde_json::json!({"status": {"operationState": {
-            "phase": "Running",
+            "phase": tether_core::OperationPhase::Running,
             "message": progress.to_string(),
             "revision": revision,
             "startedAt": started_at,

@@ -6,7 +6,7 @@ use kube::api::{DeleteParams, PropagationPolicy};
 use serde_json::{Value, json};
 use tether_cluster::Applier;
 use tether_core::ObjectRef;
-use tether_core::prune::{Breaker, KeepReason, PruneDecision, PruneOptions, plan_prune};
+use tether_core::prune::{Breaker, KeepReason, PruneDecision, PruneFate, PruneOptions, plan_prune};
 use tether_core::tracking::AppRef;
 
 use crate::api::application::{InventoryEntry, PrunePropagation};
@@ -15,8 +15,8 @@ use crate::context::Context;
 /// What prune found and did.
 #[derive(Debug, Clone, Default)]
 pub struct PruneReport {
-    /// Every orphan and its fate: `Deleted`, or why it was kept.
-    pub orphans: Vec<(ObjectRef, String)>,
+    /// Every orphan and its fate: deleted, or why it was kept.
+    pub orphans: Vec<(ObjectRef, PruneFate)>,
     /// Inventory entries that must stay: orphans kept (or whose deletion
     /// failed), so a later prune can still find them.
     pub kept: Vec<InventoryEntry>,
@@ -68,17 +68,17 @@ pub async fn prune(
     for (id, decision) in &plan.orphans {
         let fate = match decision {
             PruneDecision::Delete => match delete(applier, id, &live, propagation).await {
-                Ok(()) => "Deleted".to_string(),
-                Err(error) => format!("kept: deletion failed: {error}"),
+                Ok(()) => PruneFate::Deleted,
+                Err(error) => PruneFate::deletion_failed(error),
             },
-            PruneDecision::Keep(reason) => format!("kept: {reason}"),
+            PruneDecision::Keep(reason) => PruneFate::kept(reason),
         };
         let stays_ours = !matches!(
             decision,
             PruneDecision::Keep(KeepReason::NotInInventory | KeepReason::NotTracked)
         );
         if stays_ours
-            && fate != "Deleted"
+            && !fate.is_deleted()
             && let Some(entry) = inventory.iter().find(|entry| identity(entry) == *id)
         {
             report.kept.push(entry.clone());

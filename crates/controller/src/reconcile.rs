@@ -8,12 +8,12 @@ use kube::runtime::controller::Action as Next;
 use kube::runtime::events::{Event, EventType};
 use kube::{Resource, ResourceExt};
 use tether_cluster::Applier;
-use tether_core::ObjectRef;
 use tether_core::drift::{DriftKind, WindowScope};
 use tether_core::prune::PruneOptions;
 use tether_core::revision::{LastSync, RevisionChange, revision_change};
 use tether_core::tracking::AppRef;
-use tether_source::{Manifest, Rendered};
+use tether_core::{Initiator, ObjectRef, OperationPhase};
+use tether_source::{Manifest, Rendered, SourceError};
 
 use crate::api::application::{
     ALLOW_MASS_PRUNE_ANNOTATION, SYNC_REQUEST_ANNOTATION, SYNC_REVISION_ANNOTATION,
@@ -73,8 +73,9 @@ async fn reconcile_app(app: Arc<Application>, ctx: Arc<Context>) -> Result<Next,
     // Fetch the desired state.
     let mut desired = match fetch(&ctx, &app).await {
         Ok(desired) => desired,
-        Err(message) => {
-            return report(&ctx, &app, None, None, Some(&fail(Step::Fetch, message))).await;
+        Err(error) => {
+            let failure = fail(error.step(), error.to_string());
+            return report(&ctx, &app, None, None, Some(&failure)).await;
         }
     };
 
@@ -187,7 +188,7 @@ fn last_sync(app: &Application) -> Option<LastSync<'_>> {
         settled: status
             .operation_state
             .as_ref()
-            .is_none_or(|operation| operation.phase == "Succeeded"),
+            .is_none_or(|operation| operation.phase == OperationPhase::Succeeded),
     })
 }
 
@@ -197,10 +198,12 @@ fn last_sync(app: &Application) -> Option<LastSync<'_>> {
 fn failure_in_force(app: &Application, revision: &str, compared: &[Compared]) -> Option<Failure> {
     let operation = app.status.as_ref()?.operation_state.as_ref()?;
     let pending = compared.iter().any(|c| !c.in_sync());
-    (operation.phase == "Failed" && operation.revision == revision && pending).then(|| Failure {
-        step: Step::Apply,
-        message: operation.message.clone(),
-    })
+    (operation.phase == OperationPhase::Failed && operation.revision == revision && pending).then(
+        || Failure {
+            step: Step::Apply,
+            message: operation.message.clone(),
+        },
+    )
 }
 
 /// `app` with the status this controller last wrote, when it has written
@@ -221,7 +224,7 @@ fn with_written_status(app: &Arc<Application>, memo: &Mutex<AppMemo>) -> Arc<App
 
 /// A sync this reconcile ran.
 struct Ran {
-    initiator: &'static str,
+    initiator: Initiator,
     started_at: String,
     result: Result<SyncReport, SyncError>,
 }
@@ -297,7 +300,11 @@ async fn apply(
     }
     let started_at = now();
     let (initiator, result) = if everything {
-        let initiator = if requested { "user" } else { "automated" };
+        let initiator = if requested {
+            Initiator::User
+        } else {
+            Initiator::Automated
+        };
         publish(
             ctx,
             app,
@@ -357,7 +364,7 @@ async fn apply(
             })
             .collect();
         (
-            "self-heal",
+            Initiator::SelfHeal,
             reapply(applier, owner, &manifests, &versions).await,
         )
     };
@@ -394,7 +401,7 @@ async fn mark_running(
     let _turn = ctx.status_writes.exclusive(&key).await;
     let api: Api<Application> = Api::namespaced(ctx.client.clone(), &key.0);
     let patch = serde_json::json!({"status": {"operationState": {
-        "phase": "Running",
+        "phase": OperationPhase::Running,
         "message": format!("applying {objects} object(s)"),
         "revision": revision,
         "startedAt": started_at,
@@ -515,7 +522,7 @@ async fn announce(
     }
     match sync {
         Some(Ran {
-            initiator: "self-heal",
+            initiator: Initiator::SelfHeal,
             result: Ok(_),
             ..
         }) => {}
@@ -548,7 +555,7 @@ async fn announce(
     for (object, fate) in &pruned.orphans {
         let before =
             previous.and_then(|p| p.orphans.iter().find(|o| o.object == object.to_string()));
-        if fate == "Deleted" {
+        if fate.is_deleted() {
             publish(
                 ctx,
                 app,
@@ -641,10 +648,35 @@ pub fn error_policy(
     Next::requeue(Duration::from_secs(5))
 }
 
+/// Why the desired state could not be fetched.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// The repository credentials the source names are not usable.
+    #[error("{0}")]
+    Credentials(String),
+    #[error("the repository Secret watch stopped")]
+    SecretWatchStopped,
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error("fetch task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+impl FetchError {
+    /// The step that failed: verifying and rendering have their own.
+    pub fn step(&self) -> Step {
+        match self {
+            FetchError::Source(SourceError::Verify(_)) => Step::Verify,
+            FetchError::Source(SourceError::Render(_)) => Step::Render,
+            _ => Step::Fetch,
+        }
+    }
+}
+
 /// Fetches the source at its revision, or at the one a pending `tether
 /// sync --revision` asks for. A requested revision that cannot be fetched
 /// is reported and the request dropped, so it cannot wedge the app.
-async fn fetch(ctx: &Context, app: &Application) -> Result<Rendered, String> {
+async fn fetch(ctx: &Context, app: &Application) -> Result<Rendered, FetchError> {
     let repositories = ctx.repositories.clone();
     let mut source = app.spec.source.clone();
     let requested = requested_revision(app).map(str::to_string);
@@ -652,15 +684,15 @@ async fn fetch(ctx: &Context, app: &Application) -> Result<Rendered, String> {
         source.revision = revision.clone();
     }
     if source.secret_ref.is_some() && !ctx.secrets_ready.wait().await {
-        return Err("the repository Secret watch stopped".into());
+        return Err(FetchError::SecretWatchStopped);
     }
     let namespace = app.namespace().unwrap_or_default();
-    let credentials = crate::credentials::for_source(&ctx.secrets, &namespace, &source)?;
+    let credentials = crate::credentials::for_source(&ctx.secrets, &namespace, &source)
+        .map_err(FetchError::Credentials)?;
     let fetched =
         tokio::task::spawn_blocking(move || repositories.fetch(&source, credentials.as_ref()))
-            .await
-            .map_err(|error| format!("fetch task failed: {error}"))?
-            .map_err(|error| error.to_string());
+            .await?
+            .map_err(FetchError::from);
     if fetched.is_err() && requested.is_some() {
         clear_requests(ctx, app).await;
     }
@@ -705,7 +737,7 @@ async fn report(
         ctx.memo(&key).lock().expect("lock").written_status = Some(status);
     }
     if let Some(failure) = failure {
-        tracing::warn!(app = %app.name_any(), reason = failure.step.reason(), message = %failure.message, "reconcile step failed");
+        tracing::warn!(app = %app.name_any(), reason = failure.step.as_str(), message = %failure.message, "reconcile step failed");
     }
     Ok(Next::requeue(jittered(ctx.config.resync)))
 }

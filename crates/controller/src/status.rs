@@ -5,14 +5,14 @@
 //! two values, and the whole status is tested without an API server.
 
 use tether_core::attribution::{Ownership, other_writers};
-use tether_core::drift::drifted_fields;
+use tether_core::drift::{DriftOutcome, drifted_fields};
 use tether_core::health::{Health, HealthStatus, app_health};
 use tether_core::revision::RevisionChange;
-use tether_core::{Action, ObjectRef, OperationalState, SyncStatus};
+use tether_core::{Action, Initiator, ObjectRef, OperationPhase, OperationalState, SyncStatus};
 
 use crate::api::application::{
     ApplicationStatus, Change, Condition, DriftEntry, HealthInfo, HistoryEntry, InventoryEntry,
-    OperationState, OrphanStatus, OtherWriterEntry, ResourceStatus, SyncInfo,
+    OperationState, OrphanStatus, OtherWriterEntry, ResourceStatus,
 };
 use crate::compare::{Compared, ObjectState};
 use crate::drift::{Assessed, Response};
@@ -25,6 +25,9 @@ const HISTORY_LIMIT: usize = 10;
 const PRUNED_KEPT_ON_RECORD: usize = 20;
 const DRIFT_LIMIT: usize = 50;
 const LAST_DRIFT_LIMIT: usize = 10;
+/// The condition every reconcile sets: True, or False with the failed
+/// [`Step`] as its reason.
+pub const RECONCILED_CONDITION: &str = "Reconciled";
 /// Condition raised while the flap guard keeps Tether from reverting.
 pub const BACK_OFF_CONDITION: &str = "SelfHealBackOff";
 /// Condition raised while a prune circuit breaker holds deletions back.
@@ -36,29 +39,27 @@ const OTHER_WRITERS_LIMIT: usize = 20;
 /// one object (an app of 20,000 objects listed in full was refused).
 pub const RESOURCES_LIMIT: usize = 200;
 
-/// The step of the loop that failed; its name is the condition's reason.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    Fetch,
-    /// Admitting the commit's namespaces (`tether_core::ownership`).
-    Destination,
-    Diff,
-    /// Admitting the objects other apps hold or nobody gave this app.
-    Ownership,
-    Apply,
-}
-
-impl Step {
-    pub fn reason(self) -> &'static str {
-        match self {
-            Step::Fetch => "FetchFailed",
-            Step::Destination => "NamespaceNotAllowed",
-            Step::Diff => "DiffFailed",
-            Step::Ownership => "OwnershipConflict",
-            Step::Apply => "ApplyFailed",
-        }
+tether_core::vocabulary! {
+    /// The step of the loop that failed; its word is the reason of the
+    /// [`RECONCILED_CONDITION`].
+    pub enum Step("reconcile step") {
+        /// Fetching the repository (or its credentials).
+        Fetch = "FetchFailed",
+        /// Verifying the commit's signature.
+        Verify = "VerifyFailed",
+        /// Rendering the manifests (Helm, Kustomize, Jsonnet, YAML).
+        Render = "RenderFailed",
+        /// Admitting the commit's namespaces (`tether_core::ownership`).
+        Destination = "NamespaceNotAllowed",
+        Diff = "DiffFailed",
+        /// Admitting the objects other apps hold or nobody gave this app.
+        Ownership = "OwnershipConflict",
+        Apply = "ApplyFailed",
     }
 }
+
+/// The reason of the [`RECONCILED_CONDITION`] when no step failed.
+pub const RECONCILED_REASON: &str = OperationPhase::Succeeded.as_str();
 
 /// A failed step and its message (which names the object or file).
 #[derive(Debug, Clone)]
@@ -86,7 +87,7 @@ pub struct Observed<'a> {
 /// A sync this reconcile ran.
 pub struct SyncRun<'a> {
     pub revision: &'a str,
-    pub initiator: &'a str,
+    pub initiator: Initiator,
     pub started_at: &'a str,
     /// The report, or the error and what was applied before it.
     pub outcome: Result<&'a SyncReport, Stopped<'a>>,
@@ -119,8 +120,7 @@ pub fn next_status(
             SyncStatus::Synced
         } else {
             SyncStatus::OutOfSync
-        }
-        .to_string();
+        };
         status.sync.compared_to = Some(format!("{} (tree {})", observed.revision, observed.tree));
         if observed.change == RevisionChange::SameObjects {
             status.sync.revision = Some(observed.revision.to_string());
@@ -132,19 +132,12 @@ pub fn next_status(
             .collect();
         let health = app_health(&healths);
         status.health = HealthInfo {
-            status: health.status.to_string(),
+            status: health.status,
             message: health.message,
         };
         set_health_rules_condition(&mut status.conditions, judge, now);
         status.other_writers = other_writers_of(observed.compared);
     }
-    if status.sync.status.is_empty() {
-        status.sync = SyncInfo {
-            status: SyncStatus::Unknown.to_string(),
-            ..SyncInfo::default()
-        };
-    }
-
     if let Some(sync) = sync {
         record_sync(&mut status, sync, observed, now);
     }
@@ -181,7 +174,7 @@ pub fn next_status(
     if observed.is_some() {
         bound_resources(&mut status);
     }
-    status.state = operational_state(&status).map(|state| state.to_string());
+    status.state = OperationalState::of(status.sync.status, status.health.status);
     set_reconciled_condition(&mut status.conditions, failure, now);
     status.reconciled_at = previous.and_then(|p| p.reconciled_at.clone());
     if previous != Some(&status) {
@@ -209,7 +202,7 @@ fn record_sync(
 ) {
     let (phase, message, changes) = match &sync.outcome {
         Ok(report) => (
-            "Succeeded",
+            OperationPhase::Succeeded,
             format!("synced to {}", short(sync.revision)),
             report
                 .results
@@ -221,7 +214,7 @@ fn record_sync(
                 .collect(),
         ),
         Err((message, applied)) => (
-            "Failed",
+            OperationPhase::Failed,
             message.clone(),
             applied
                 .iter()
@@ -234,7 +227,7 @@ fn record_sync(
     };
     let (changes, changes_omitted) = bound_changes(changes);
     status.operation_state = Some(OperationState {
-        phase: phase.into(),
+        phase,
         message,
         revision: sync.revision.to_string(),
         started_at: sync.started_at.to_string(),
@@ -251,7 +244,7 @@ fn record_sync(
         HistoryEntry {
             revision: sync.revision.to_string(),
             time: now.to_string(),
-            initiator: sync.initiator.to_string(),
+            initiator: sync.initiator,
         },
     );
     status.history.truncate(HISTORY_LIMIT);
@@ -263,7 +256,7 @@ fn record_sync(
                 && id.name == resource.name
                 && id.namespace == resource.namespace
         }) {
-            resource.sync = SyncStatus::Synced.to_string();
+            resource.sync = SyncStatus::Synced;
             resource.drift = None;
             created |= mark_created(resource);
         }
@@ -274,9 +267,9 @@ fn record_sync(
     if status
         .resources
         .iter()
-        .all(|r| r.sync == SyncStatus::Synced.as_str())
+        .all(|r| r.sync == SyncStatus::Synced)
     {
-        status.sync.status = SyncStatus::Synced.to_string();
+        status.sync.status = SyncStatus::Synced;
     }
     if let Some(observed) = observed {
         status.sync.objects_digest = Some(observed.digest.to_string());
@@ -311,17 +304,17 @@ fn record_drift(
         match (&assessed.response, healed) {
             (Response::Heal, true) => resolved.push(DriftEntry {
                 record,
-                response: Response::Heal.as_str().into(),
+                response: DriftOutcome::Healed,
                 resolved_at: Some(now.to_string()),
             }),
             (Response::Heal, false) => current.push(DriftEntry {
                 record,
-                response: Response::Report.as_str().into(),
+                response: DriftOutcome::Reported,
                 resolved_at: None,
             }),
             (response, _) => current.push(DriftEntry {
                 record,
-                response: response.as_str().into(),
+                response: response.outcome(),
                 resolved_at: None,
             }),
         }
@@ -361,7 +354,7 @@ fn record_prune(status: &mut ApplicationStatus, observed: &Observed<'_>) {
     let deleted_before = status
         .orphans
         .iter()
-        .filter(|old| old.prune == "Deleted" && !orphans.iter().any(|o| o.object == old.object))
+        .filter(|old| old.prune.is_deleted() && !orphans.iter().any(|o| o.object == old.object))
         .take(PRUNED_KEPT_ON_RECORD)
         .cloned()
         .collect::<Vec<_>>();
@@ -390,10 +383,10 @@ fn bound_resources(status: &mut ApplicationStatus) {
         return;
     }
     let fine = |r: &ResourceStatus| {
-        r.sync == SyncStatus::Synced.as_str()
+        r.sync == SyncStatus::Synced
             && r.health
                 .as_ref()
-                .is_none_or(|h| h.status == HealthStatus::Healthy.to_string())
+                .is_none_or(|h| h.status == HealthStatus::Healthy)
     };
     status.resources.sort_by_key(fine);
     status.resources.truncate(RESOURCES_LIMIT);
@@ -418,10 +411,10 @@ fn mark_created(resource: &mut ResourceStatus) -> bool {
     let Some(health) = &mut resource.health else {
         return false;
     };
-    if health.status != HealthStatus::Missing.as_str() {
+    if health.status != HealthStatus::Missing {
         return false;
     }
-    health.status = HealthStatus::Progressing.to_string();
+    health.status = HealthStatus::Progressing;
     health.message = format!(
         "{} {}: created, waiting for its first status",
         resource.kind, resource.name
@@ -434,14 +427,11 @@ fn app_health_of(resources: &[ResourceStatus]) -> HealthInfo {
     let healths: Vec<Health> = resources
         .iter()
         .filter_map(|resource| resource.health.as_ref())
-        .map(|health| {
-            let status = health.status.parse().unwrap_or(HealthStatus::Unknown);
-            Health::new(status, health.message.clone())
-        })
+        .map(|health| Health::new(health.status, health.message.clone()))
         .collect();
     let health = app_health(&healths);
     HealthInfo {
-        status: health.status.to_string(),
+        status: health.status,
         message: health.message,
     }
 }
@@ -457,10 +447,9 @@ fn resource_status(compared: &Compared, judge: &Judge) -> ResourceStatus {
             SyncStatus::Synced
         } else {
             SyncStatus::OutOfSync
-        }
-        .to_string(),
+        },
         health: object_health(compared, judge).map(|health| HealthInfo {
-            status: health.status.to_string(),
+            status: health.status,
             message: health.message,
         }),
         drift: drift_summary(compared),
@@ -538,20 +527,6 @@ fn inventory_entry(compared: &Compared) -> InventoryEntry {
     }
 }
 
-fn operational_state(status: &ApplicationStatus) -> Option<OperationalState> {
-    let sync = match status.sync.status.as_str() {
-        "Synced" => SyncStatus::Synced,
-        "OutOfSync" => SyncStatus::OutOfSync,
-        _ => SyncStatus::Unknown,
-    };
-    let health = status
-        .health
-        .status
-        .parse()
-        .unwrap_or(HealthStatus::Unknown);
-    OperationalState::of(sync, health)
-}
-
 /// `HealthRules`: True when every rule in force compiled; False, naming
 /// each rule left out, when some did not.
 fn set_health_rules_condition(conditions: &mut Vec<Condition>, judge: &Judge, now: &str) {
@@ -623,10 +598,17 @@ fn set_problem_condition(
 
 fn set_reconciled_condition(conditions: &mut Vec<Condition>, failure: Option<&Failure>, now: &str) {
     let (value, reason, message) = match failure {
-        Some(failure) => ("False", failure.step.reason(), failure.message.clone()),
-        None => ("True", "Succeeded", String::new()),
+        Some(failure) => ("False", failure.step.as_str(), failure.message.clone()),
+        None => ("True", RECONCILED_REASON, String::new()),
     };
-    set_condition(conditions, "Reconciled", value, reason, message, now);
+    set_condition(
+        conditions,
+        RECONCILED_CONDITION,
+        value,
+        reason,
+        message,
+        now,
+    );
 }
 
 fn short(revision: &str) -> &str {
@@ -680,10 +662,10 @@ mod tests {
 
     fn recorded_at(revision: &str, reconciled_at: &str) -> ApplicationStatus {
         let mut status = ApplicationStatus::default();
-        status.sync.status = "Synced".into();
+        status.sync.status = SyncStatus::Synced;
         status.sync.revision = Some(revision.into());
         status.sync.compared_to = Some(format!("{revision} (tree t)"));
-        status.health.status = "Healthy".into();
+        status.health.status = HealthStatus::Healthy;
         status.reconciled_at = Some(reconciled_at.into());
         status
     }
@@ -699,10 +681,10 @@ mod tests {
     fn a_status_that_changes_anything_else_is_written_at_once() {
         let previous = recorded_at("aaa", "2026-12-02T10:00:00Z");
         let mut next = recorded_at("bbb", "2026-12-02T10:05:00Z");
-        next.health.status = "Degraded".into();
+        next.health.status = HealthStatus::Degraded;
         assert!(!only_revision_moved(&previous, &next));
         let mut next = recorded_at("aaa", "2026-12-02T10:05:00Z");
-        next.sync.status = "OutOfSync".into();
+        next.sync.status = SyncStatus::OutOfSync;
         assert!(!only_revision_moved(&previous, &next));
     }
 
@@ -711,7 +693,7 @@ mod tests {
         let resource = |i: usize, sync: SyncStatus| ResourceStatus {
             kind: "ConfigMap".into(),
             name: format!("c{i}"),
-            sync: sync.to_string(),
+            sync,
             ..ResourceStatus::default()
         };
         let mut status = ApplicationStatus {

@@ -125,7 +125,9 @@ async fn a_window_on_one_deployment_keeps_its_change_and_the_rest_of_the_app_hea
     assert!(!window.spec.opened_by.username.is_empty());
     let name = window.name_any();
     window_where(&ns, &name, "the window to be Open", |w| {
-        w.status.as_ref().is_some_and(|s| s.phase == "Open")
+        w.status
+            .as_ref()
+            .is_some_and(|s| s.phase.is_some_and(|phase| phase == "Open"))
     })
     .await;
 
@@ -216,7 +218,9 @@ async fn a_window_on_one_deployment_keeps_its_change_and_the_rest_of_the_app_hea
     })
     .await;
     window_where(&ns, &name, "the window Closed", |w| {
-        w.status.as_ref().is_some_and(|s| s.phase == "Closed")
+        w.status
+            .as_ref()
+            .is_some_and(|s| s.phase.is_some_and(|phase| phase == "Closed"))
     })
     .await;
     let reasons = event_reasons(&ns, &name).await;
@@ -258,7 +262,9 @@ async fn an_expired_window_is_marked_expired_and_self_heal_reverts_its_change() 
     assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.replicas}"), "4");
 
     let window = window_where(&ns, &name, "the window Expired", |w| {
-        w.status.as_ref().is_some_and(|s| s.phase == "Expired")
+        w.status
+            .as_ref()
+            .is_some_and(|s| s.phase.is_some_and(|phase| phase == "Expired"))
     })
     .await;
     let condition = &window.status.unwrap().conditions[0];
@@ -461,7 +467,9 @@ async fn bad_break_glass_requests_are_refused_and_change_nothing() {
         String::from_utf8_lossy(&output.stderr)
     );
     let window = window_where(&ns, "malformed", "the window Invalid", |w| {
-        w.status.as_ref().is_some_and(|s| s.phase == "Invalid")
+        w.status
+            .as_ref()
+            .is_some_and(|s| s.phase.is_some_and(|phase| phase == "Invalid"))
     })
     .await;
     assert!(

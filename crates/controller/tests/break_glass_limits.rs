@@ -77,7 +77,9 @@ async fn a_window_longer_than_the_cap_is_refused() {
         .await
         .unwrap();
     let invalid = window_where(ns, &long.name_any(), "the 2 h window Invalid", |w| {
-        w.status.as_ref().is_some_and(|s| s.phase == "Invalid")
+        w.status
+            .as_ref()
+            .is_some_and(|s| s.phase.is_some_and(|phase| phase == "Invalid"))
     })
     .await;
     let message = &invalid.status.unwrap().conditions[0].message;

@@ -142,19 +142,19 @@ async fn a_deployment_rolls_out_from_progressing_to_healthy_and_the_app_converge
         s.sync.status == "Synced" && s.health.status == "Healthy"
     })
     .await;
-    assert_eq!(status.state.as_deref(), Some("Converged"));
+    assert_eq!(status.state.map(|state| state.as_str()), Some("Converged"));
     let web = resource_health(&status, "Deployment", "web").unwrap();
     assert_eq!(web.message, "Deployment web: 1/1 replicas available");
 
     let seen = seen.lock().unwrap().clone();
     assert!(
         seen.iter()
-            .all(|s| s.state.as_deref() != Some("AppliedButFailing")),
+            .all(|s| s.state.map(|state| state.as_str()) != Some("AppliedButFailing")),
         "a fresh sync is never reported as failing: {seen:#?}"
     );
-    let healths: Vec<String> = seen
+    let healths: Vec<tether_core::HealthStatus> = seen
         .iter()
-        .filter_map(|s| resource_health(s, "Deployment", "web").map(|h| h.status.clone()))
+        .filter_map(|s| resource_health(s, "Deployment", "web").map(|h| h.status))
         .collect();
     let progressing = healths.iter().position(|h| h == "Progressing");
     let healthy = healths.iter().position(|h| h == "Healthy");
@@ -186,7 +186,10 @@ async fn an_image_that_cannot_be_pulled_is_applied_but_failing_until_git_fixes_i
         s.sync.status == "Synced" && s.health.status == "Degraded"
     })
     .await;
-    assert_eq!(status.state.as_deref(), Some("AppliedButFailing"));
+    assert_eq!(
+        status.state.map(|state| state.as_str()),
+        Some("AppliedButFailing")
+    );
     let web = resource_health(&status, "Deployment", "web").unwrap();
     assert!(
         web.message.starts_with(
@@ -214,7 +217,7 @@ async fn an_image_that_cannot_be_pulled_is_applied_but_failing_until_git_fixes_i
             && s.health.status == "Healthy"
     })
     .await;
-    assert_eq!(status.state.as_deref(), Some("Converged"));
+    assert_eq!(status.state.map(|state| state.as_str()), Some("Converged"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -277,7 +280,10 @@ async fn a_crashing_container_is_degraded_with_its_growing_restart_count() {
     );
     assert_eq!(status.sync.status, "Synced");
     assert_eq!(status.health.status, "Degraded");
-    assert_eq!(status.state.as_deref(), Some("AppliedButFailing"));
+    assert_eq!(
+        status.state.map(|state| state.as_str()),
+        Some("AppliedButFailing")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

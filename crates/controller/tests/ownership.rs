@@ -189,7 +189,7 @@ async fn an_object_made_by_hand_is_adopted_only_on_opt_in_and_never_pruned() {
     let kept = status_where(&apps, "the adopted orphan kept", |s| {
         s.orphans
             .iter()
-            .any(|o| o.object.ends_with("/victim") && o.prune.contains("adopted"))
+            .any(|o| o.object.ends_with("/victim") && o.prune.to_string().contains("adopted"))
     })
     .await;
     assert!(kept.sync.status == "Synced", "{kept:?}");

@@ -32,7 +32,7 @@ async fn a_new_application_reaches_synced_and_healthy_and_follows_new_commits() 
             && s.sync.revision.as_deref() == Some(first.as_str())
     })
     .await;
-    assert_eq!(status.state.as_deref(), Some("Converged"));
+    assert_eq!(status.state.map(|state| state.as_str()), Some("Converged"));
     assert_eq!(status.inventory.len(), 2);
     assert_eq!(status.history.len(), 1);
 
@@ -253,7 +253,7 @@ async fn applications_created_at_once_all_reach_synced() {
                     format!(
                         "{}: sync={:?} revision={:?} history={} conditions={:?} operation={:?}\n",
                         a.metadata.name.as_deref().unwrap_or_default(),
-                        status.map(|s| s.sync.status.clone()),
+                        status.map(|s| s.sync.status),
                         status.and_then(|s| s.sync.revision.clone()),
                         status.map(|s| s.history.len()).unwrap_or(0),
                         status.map(|s| s.conditions.iter().map(|c| format!("{}={} {} {}", c.type_, c.status, c.reason, c.message)).collect::<Vec<_>>()),

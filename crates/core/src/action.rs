@@ -1,44 +1,22 @@
 //! What a sync did to one object: the closed vocabulary reported everywhere.
 
-use std::fmt;
-
-use serde::{Deserialize, Serialize};
-
-/// The outcome of applying (or pruning) one object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Action {
-    /// The object did not exist and was created.
-    Created,
-    /// The object existed and at least one field changed.
-    Configured,
-    /// The object already matched; nothing was written.
-    Unchanged,
-    /// The object was deleted (prune).
-    Deleted,
-    /// The object was left alone on purpose (opt-out, circuit breaker).
-    Skipped,
+crate::vocabulary! {
+    /// The outcome of applying (or pruning) one object.
+    pub enum Action("sync action") {
+        /// The object did not exist and was created.
+        Created = "created",
+        /// The object existed and at least one field changed.
+        Configured = "configured",
+        /// The object already matched; nothing was written.
+        Unchanged = "unchanged",
+        /// The object was deleted (prune).
+        Deleted = "deleted",
+        /// The object was left alone on purpose (opt-out, circuit breaker).
+        Skipped = "skipped",
+    }
 }
 
 impl Action {
-    pub const ALL: [Action; 5] = [
-        Action::Created,
-        Action::Configured,
-        Action::Unchanged,
-        Action::Deleted,
-        Action::Skipped,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Created => "created",
-            Action::Configured => "configured",
-            Action::Unchanged => "unchanged",
-            Action::Deleted => "deleted",
-            Action::Skipped => "skipped",
-        }
-    }
-
     /// The outcome of an apply, judged from the object's resourceVersion
     /// before (`None`: it did not exist) and after the write.
     pub fn of_apply(before: Option<&str>, after: &str) -> Action {
@@ -47,12 +25,6 @@ impl Action {
             Some(before) if before == after => Action::Unchanged,
             Some(_) => Action::Configured,
         }
-    }
-}
-
-impl fmt::Display for Action {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

@@ -19,39 +19,32 @@ use crate::diff::{Diff, FieldDiff};
 use crate::object::ObjectRef;
 use crate::tracking::{AppRef, FIELD_MANAGER};
 
-/// The kind of a drift; the same words in status, CLI, events and metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum DriftKind {
-    /// Someone changed a managed field outside the loop (`kubectl edit`,
-    /// `scale`, `patch`, `apply`). Self-heal reverts it.
-    Manual,
-    /// Partial state: the object is missing, or a sync stopped half-way.
-    /// Self-heal converges it.
-    Accidental,
-    /// A change made inside an open break-glass window. Not reverted while
-    /// the window is open; adopted into Git or reverted afterwards.
-    Emergency,
-}
-
-impl DriftKind {
-    pub const ALL: [DriftKind; 3] = [
-        DriftKind::Manual,
-        DriftKind::Accidental,
-        DriftKind::Emergency,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DriftKind::Manual => "Manual",
-            DriftKind::Accidental => "Accidental",
-            DriftKind::Emergency => "Emergency",
-        }
+crate::vocabulary! {
+    /// The kind of a drift; the same words in status, CLI, events and metrics.
+    pub enum DriftKind("drift kind") {
+        /// Someone changed a managed field outside the loop (`kubectl edit`,
+        /// `scale`, `patch`, `apply`). Self-heal reverts it.
+        Manual = "Manual",
+        /// Partial state: the object is missing, or a sync stopped half-way.
+        /// Self-heal converges it.
+        Accidental = "Accidental",
+        /// A change made inside an open break-glass window. Not reverted while
+        /// the window is open; adopted into Git or reverted afterwards.
+        Emergency = "Emergency",
     }
 }
 
-impl fmt::Display for DriftKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+crate::vocabulary! {
+    /// What Tether did about a drifted object, as status records it.
+    pub enum DriftOutcome("drift outcome") {
+        /// Reverted to Git's state.
+        Healed = "Healed",
+        /// Left alone and reported: self-heal off, warn mode, opted out, or
+        /// a break-glass window covers it.
+        Reported = "Reported",
+        /// Left alone for a while: Tether kept reverting it and another
+        /// writer kept changing it back.
+        BackedOff = "BackedOff",
     }
 }
 

@@ -19,9 +19,11 @@ pub mod prune;
 pub mod revision;
 pub mod state;
 pub mod tracking;
+pub mod vocabulary;
 pub mod window;
 
 pub use action::Action;
 pub use health::{Health, HealthStatus};
 pub use object::ObjectRef;
-pub use state::{OperationalState, SyncStatus};
+pub use state::{Initiator, OperationPhase, OperationalState, SyncStatus};
+pub use vocabulary::{UnknownWord, Vocabulary};

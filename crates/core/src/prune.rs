@@ -90,6 +90,76 @@ impl fmt::Display for KeepReason {
     }
 }
 
+/// What became of an orphan, as status records it: `Deleted`, or `kept: `
+/// and why (a [`KeepReason`], or the error a deletion failed with).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PruneFate {
+    Deleted,
+    /// Why it is kept, in words.
+    Kept(String),
+}
+
+impl PruneFate {
+    const DELETED: &'static str = "Deleted";
+    const KEPT: &'static str = "kept: ";
+
+    /// Kept because the plan said so.
+    pub fn kept(reason: &KeepReason) -> PruneFate {
+        PruneFate::Kept(reason.to_string())
+    }
+
+    /// Kept because its deletion failed with `error`.
+    pub fn deletion_failed(error: impl fmt::Display) -> PruneFate {
+        PruneFate::Kept(format!("deletion failed: {error}"))
+    }
+
+    pub fn is_deleted(&self) -> bool {
+        *self == PruneFate::Deleted
+    }
+}
+
+impl fmt::Display for PruneFate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PruneFate::Deleted => f.write_str(Self::DELETED),
+            PruneFate::Kept(why) => write!(f, "{}{why}", Self::KEPT),
+        }
+    }
+}
+
+/// A fate equals its text, as status shows it.
+impl PartialEq<&str> for PruneFate {
+    fn eq(&self, text: &&str) -> bool {
+        match self {
+            PruneFate::Deleted => *text == Self::DELETED,
+            PruneFate::Kept(why) => text.strip_prefix(Self::KEPT) == Some(why.as_str()),
+        }
+    }
+}
+
+impl From<&str> for PruneFate {
+    /// Reads a fate back from status; any text but `Deleted` is a reason to
+    /// keep.
+    fn from(text: &str) -> Self {
+        match text {
+            Self::DELETED => PruneFate::Deleted,
+            _ => PruneFate::Kept(text.strip_prefix(Self::KEPT).unwrap_or(text).to_string()),
+        }
+    }
+}
+
+impl Serialize for PruneFate {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for PruneFate {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(|text| PruneFate::from(text.as_str()))
+    }
+}
+
 /// Why a prune was stopped as a whole.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Breaker {
@@ -213,4 +283,27 @@ fn opted_out(object: &Value) -> bool {
         .and_then(|annotations| annotations.get(PRUNE_ANNOTATION))
         .and_then(Value::as_str)
         == Some(PRUNE_DISABLED)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fate_reads_back_as_it_was_written() {
+        let fates = [
+            PruneFate::Deleted,
+            PruneFate::kept(&KeepReason::OptedOut),
+            PruneFate::deletion_failed("forbidden"),
+        ];
+        for fate in fates {
+            let json = serde_json::to_value(&fate).unwrap();
+            assert_eq!(json, serde_json::json!(fate.to_string()));
+            assert_eq!(serde_json::from_value::<PruneFate>(json).unwrap(), fate);
+        }
+        assert_eq!(
+            PruneFate::deletion_failed("forbidden").to_string(),
+            "kept: deletion failed: forbidden"
+        );
+    }
 }

@@ -1,48 +1,32 @@
 //! Sync status and the operational state named by the Synced × Healthy matrix.
 
-use std::fmt;
-
-use serde::{Deserialize, Serialize};
-
 use crate::health::HealthStatus;
 
-/// Does live state match Git?
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum SyncStatus {
-    Synced,
-    OutOfSync,
-    /// Not compared yet (or the comparison failed).
-    Unknown,
-}
-
-impl SyncStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SyncStatus::Synced => "Synced",
-            SyncStatus::OutOfSync => "OutOfSync",
-            SyncStatus::Unknown => "Unknown",
-        }
+crate::vocabulary! {
+    /// Does live state match Git?
+    #[derive(Default)]
+    pub enum SyncStatus("sync status") {
+        Synced = "Synced",
+        OutOfSync = "OutOfSync",
+        /// Not compared yet (or the comparison failed).
+        #[default]
+        Unknown = "Unknown",
     }
 }
 
-impl fmt::Display for SyncStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+crate::vocabulary! {
+    /// The four operational states of the Synced × Healthy matrix.
+    pub enum OperationalState("operational state") {
+        /// Synced and working: nothing to do.
+        Converged = "Converged",
+        /// Synced but failing: Git itself is wrong; fix or revert the commit.
+        AppliedButFailing = "AppliedButFailing",
+        /// Working, but not what Git says: a sync is pending or someone
+        /// changed the cluster.
+        DriftedOrPending = "DriftedOrPending",
+        /// Out of sync and failing: the sync failed or drift broke it.
+        Broken = "Broken",
     }
-}
-
-/// The four operational states of the Synced × Healthy matrix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum OperationalState {
-    /// Synced and working: nothing to do.
-    Converged,
-    /// Synced but failing: Git itself is wrong; fix or revert the commit.
-    AppliedButFailing,
-    /// Working, but not what Git says: a sync is pending or someone changed
-    /// the cluster.
-    DriftedOrPending,
-    /// Out of sync and failing: the sync failed or drift broke it.
-    Broken,
 }
 
 impl OperationalState {
@@ -65,20 +49,27 @@ impl OperationalState {
             (SyncStatus::OutOfSync, false) => Some(OperationalState::Broken),
         }
     }
+}
 
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OperationalState::Converged => "Converged",
-            OperationalState::AppliedButFailing => "AppliedButFailing",
-            OperationalState::DriftedOrPending => "DriftedOrPending",
-            OperationalState::Broken => "Broken",
-        }
+crate::vocabulary! {
+    /// Where a sync operation stands.
+    pub enum OperationPhase("operation phase") {
+        /// Applying: a crash now leaves a sync that stopped half-way.
+        Running = "Running",
+        Succeeded = "Succeeded",
+        Failed = "Failed",
     }
 }
 
-impl fmt::Display for OperationalState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+crate::vocabulary! {
+    /// Who or what started a sync.
+    pub enum Initiator("sync initiator") {
+        /// A new commit, with automated sync on.
+        Automated = "automated",
+        /// Self-heal reverting drift.
+        SelfHeal = "self-heal",
+        /// A user's sync request (`tether sync`).
+        User = "user",
     }
 }
 

@@ -6,35 +6,23 @@
 //! instants into a [`WindowPhase`] at a given `now`. Time is an input: core
 //! has no clock.
 
-use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use crate::drift::DriftedField;
 
-/// Where a window stands; the same words in status, CLI and events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WindowPhase {
-    /// Self-heal is suspended for the window's scope.
-    Open,
-    /// The time to live ran out; self-heal resumed.
-    Expired,
-    /// Closed by an operator before expiry (adopted or reverted).
-    Closed,
-}
-
-impl WindowPhase {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WindowPhase::Open => "Open",
-            WindowPhase::Expired => "Expired",
-            WindowPhase::Closed => "Closed",
-        }
-    }
-}
-
-impl fmt::Display for WindowPhase {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+crate::vocabulary! {
+    /// Where a window stands; the same words in status, CLI and events.
+    pub enum WindowPhase("break-glass phase") {
+        /// Self-heal is suspended for the window's scope.
+        Open = "Open",
+        /// The time to live ran out; self-heal resumed.
+        Expired = "Expired",
+        /// Closed by an operator before expiry (adopted or reverted).
+        Closed = "Closed",
+        /// The window names no application, its times do not parse, or it
+        /// was granted longer than allowed: it suspends nothing. Never the
+        /// phase of [`WindowTimes`], which only valid windows have.
+        Invalid = "Invalid",
     }
 }
 

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use kube::ResourceExt;
 use tether_controller::api::Application;
+use tether_core::{OperationalState, SyncStatus};
 
 use super::selection::Selection;
 
@@ -41,18 +42,21 @@ fn table(apps: &[Application]) -> String {
         .map(String::from),
     ];
     for app in apps {
+        // An Application no reconcile has reported on yet shows dashes.
+        let word = |word: Option<&'static str>| word.unwrap_or("-").to_string();
+        let reported = app.status.as_ref();
         let status = app.status.clone().unwrap_or_default();
         let drifted = status
             .resources
             .iter()
-            .filter(|r| r.sync != "Synced")
+            .filter(|r| r.sync != SyncStatus::Synced)
             .count();
         let revision = status.sync.revision.as_deref().unwrap_or("-");
         rows.push([
             app.name_any(),
-            or_dash(&status.sync.status),
-            or_dash(&status.health.status),
-            status.state.clone().unwrap_or_else(|| "-".into()),
+            word(reported.map(|s| s.sync.status.as_str())),
+            word(reported.map(|s| s.health.status.as_str())),
+            word(status.state.map(OperationalState::as_str)),
             revision[..revision.len().min(12)].to_string(),
             drifted.to_string(),
             age(app),
@@ -102,14 +106,6 @@ fn other_writers(apps: &[Application]) -> String {
         }
     }
     out
-}
-
-fn or_dash(text: &str) -> String {
-    if text.is_empty() {
-        "-".into()
-    } else {
-        text.to_string()
-    }
 }
 
 fn age(app: &Application) -> String {

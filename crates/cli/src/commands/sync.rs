@@ -15,8 +15,9 @@ use tether_cluster::{Applier, Resources};
 use tether_controller::api::Application;
 use tether_controller::preview::{Preview, preview};
 use tether_controller::request::{SyncRequest, pending, request_sync_with};
-use tether_core::Action;
+use tether_controller::status::RECONCILED_CONDITION;
 use tether_core::tracking::AppRef;
+use tether_core::{Action, OperationPhase};
 
 /// Sync an Application now: the controller applies its whole desired state
 /// (at `--revision` for this once) and `tether sync` follows it, printing
@@ -143,7 +144,7 @@ async fn sync_app(
                 return Ok(app);
             }
             if let Some(operation) = app.status.as_ref().and_then(|s| s.operation_state.as_ref())
-                && operation.phase == "Running"
+                && operation.phase == OperationPhase::Running
                 && operation.message != shown
             {
                 println!("{}", operation.message);
@@ -166,7 +167,7 @@ async fn sync_app(
     if let Some(failed) = status
         .conditions
         .iter()
-        .find(|c| c.type_ == "Reconciled" && c.status == "False")
+        .find(|c| c.type_ == RECONCILED_CONDITION && c.status == "False")
     {
         println!(
             "sync of {namespace}/{name} failed: {}: {}",
@@ -177,7 +178,7 @@ async fn sync_app(
     let Some(operation) = status.operation_state else {
         anyhow::bail!("Application {namespace}/{name}: no sync was recorded");
     };
-    if operation.phase != "Succeeded" {
+    if operation.phase != OperationPhase::Succeeded {
         println!("sync of {namespace}/{name} failed: {}", operation.message);
         return Ok(ExitCode::from(1));
     }

@@ -3,11 +3,15 @@
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use tether_core::Action;
 use tether_core::attribution::OtherWriter;
 use tether_core::diff::IgnoreRule;
+use tether_core::drift::DriftOutcome;
 use tether_core::drift::DriftRecord;
+use tether_core::prune::PruneFate;
+use tether_core::{Action, HealthStatus, Initiator, OperationPhase, OperationalState, SyncStatus};
 use tether_source::Source;
+
+use super::schema::word;
 
 /// Desired state: where it comes from (`source`), where it goes
 /// (`destination`) and how Tether keeps the two together (`syncPolicy`).
@@ -255,7 +259,8 @@ pub struct ApplicationStatus {
     /// The operational state named by the Synced × Healthy matrix:
     /// Converged, AppliedButFailing, DriftedOrPending or Broken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<String>,
+    #[schemars(schema_with = "word::<OperationalState>")]
+    pub state: Option<OperationalState>,
     /// Sync and health per object: every object that is not Synced and
     /// Healthy, then the others, at most 200 (`resourceCount` has them all;
     /// the inventory lists every object).
@@ -313,8 +318,9 @@ pub struct ApplicationStatus {
 #[serde(rename_all = "camelCase")]
 pub struct SyncInfo {
     /// Synced, OutOfSync or Unknown.
-    #[serde(default = "unknown")]
-    pub status: String,
+    #[serde(default)]
+    #[schemars(schema_with = "word::<SyncStatus>")]
+    pub status: SyncStatus,
     /// The commit live state was last synced to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision: Option<String>,
@@ -333,8 +339,9 @@ pub struct SyncInfo {
 #[serde(rename_all = "camelCase")]
 pub struct HealthInfo {
     /// Healthy, Progressing, Degraded, Suspended, Missing or Unknown.
-    #[serde(default = "unknown")]
-    pub status: String,
+    #[serde(default)]
+    #[schemars(schema_with = "word::<HealthStatus>")]
+    pub status: HealthStatus,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
 }
@@ -349,7 +356,8 @@ pub struct ResourceStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     pub name: String,
-    pub sync: String,
+    #[schemars(schema_with = "word::<SyncStatus>")]
+    pub sync: SyncStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health: Option<HealthInfo>,
     /// A one-line drift summary: which fields differ and who wrote them.
@@ -366,7 +374,7 @@ pub struct DriftEntry {
     pub record: DriftRecord,
     /// Healed (reverted), Reported (warn mode, self-heal off or opted out)
     /// or BackedOff (the flap guard stopped reverting).
-    pub response: String,
+    pub response: DriftOutcome,
     /// When the drift was reverted (or otherwise resolved).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved_at: Option<String>,
@@ -383,13 +391,14 @@ pub struct OtherWriterEntry {
 }
 
 /// An object in the inventory that Git no longer has.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OrphanStatus {
     /// `Kind namespace/name`.
     pub object: String,
     /// Deleted, or why it is kept.
-    pub prune: String,
+    #[schemars(with = "String")]
+    pub prune: PruneFate,
 }
 
 /// One object Tether applied for this app.
@@ -423,11 +432,12 @@ pub struct Condition {
 }
 
 /// The last (or running) sync operation.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OperationState {
     /// Running, Succeeded or Failed.
-    pub phase: String,
+    #[schemars(schema_with = "word::<OperationPhase>")]
+    pub phase: OperationPhase,
     #[serde(default)]
     pub message: String,
     pub revision: String,
@@ -450,18 +460,19 @@ pub struct OperationState {
 pub struct Change {
     /// `Kind namespace/name`.
     pub object: String,
-    #[schemars(with = "String")]
+    #[schemars(schema_with = "word::<Action>")]
     pub action: Action,
 }
 
 /// One past sync.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryEntry {
     pub revision: String,
     pub time: String,
-    /// Who or what started it: `automated`, `self-heal`, or a user.
-    pub initiator: String,
+    /// Who or what started it: `automated`, `self-heal`, or `user`.
+    #[schemars(schema_with = "word::<Initiator>")]
+    pub initiator: Initiator,
 }
 
 /// The schema of a list whose items are defined (and validated) by the crate
@@ -477,10 +488,6 @@ fn is_zero(n: &usize) -> bool {
 
 fn yes() -> bool {
     true
-}
-
-fn unknown() -> String {
-    "Unknown".into()
 }
 
 fn default_retry_limit() -> u32 {

@@ -16,9 +16,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tether_core::ObjectRef;
 use tether_core::drift::DriftedField;
-use tether_core::window::{Grant, GrantError, WindowTimes, check_grants, is_privileged_group};
+use tether_core::window::{
+    Grant, GrantError, WindowPhase, WindowTimes, check_grants, is_privileged_group,
+};
 
 use super::application::{Condition, open_object_list};
+use super::schema::word;
 
 // clippy reads the repeated `type_ = "string"` of the printcolumn
 // arguments as duplicated attributes.
@@ -137,8 +140,9 @@ pub enum Resolution {
 pub struct BreakGlassStatus {
     /// Open, Expired, Closed, or Invalid (the window names no application
     /// or its times do not parse; it suspends nothing).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub phase: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "word::<WindowPhase>")]
+    pub phase: Option<WindowPhase>,
     /// The expiry in force.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,

@@ -3,7 +3,7 @@
 pub mod application;
 pub mod break_glass;
 mod inventory;
-mod schema;
+pub(crate) mod schema;
 pub mod stored;
 
 pub use application::{Application, ApplicationSpec, ApplicationStatus};

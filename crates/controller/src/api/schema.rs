@@ -10,6 +10,14 @@
 //! in step.
 
 use schemars::{Schema, SchemaGenerator, json_schema};
+use tether_core::{HealthStatus, Vocabulary};
+
+/// A word of one of Tether's vocabularies (`SyncStatus`, `HealthStatus`, …):
+/// a string, one of its words.
+pub(crate) fn word<T: Vocabulary>(_: &mut SchemaGenerator) -> Schema {
+    let words: Vec<&str> = T::ALL.iter().map(|word| word.as_str()).collect();
+    json_schema!({"type": "string", "enum": words})
+}
 
 /// `spec.source`: see `tether_source::Source`.
 pub(crate) fn source(_: &mut SchemaGenerator) -> Schema {
@@ -72,7 +80,7 @@ pub(crate) fn ignore_rules(_: &mut SchemaGenerator) -> Schema {
 }
 
 /// `spec.health.rules`: see `tether_core::health::rules::file::RuleSpec`.
-pub(crate) fn health_rules(_: &mut SchemaGenerator) -> Schema {
+pub(crate) fn health_rules(generator: &mut SchemaGenerator) -> Schema {
     let cel = json_schema!({"type": "string"});
     json_schema!({
         "type": "array",
@@ -83,8 +91,7 @@ pub(crate) fn health_rules(_: &mut SchemaGenerator) -> Schema {
                 "group": {"type": "string"},
                 "kinds": {"type": "array", "minItems": 1, "items": {"type": "string"}},
                 "suspended": cel, "degraded": cel, "progressing": cel, "healthy": cel,
-                "otherwise": {"type": "string",
-                    "enum": ["Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unknown"]},
+                "otherwise": word::<HealthStatus>(generator),
                 "message": cel
             }
         }

@@ -225,7 +225,7 @@ impl AuditLog {
             "application": change.app,
             "reason": window.spec.reason,
             "openedBy": window.spec.opened_by.username,
-            "kind": "Emergency",
+            "kind": tether_core::drift::DriftKind::Emergency,
             "object": change.object,
             "fields": change.fields,
             "recordedAt": change.recorded_at,

@@ -30,7 +30,7 @@ pub const OPEN_CONDITION: &str = "Open";
 /// What the lifecycle writes into a window's status.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Lifecycle {
-    pub phase: String,
+    pub phase: WindowPhase,
     pub expires_at: Option<String>,
     pub warned_at: Option<String>,
     pub extensions_seen: usize,
@@ -57,7 +57,7 @@ pub struct Plan {
 /// than `cap` at once is Invalid.
 pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime, cap: Duration) -> Plan {
     let status = window.status.clone().unwrap_or_default();
-    let previous = status.phase.as_str();
+    let previous = status.phase;
     let name = window.name_any();
     let app = &window.spec.application;
     let condition = |open: bool, reason: &str, message: String| Condition {
@@ -77,13 +77,13 @@ pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime, cap: Duratio
     };
     let invalid = |message: String| Plan {
         lifecycle: Lifecycle {
-            phase: "Invalid".into(),
+            phase: WindowPhase::Invalid,
             expires_at: None,
             warned_at: None,
             extensions_seen: 0,
-            condition: condition(false, "Invalid", message.clone()),
+            condition: condition(false, WindowPhase::Invalid.as_str(), message.clone()),
         },
-        notices: if previous == "Invalid" {
+        notices: if previous == Some(WindowPhase::Invalid) {
             Vec::new()
         } else {
             vec![Notice {
@@ -107,7 +107,7 @@ pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime, cap: Duratio
     let expires = window.expires_at().to_string();
     let scope = scope(window);
     let by = &window.spec.opened_by.username;
-    if previous.is_empty() {
+    if previous.is_none() {
         notice(
             false,
             "BreakGlassOpened",
@@ -152,7 +152,7 @@ pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime, cap: Duratio
             ),
         ),
         WindowPhase::Expired => {
-            if previous != "Expired" {
+            if previous != Some(WindowPhase::Expired) {
                 notice(
                     true,
                     "BreakGlassExpired",
@@ -161,7 +161,7 @@ pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime, cap: Duratio
             }
             condition(
                 false,
-                "Expired",
+                WindowPhase::Expired.as_str(),
                 format!("expired at {expires}; self-heal resumed"),
             )
         }
@@ -174,7 +174,7 @@ pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime, cap: Duratio
                 Resolution::Adopt => "adopted into Git",
                 Resolution::Revert => "reverted by self-heal",
             };
-            if previous != "Closed" {
+            if previous != Some(WindowPhase::Closed) {
                 notice(
                     false,
                     "BreakGlassClosed",
@@ -186,10 +186,12 @@ pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime, cap: Duratio
             }
             condition(
                 false,
-                "Closed",
+                WindowPhase::Closed.as_str(),
                 format!("closed by {} at {}; changes {resolve}", close.by, close.at),
             )
         }
+        // Valid times never give this phase; checked above.
+        WindowPhase::Invalid => return invalid(format!("BreakGlass {name}: invalid")),
     };
     let keep_transition = status
         .conditions
@@ -206,7 +208,7 @@ pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime, cap: Duratio
     };
     Plan {
         lifecycle: Lifecycle {
-            phase: phase.to_string(),
+            phase,
             expires_at: Some(expires),
             warned_at,
             extensions_seen: window.spec.extensions.len(),
@@ -270,7 +272,7 @@ pub async fn reconcile(
     let now = SystemTime::now();
     let plan = plan(&window, app_exists, now, ctx.cap);
     let current = window.status.clone().unwrap_or_default();
-    let unchanged = current.phase == plan.lifecycle.phase
+    let unchanged = current.phase == Some(plan.lifecycle.phase)
         && current.expires_at == plan.lifecycle.expires_at
         && current.warned_at == plan.lifecycle.warned_at
         && current.extensions_seen == plan.lifecycle.extensions_seen
@@ -390,9 +392,9 @@ mod tests {
         parse_time(text).unwrap()
     }
 
-    fn with_phase(mut window: BreakGlass, phase: &str) -> BreakGlass {
+    fn with_phase(mut window: BreakGlass, phase: WindowPhase) -> BreakGlass {
         window.status = Some(BreakGlassStatus {
-            phase: phase.into(),
+            phase: Some(phase),
             ..BreakGlassStatus::default()
         });
         window
@@ -410,7 +412,7 @@ mod tests {
             at("2026-12-02T10:00:01Z"),
             CAP,
         );
-        assert_eq!(plan.lifecycle.phase, "Open");
+        assert_eq!(plan.lifecycle.phase, WindowPhase::Open);
         assert_eq!(reasons(&plan), ["BreakGlassOpened"]);
         assert_eq!(
             plan.notices[0].note,
@@ -421,7 +423,7 @@ mod tests {
 
     #[test]
     fn a_window_warns_once_before_it_expires() {
-        let open = with_phase(window("2026-12-02T12:00:00Z"), "Open");
+        let open = with_phase(window("2026-12-02T12:00:00Z"), WindowPhase::Open);
         let plan = plan(&open, true, at("2026-12-02T11:56:00Z"), CAP);
         assert_eq!(reasons(&plan), ["BreakGlassExpiring"]);
         assert!(plan.lifecycle.warned_at.is_some());
@@ -430,20 +432,20 @@ mod tests {
 
     #[test]
     fn an_expired_window_says_so_once_and_looks_no_more() {
-        let open = with_phase(window("2026-12-02T12:00:00Z"), "Open");
+        let open = with_phase(window("2026-12-02T12:00:00Z"), WindowPhase::Open);
         let plan = plan(&open, true, at("2026-12-02T12:00:00Z"), CAP);
-        assert_eq!(plan.lifecycle.phase, "Expired");
+        assert_eq!(plan.lifecycle.phase, WindowPhase::Expired);
         assert!(reasons(&plan).contains(&"BreakGlassExpired"));
         assert_eq!(plan.lifecycle.condition.status, "False");
         assert_eq!(plan.next, None);
-        let expired = with_phase(window("2026-12-02T12:00:00Z"), "Expired");
+        let expired = with_phase(window("2026-12-02T12:00:00Z"), WindowPhase::Expired);
         let again = super::plan(&expired, true, at("2026-12-02T12:00:10Z"), CAP);
         assert!(!reasons(&again).contains(&"BreakGlassExpired"));
     }
 
     #[test]
     fn an_extension_is_announced_with_its_author() {
-        let mut open = with_phase(window("2026-12-02T12:00:00Z"), "Open");
+        let mut open = with_phase(window("2026-12-02T12:00:00Z"), WindowPhase::Open);
         open.spec.extensions.push(Extension {
             by: "bob".into(),
             at: "2026-12-02T11:58:00Z".into(),
@@ -451,7 +453,7 @@ mod tests {
             reason: "still mitigating".into(),
         });
         let plan = plan(&open, true, at("2026-12-02T12:30:00Z"), CAP);
-        assert_eq!(plan.lifecycle.phase, "Open");
+        assert_eq!(plan.lifecycle.phase, WindowPhase::Open);
         assert_eq!(reasons(&plan), ["BreakGlassExtended"]);
         assert!(plan.notices[0].note.starts_with("bob extended"));
         assert_eq!(plan.lifecycle.extensions_seen, 1);
@@ -459,14 +461,14 @@ mod tests {
 
     #[test]
     fn a_closed_window_records_who_closed_it_and_how() {
-        let mut open = with_phase(window("2026-12-02T12:00:00Z"), "Open");
+        let mut open = with_phase(window("2026-12-02T12:00:00Z"), WindowPhase::Open);
         open.spec.close = Some(Closing {
             by: "alice".into(),
             at: "2026-12-02T11:00:00Z".into(),
             resolve: Resolution::Revert,
         });
         let plan = plan(&open, true, at("2026-12-02T11:00:01Z"), CAP);
-        assert_eq!(plan.lifecycle.phase, "Closed");
+        assert_eq!(plan.lifecycle.phase, WindowPhase::Closed);
         assert_eq!(reasons(&plan), ["BreakGlassClosed"]);
         assert_eq!(
             plan.lifecycle.condition.message,
@@ -482,7 +484,7 @@ mod tests {
             at("2026-12-02T10:00:01Z"),
             CAP,
         );
-        assert_eq!(plan.lifecycle.phase, "Invalid");
+        assert_eq!(plan.lifecycle.phase, WindowPhase::Invalid);
         assert_eq!(
             plan.notices[0].note,
             "BreakGlass inc-1234: Application web does not exist in this namespace; nothing is suspended"
@@ -497,7 +499,7 @@ mod tests {
             at("2026-12-02T10:00:01Z"),
             CAP,
         );
-        assert_eq!(plan.lifecycle.phase, "Invalid");
+        assert_eq!(plan.lifecycle.phase, WindowPhase::Invalid);
         assert_eq!(reasons(&plan), ["BreakGlassInvalid"]);
         assert!(
             plan.notices[0].note.contains("longer than the cap of 1d"),
@@ -506,7 +508,7 @@ mod tests {
         );
         // An extension is a grant of its own: at most the cap from when it
         // was made, and made before the window expired.
-        let mut open = with_phase(window("2026-12-02T12:00:00Z"), "Open");
+        let mut open = with_phase(window("2026-12-02T12:00:00Z"), WindowPhase::Open);
         open.spec.extensions.push(Extension {
             by: "bob".into(),
             at: "2026-12-02T11:58:00Z".into(),
@@ -514,7 +516,7 @@ mod tests {
             reason: "forever".into(),
         });
         let plan = super::plan(&open, true, at("2026-12-02T12:30:00Z"), CAP);
-        assert_eq!(plan.lifecycle.phase, "Invalid");
+        assert_eq!(plan.lifecycle.phase, WindowPhase::Invalid);
         assert!(plan.notices[0].note.contains("extension 1 lasts 2d"));
     }
 
@@ -523,14 +525,14 @@ mod tests {
         let mut masters = window("2026-12-02T12:00:00Z");
         masters.spec.opened_by.groups = vec!["system:masters".into()];
         let plan = plan(&masters, true, at("2026-12-02T10:00:01Z"), CAP);
-        assert_eq!(plan.lifecycle.phase, "Invalid");
+        assert_eq!(plan.lifecycle.phase, WindowPhase::Invalid);
         assert!(plan.notices[0].note.contains("\"system:masters\""));
     }
 
     #[test]
     fn a_malformed_expiry_makes_the_window_invalid() {
         let plan = plan(&window("soon"), true, at("2026-12-02T10:00:01Z"), CAP);
-        assert_eq!(plan.lifecycle.phase, "Invalid");
+        assert_eq!(plan.lifecycle.phase, WindowPhase::Invalid);
         assert!(plan.notices[0].note.contains("spec.expiresAt: \"soon\""));
     }
 }

@@ -30,20 +30,31 @@ pub(super) fn assess(object: &Value, subject: &Subject) -> Health {
     if long_running && let Some(problem) = container_problem(object) {
         return subject.degraded(problem);
     }
-    match phase {
-        "Succeeded" => subject.healthy("completed"),
-        "Failed" => subject.degraded(failure(object)),
-        "Running" if long_running => match find_condition(object, "Ready") {
+    match phase.parse() {
+        Ok(PodPhase::Succeeded) => subject.healthy("completed"),
+        Ok(PodPhase::Failed) => subject.degraded(failure(object)),
+        Ok(PodPhase::Running) if long_running => match find_condition(object, "Ready") {
             Some(ready) if ready.status == "True" => subject.healthy("running and ready"),
             Some(ready) if !ready.message.is_empty() => {
                 subject.progressing(format!("running, not ready: {}", ready.message))
             }
             _ => subject.progressing("running, not ready"),
         },
-        "Running" => subject.progressing("running to completion"),
-        "Pending" => pending(object, subject),
-        "" => subject.progressing("waiting for the kubelet to report status"),
-        other => subject.progressing(format!("phase {other}")),
+        Ok(PodPhase::Running) => subject.progressing("running to completion"),
+        Ok(PodPhase::Pending) => pending(object, subject),
+        _ if phase.is_empty() => subject.progressing("waiting for the kubelet to report status"),
+        _ => subject.progressing(format!("phase {phase}")),
+    }
+}
+
+crate::vocabulary! {
+    /// A Pod's `status.phase`, as the kubelet reports it.
+    enum PodPhase("pod phase") {
+        Pending = "Pending",
+        Running = "Running",
+        Succeeded = "Succeeded",
+        Failed = "Failed",
+        Unknown = "Unknown",
     }
 }
 
