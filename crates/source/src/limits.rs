@@ -8,8 +8,6 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::manifest::ManifestError;
-
 /// How much one source may render: the bounds that keep a hostile
 /// repository from exhausting the controller's memory. They apply to all
 /// the files and documents of one render together.
@@ -59,7 +57,7 @@ impl Budget {
 
     /// Refuses a file before parsing if it alone is over the file limit or
     /// would take the render over its byte limit.
-    pub(crate) fn file(&self, path: &Path, bytes: usize) -> Result<(), ManifestError> {
+    pub(crate) fn file(&self, path: &Path, bytes: usize) -> Result<(), TooLarge> {
         let limit = self.limits.max_file_bytes;
         if bytes > limit {
             return Err(too_large(
@@ -74,7 +72,7 @@ impl Budget {
         self.rendered(path, bytes)
     }
 
-    pub(crate) fn rendered(&self, path: &Path, more: usize) -> Result<(), ManifestError> {
+    pub(crate) fn rendered(&self, path: &Path, more: usize) -> Result<(), TooLarge> {
         let limit = self.limits.max_rendered_bytes;
         if self.rendered_bytes.saturating_add(more) > limit {
             return Err(too_large(
@@ -93,7 +91,7 @@ impl Budget {
         self.limits.max_alias_nodes.saturating_sub(self.alias_nodes)
     }
 
-    pub(crate) fn alias_limit_error(&self, path: &Path, line: usize) -> ManifestError {
+    pub(crate) fn alias_limit_error(&self, path: &Path, line: usize) -> TooLarge {
         too_large(
             &path_line(path, line),
             format!(
@@ -110,7 +108,7 @@ impl Budget {
         line: usize,
         value: &Value,
         aliased: bool,
-    ) -> Result<(), ManifestError> {
+    ) -> Result<(), TooLarge> {
         let (bytes, nodes) = measure(value);
         if aliased {
             self.alias_nodes = self.alias_nodes.saturating_add(nodes);
@@ -124,7 +122,7 @@ impl Budget {
     }
 
     /// Charges `count` objects to the render.
-    pub(crate) fn objects(&mut self, path: &Path, count: usize) -> Result<(), ManifestError> {
+    pub(crate) fn objects(&mut self, path: &Path, count: usize) -> Result<(), TooLarge> {
         self.objects = self.objects.saturating_add(count);
         let limit = self.limits.max_objects;
         if self.objects > limit {
@@ -137,8 +135,16 @@ impl Budget {
     }
 }
 
-fn too_large(path: &Path, message: String) -> ManifestError {
-    ManifestError::TooLarge {
+/// A file or a render is bigger than [`Limits`] allow.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct TooLarge {
+    pub path: String,
+    pub message: String,
+}
+
+fn too_large(path: &Path, message: String) -> TooLarge {
+    TooLarge {
         path: path.display().to_string(),
         message,
     }

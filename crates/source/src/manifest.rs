@@ -12,7 +12,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tether_core::ObjectRef;
 
-use crate::limits::{Budget, Limits, path_line};
+use crate::limits::{Budget, Limits, TooLarge, path_line};
 
 /// Where a desired object was declared.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -87,8 +87,8 @@ pub enum ManifestError {
     #[error("invalid glob {glob:?}: {message}")]
     Glob { glob: String, message: String },
     /// A file or a render is bigger than [`Limits`] allow.
-    #[error("{path}: {message}")]
-    TooLarge { path: String, message: String },
+    #[error(transparent)]
+    TooLarge(#[from] TooLarge),
 }
 
 /// SHA-256 (hex) of `manifests`' objects in order; where they came from
@@ -230,7 +230,7 @@ fn yaml_documents(
                     .unwrap_or(first_content);
                 let message = first_line(&error.to_string());
                 if message.contains("alias replay limit") {
-                    budget.alias_limit_error(path, line)
+                    budget.alias_limit_error(path, line).into()
                 } else {
                     ManifestError::Parse {
                         path: path.to_path_buf(),

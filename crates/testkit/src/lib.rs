@@ -13,6 +13,7 @@
 //! real cluster, and tests create and delete things.
 
 mod log;
+mod modules;
 mod namespace;
 mod plane;
 mod repo;
@@ -20,6 +21,7 @@ mod requests;
 mod wait;
 
 pub use log::{log_file, log_tail};
+pub use modules::ModuleGraph;
 pub use namespace::{TestNamespace, client_for};
 pub use plane::{ControlPlane, control_plane, repo_root};
 pub use repo::Repo;

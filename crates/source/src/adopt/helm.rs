@@ -12,7 +12,7 @@ use std::path::Path;
 use serde_json::{Map, Value, json};
 
 use super::path::{Selector, Step, build};
-use super::write::{Planned, render_checkout};
+use super::plan::{Planned, render_checkout};
 use super::yaml::{FieldEdit, edit_file};
 use super::{AdoptError, scalar};
 use crate::manifest::Manifest;

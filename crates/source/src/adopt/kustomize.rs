@@ -11,7 +11,7 @@ use std::path::Path;
 use serde_json::{Map, Value, json};
 
 use super::path::{Selector, Step, keyed_element};
-use super::write::Planned;
+use super::plan::Planned;
 use super::yaml::{FieldEdit, edit_file};
 use super::{AdoptError, scalar};
 

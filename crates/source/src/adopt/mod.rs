@@ -35,6 +35,7 @@ pub mod git;
 pub mod helm;
 pub mod kustomize;
 pub mod path;
+mod plan;
 pub mod scalar;
 mod tree;
 pub mod write;

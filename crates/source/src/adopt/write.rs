@@ -8,20 +8,11 @@ use serde_json::Value;
 use tether_core::ObjectRef;
 
 use super::path::Selector;
+use super::plan::{Planned, render_checkout};
 use super::yaml::{FieldEdit, edit_file};
 use super::{AdoptError, Adoption, helm, kustomize};
-use crate::files::Files;
-use crate::manifest::Manifest;
-use crate::render::{Sandbox, render};
+use crate::render::Sandbox;
 use crate::spec::{Renderer, Source};
-
-/// One object to write: where the render found it, and its fields as
-/// selectors with their new values.
-pub(crate) struct Planned<'m> {
-    pub object: &'m ObjectRef,
-    pub manifest: &'m Manifest,
-    pub fields: Vec<FieldEdit>,
-}
 
 /// Refuses what must never be written: nothing at all, and Secret values.
 pub fn check(objects: &[Adoption]) -> Result<(), AdoptError> {
@@ -124,16 +115,6 @@ pub fn write(
         }
     }
     Ok(written)
-}
-
-/// The source's objects as rendered from a checkout.
-pub(crate) fn render_checkout(
-    root: &Path,
-    source: &Source,
-    sandbox: &Sandbox,
-) -> Result<Vec<Manifest>, AdoptError> {
-    let files = Files::read_dir(root).map_err(crate::render::RenderError::from)?;
-    Ok(render(&source.renderer, &files, &source.path, sandbox)?)
 }
 
 /// Whether a manifest declares `object`, the manifest's missing namespace

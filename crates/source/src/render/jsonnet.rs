@@ -26,7 +26,7 @@ use serde_json::Value as Json;
 use super::{RenderError, Sandbox, materialize, process};
 use crate::files::{Entry, Files};
 use crate::limits::Budget;
-use crate::manifest::{Manifest, Origin, identify};
+use crate::manifest::{Manifest, ManifestError, Origin, identify};
 use crate::spec::JsonnetOptions;
 
 /// The first argument that makes `tether` (or `tether-render`) act as the
@@ -93,10 +93,14 @@ pub fn render(
     let file = PathBuf::from(&main);
     let json: Json = serde_json::from_slice(&output).map_err(|e| failed(e.to_string()))?;
     let objects = objects_of(json).map_err(failed)?;
-    budget.objects(&file, objects.len())?;
+    budget
+        .objects(&file, objects.len())
+        .map_err(ManifestError::from)?;
     let mut with_origins = Vec::with_capacity(objects.len());
     for (document, object) in objects.into_iter().enumerate() {
-        budget.document(&file, 0, &object, false)?;
+        budget
+            .document(&file, 0, &object, false)
+            .map_err(ManifestError::from)?;
         let origin = Origin {
             file: file.clone(),
             document,
