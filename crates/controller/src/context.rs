@@ -15,10 +15,10 @@ use tether_source::Repositories;
 use crate::api::BreakGlass;
 use crate::break_glass::audit::AuditLog;
 use crate::break_glass::key::AuditKey;
-use crate::health::HealthRules;
-use crate::live::{AppKey, LiveCache};
-use crate::memo::AppMemo;
-use crate::status_writes::StatusWrites;
+use crate::observe::health::HealthRules;
+use crate::observe::live::{AppKey, LiveCache};
+use crate::observe::memo::AppMemo;
+use crate::report::writes::StatusWrites;
 
 /// How the controller runs.
 #[derive(Debug, Clone)]

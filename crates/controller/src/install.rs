@@ -12,6 +12,8 @@ use tether_core::{Action, ObjectRef};
 use crate::api::{Application, BreakGlass};
 use crate::break_glass::audit::WINDOW_UID_LABEL;
 
+/// The group whose members may change managed objects during an incident.
+pub const BREAK_GLASS_GROUP: &str = "tether:break-glass";
 /// The controller's service account name.
 pub const SERVICE_ACCOUNT: &str = "tether-controller";
 
@@ -62,7 +64,7 @@ pub fn manifests_with_cap(namespace: &str, cap: Duration) -> Vec<Value> {
             "metadata": {"name": BREAK_GLASS_ROLE},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": BREAK_GLASS_ROLE},
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
-                          "name": crate::single_writer::BREAK_GLASS_GROUP}]}),
+                          "name": BREAK_GLASS_GROUP}]}),
         // …and read the audit records (`tether break-glass show` checks their
         // sequence), which live in the controller's namespace only.
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
@@ -72,7 +74,7 @@ pub fn manifests_with_cap(namespace: &str, cap: Duration) -> Vec<Value> {
             "metadata": {"name": AUDIT_READER_ROLE, "namespace": namespace},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": AUDIT_READER_ROLE},
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
-                          "name": crate::single_writer::BREAK_GLASS_GROUP}]}),
+                          "name": BREAK_GLASS_GROUP}]}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
             "metadata": {"name": "tether-view",
                 "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},

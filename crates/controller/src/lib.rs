@@ -1,44 +1,39 @@
 //! Tether's loop: turning desired and live state into applied, reported
 //! changes, continuously.
 //!
-//! - [`run`] wires it up: leader election, the Application watch, the watch
-//!   caches of managed objects, and the reconcile workers.
-//! - [`reconcile`] is the story for one Application: fetch, observe, diff,
-//!   apply, report.
-//! - [`sync`] validates a whole set by dry-run, then applies it in order,
-//!   wave by wave ([`waves`] waits for health between them when asked).
+//! The folders, from the bottom up (each leans only on those above it in
+//! this list; `tests/module_cycles.rs` keeps it so):
+//!
+//! - [`api`]: the custom resources Tether serves and reads.
+//! - [`observe`]: what the cluster has — the watch caches, health, the
+//!   memoized comparison with Git, and drift.
+//! - [`sync`]: applying a set of objects — validated by dry-run, in waves —
+//!   previewing it, and pruning what Git no longer has.
+//! - [`break_glass`]: emergency windows: their life, audit log and requests.
+//! - [`report`]: what status and events say, and writing status.
+//! - [`reconcile`]: the story for one Application: fetch, observe, diff,
+//!   apply, report — each step one call away.
+//! - [`serve`]: the HTTP endpoints (webhooks, health probes) and the
+//!   trigger that wakes the loop.
+//! - [`run`] wires it up: leader election, the watches and the workers.
 
-pub mod admit;
 pub mod adopt;
 pub mod api;
 pub mod break_glass;
-pub mod compare;
 pub mod context;
 pub mod credentials;
-pub mod drift;
-pub mod health;
-pub mod http;
 pub mod install;
-pub mod invalid;
-pub mod live;
-pub mod memo;
-pub mod operation;
-pub mod preview;
-pub mod probe;
-pub mod prune;
+pub mod observe;
 pub mod reconcile;
-pub mod replay;
+pub mod report;
 pub mod request;
 pub mod run;
+pub mod serve;
 pub mod single_writer;
-pub mod status;
-pub mod status_writes;
 pub mod sync;
-pub mod trigger;
-pub mod waves;
 
 pub use context::{Config, Context};
-pub use probe::Probe;
 pub use run::{run, run_with};
+pub use serve::probe::Probe;
+pub use serve::trigger::Trigger;
 pub use sync::{SyncError, SyncOptions, SyncReport, sync_manifests, sync_manifests_with};
-pub use trigger::Trigger;

@@ -79,3 +79,28 @@ pub fn pending(app: &Application, requested_at: &str) -> bool {
         .get(SYNC_REQUEST_ANNOTATION)
         .is_some_and(|value| value == requested_at)
 }
+
+/// Removes the handled `tether sync` annotations from the Application.
+pub async fn clear(client: &Client, app: &Application) {
+    let annotations = app.annotations();
+    if !annotations.contains_key(SYNC_REQUEST_ANNOTATION)
+        && !annotations.contains_key(ALLOW_MASS_PRUNE_ANNOTATION)
+    {
+        return;
+    }
+    let api: Api<Application> =
+        Api::namespaced(client.clone(), &app.namespace().unwrap_or_default());
+    let patch = serde_json::json!({"metadata": {"annotations": {
+        SYNC_REQUEST_ANNOTATION: null, ALLOW_MASS_PRUNE_ANNOTATION: null,
+        SYNC_REVISION_ANNOTATION: null}}});
+    if let Err(error) = api
+        .patch(
+            &app.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        tracing::warn!(app = %app.name_any(), %error, "clearing the sync request failed");
+    }
+}

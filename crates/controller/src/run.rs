@@ -18,10 +18,10 @@ use crate::break_glass::lifecycle::{self, WindowContext};
 use crate::break_glass::{audit, key};
 use crate::context::{Config, Context, Ready};
 use crate::credentials;
-use crate::live::{AppKey, LiveCache};
-use crate::probe::Probe;
+use crate::observe::live::{AppKey, LiveCache};
 use crate::reconcile::{error_policy, reconcile};
-use crate::trigger::Trigger;
+use crate::serve::probe::Probe;
+use crate::serve::trigger::Trigger;
 
 const LEASE_NAME: &str = "tether-controller";
 const LEASE_SECONDS: u64 = 15;
@@ -160,7 +160,7 @@ pub async fn run_with(
             }
         });
     // Load the cluster's health rules before judging anything.
-    let rules_changed = crate::health::watch_cluster_rules(
+    let rules_changed = crate::observe::health::watch_cluster_rules(
         client.clone(),
         &config.lease_namespace,
         context.health.clone(),

@@ -34,12 +34,10 @@ use tether_cluster::{Applier, ClusterError, Resources};
 use tether_core::tracking::{APP_LABEL, TRACKING_ANNOTATION};
 use tether_core::{Action, ObjectRef};
 
-use crate::install::SERVICE_ACCOUNT;
+use crate::install::{BREAK_GLASS_GROUP, SERVICE_ACCOUNT};
 
 /// Name of the policy and of its binding.
 pub const POLICY_NAME: &str = "tether-single-writer";
-/// The group whose members may change managed objects during an incident.
-pub const BREAK_GLASS_GROUP: &str = "tether:break-glass";
 
 /// Users Kubernetes' own components write as.
 const KUBERNETES_USERS: &[&str] = &["system:kube-controller-manager", "system:kube-scheduler"];

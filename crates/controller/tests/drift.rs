@@ -114,7 +114,8 @@ async fn kubectl_scale_is_reverted_and_recorded_as_manual_with_its_writer() {
 
     // `tether drift` shows it; an Event names object, field and writer.
     let app = apps.get("shop").await.unwrap();
-    let table = tether_controller::drift::table(&tether_controller::drift::rows(&[app]));
+    let table =
+        tether_controller::observe::drift::table(&tether_controller::observe::drift::rows(&[app]));
     println!("{table}");
     assert!(
         table.contains("spec.replicas") && table.contains(&writer.manager),
@@ -313,7 +314,8 @@ async fn with_prune_off_an_object_removed_from_git_is_kept_and_reported() {
         "inventory keeps it"
     );
     let app = apps.get("shop").await.unwrap();
-    let table = tether_controller::drift::table(&tether_controller::drift::rows(&[app]));
+    let table =
+        tether_controller::observe::drift::table(&tether_controller::observe::drift::rows(&[app]));
     assert!(table.contains("Orphan"), "{table}");
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(greeting(&ns).await, "hello");

@@ -23,7 +23,7 @@ use support::{
 };
 use tether_controller::api::application::HealthInfo;
 use tether_controller::api::{Application, ApplicationStatus};
-use tether_controller::health::RULES_CONFIGMAP;
+use tether_controller::observe::health::RULES_CONFIGMAP;
 use tether_testkit::TestNamespace;
 
 /// One test's namespace, repository and controller cache.

@@ -15,7 +15,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
 use support::{Repo, config_for, eventually, status_where, web};
 use tether_controller::api::Application;
-use tether_controller::probe::Verdict;
+use tether_controller::serve::probe::Verdict;
 use tether_controller::{Probe, Trigger, install};
 use tether_testkit::TestNamespace;
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 use tether_cluster::{Applier, Resources};
 use tether_controller::api::Application;
-use tether_controller::preview::{Preview, preview};
+use tether_controller::sync::preview::{Preview, preview};
 use tether_core::diff::normalize;
 use tether_core::diff::secret::masked_for_display;
 use tether_core::tracking::AppRef;

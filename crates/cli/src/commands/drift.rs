@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use super::selection::Selection;
-use tether_controller::drift::{rows, table};
+use tether_controller::observe::drift::{rows, table};
 
 /// Show drift: per object and field the desired and live values (Secret
 /// values masked), the writer (field manager, operation, time), the kind

@@ -34,7 +34,7 @@ pub struct InstallArgs {
     #[arg(long)]
     pub enforce_single_writer: bool,
     /// Group whose members may still change managed objects (incidents).
-    #[arg(long, default_value = tether_controller::single_writer::BREAK_GLASS_GROUP, requires = "enforce_single_writer")]
+    #[arg(long, default_value = tether_controller::install::BREAK_GLASS_GROUP, requires = "enforce_single_writer")]
     pub break_glass_group: String,
     /// Another user allowed to write, e.g. the identity `tether run` uses
     /// outside the cluster (repeatable).

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use tether_controller::{Config, Probe, Trigger, http};
+use tether_controller::serve::http;
+use tether_controller::{Config, Probe, Trigger};
 use tether_source::render::SandboxMode;
 
 /// Run the controller against the current kubeconfig: reconcile every

@@ -13,9 +13,9 @@ use kube::api::Api;
 use kube::runtime::watcher;
 use tether_cluster::{Applier, Resources};
 use tether_controller::api::Application;
-use tether_controller::preview::{Preview, preview};
+use tether_controller::report::status::RECONCILED_CONDITION;
 use tether_controller::request::{SyncRequest, pending, request_sync_with};
-use tether_controller::status::RECONCILED_CONDITION;
+use tether_controller::sync::preview::{Preview, preview};
 use tether_core::tracking::AppRef;
 use tether_core::{Action, OperationPhase};
 

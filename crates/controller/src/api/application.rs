@@ -11,6 +11,7 @@ use tether_core::prune::PruneFate;
 use tether_core::{Action, HealthStatus, Initiator, OperationPhase, OperationalState, SyncStatus};
 use tether_source::Source;
 
+pub use super::inventory::InventoryEntry;
 use super::schema::word;
 
 /// Desired state: where it comes from (`source`), where it goes
@@ -399,21 +400,6 @@ pub struct OrphanStatus {
     /// Deleted, or why it is kept.
     #[schemars(with = "String")]
     pub prune: PruneFate,
-}
-
-/// One object Tether applied for this app.
-#[derive(
-    Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema,
-)]
-#[serde(rename_all = "camelCase")]
-pub struct InventoryEntry {
-    #[serde(default)]
-    pub group: String,
-    pub version: String,
-    pub kind: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-    pub name: String,
 }
 
 /// A condition in the Kubernetes convention; one reason per failing step

@@ -11,7 +11,44 @@ use std::collections::BTreeMap;
 use schemars::{Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::application::InventoryEntry;
+use schemars::JsonSchema;
+use tether_core::ObjectRef;
+
+/// One object Tether applied for this app.
+#[derive(
+    Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct InventoryEntry {
+    #[serde(default)]
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl InventoryEntry {
+    /// The object this entry records.
+    pub fn id(&self) -> ObjectRef {
+        ObjectRef {
+            group: self.group.clone(),
+            kind: self.kind.clone(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+        }
+    }
+
+    /// `apps/v1`, or `v1` for the core group.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+}
 
 /// One stored group: a group-version-kind in one namespace, and names.
 #[derive(Serialize, Deserialize)]

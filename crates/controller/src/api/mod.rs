@@ -2,7 +2,7 @@
 
 pub mod application;
 pub mod break_glass;
-mod inventory;
+pub mod inventory;
 pub(crate) mod schema;
 pub mod stored;
 

@@ -12,13 +12,13 @@ use tether_cluster::Applier;
 use tether_core::ObjectRef;
 use tether_core::ownership::{self, Admitted, Candidate, Refusal, mark_adopted};
 use tether_core::tracking::AppRef;
-use tether_source::Manifest;
+use tether_source::{Manifest, Rendered};
 
+use super::Pass;
 use crate::api::Application;
 use crate::api::StoredApplication;
-use crate::compare::Compared;
 use crate::context::Context;
-use crate::prune::identity;
+use crate::observe::compare::Compared;
 
 /// Why a commit was refused: every object at fault, each with its reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -59,12 +59,8 @@ pub async fn destination(
 
 /// Admits the compared objects of `app`: those another app holds must have
 /// been released by it, those nobody created need the app's opt-in.
-pub async fn ownership(
-    ctx: &Context,
-    app: &Application,
-    owner: &AppRef,
-    compared: &[Compared],
-) -> Result<Admitted, Refused> {
+pub async fn ownership(pass: &Pass<'_>, compared: &[Compared]) -> Result<Admitted, Refused> {
+    let (ctx, app, owner) = (pass.ctx, &pass.app, &pass.owner);
     let inventory = app
         .status
         .as_ref()
@@ -96,7 +92,7 @@ pub async fn ownership(
             id: &c.id,
             desired: &c.desired,
             live: c.live.as_ref().or(found.as_ref()),
-            in_inventory: inventory.iter().any(|entry| identity(entry) == c.id),
+            in_inventory: inventory.iter().any(|entry| entry.id() == c.id),
             namespace_allowed: true,
         })
         .collect();
@@ -175,13 +171,20 @@ fn declares(app: &Application, id: &ObjectRef) -> bool {
         return false;
     };
     let shown = id.to_string();
-    status.inventory.iter().any(|entry| identity(entry) == *id)
+    status.inventory.iter().any(|entry| entry.id() == *id)
         && !status.orphans.iter().any(|orphan| orphan.object == shown)
 }
 
-/// `manifests` with the adopted objects marked, so every apply keeps the
+/// `desired` with the adopted objects marked, so every apply keeps the
 /// mark (and prune knows Tether did not create them).
-pub fn mark(manifests: &[Manifest], compared: &[Compared], admitted: &Admitted) -> Vec<Manifest> {
+pub fn marked(mut desired: Rendered, compared: &[Compared], admitted: &Admitted) -> Rendered {
+    if !admitted.adopted.is_empty() {
+        desired.manifests = Arc::new(mark(&desired.manifests, compared, admitted));
+    }
+    desired
+}
+
+fn mark(manifests: &[Manifest], compared: &[Compared], admitted: &Admitted) -> Vec<Manifest> {
     manifests
         .iter()
         .map(|manifest| {
@@ -195,11 +198,4 @@ pub fn mark(manifests: &[Manifest], compared: &[Compared], admitted: &Admitted) 
             manifest
         })
         .collect()
-}
-
-/// Keeps the adoption mark of a live object in its desired copy.
-pub fn keep_mark(desired: &mut Value, live: &Value) {
-    if ownership::is_adopted(live) {
-        mark_adopted(desired);
-    }
 }

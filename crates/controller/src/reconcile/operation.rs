@@ -8,17 +8,17 @@ use std::time::Duration;
 
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
-use tether_cluster::Applier;
-use tether_core::tracking::AppRef;
+use serde_json::{Value, json};
+use tether_core::OperationPhase;
 use tether_source::Manifest;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::Pass;
 use crate::api::Application;
-use crate::compare::Compared;
-use crate::context::Context;
+use crate::observe::compare::Compared;
+use crate::sync::waves::WaveGate;
 use crate::sync::{Progress, SyncError, SyncOptions, SyncReport, sync_manifests_with};
-use crate::waves::WaveGate;
 
 /// The least time between two progress writes.
 const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
@@ -26,22 +26,42 @@ const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
 /// server-side apply by `tether`, forced) takes their fields back.
 const PROGRESS_MANAGER: &str = "tether-progress";
 
-/// Syncs `manifests` for `app` at `revision`, gating waves on health when
-/// the app asks and reporting progress while it runs.
-#[allow(clippy::too_many_arguments)]
+/// Records in status that a sync to `revision` is under way, so that a
+/// controller that stops mid-sync leaves a trace: the next reconcile sees
+/// `Running` and classifies the half-applied objects as Accidental drift.
+pub async fn mark_running(pass: &Pass<'_>, revision: &str, started_at: &str, objects: usize) {
+    let (ctx, app) = (pass.ctx, &pass.app);
+    let _turn = ctx.status_writes.exclusive(&pass.key).await;
+    let api: Api<Application> = Api::namespaced(ctx.client.clone(), &pass.key.0);
+    let patch = running(
+        &format!("applying {objects} object(s)"),
+        revision,
+        started_at,
+    );
+    if let Err(error) = api
+        .patch_status(
+            &app.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        tracing::warn!(app = %app.name_any(), %error, "recording the running sync failed");
+    }
+}
+
+/// Syncs `manifests` at `revision`, gating waves on health when the app
+/// asks and reporting progress while it runs.
 pub async fn sync_operation(
-    ctx: &Context,
-    app: &Application,
-    applier: &Applier,
-    owner: &AppRef,
+    pass: &Pass<'_>,
     manifests: &[Manifest],
     compared: &[Compared],
     revision: &str,
     started_at: &str,
 ) -> Result<SyncReport, SyncError> {
+    let (ctx, app) = (pass.ctx, &pass.app);
     let policy = &app.spec.sync_policy;
-    let key = (app.namespace().unwrap_or_default(), app.name_any());
-    let judge = ctx.health.for_app(&key, &app.spec.health.rules);
+    let judge = ctx.health.for_app(&pass.key, &app.spec.health.rules);
     let gate = WaveGate {
         live: &ctx.live,
         judge: &judge,
@@ -56,13 +76,13 @@ pub async fn sync_operation(
     };
     let done = CancellationToken::new();
     let sync = async {
-        let result = sync_manifests_with(applier, owner, manifests, &options).await;
+        let result = sync_manifests_with(&pass.applier, &pass.owner, manifests, &options).await;
         done.cancel();
         result
     };
     let (result, ()) = tokio::join!(
         sync,
-        write_progress(ctx, app, revision, started_at, seen, &done)
+        write_progress(pass, revision, started_at, seen, &done)
     );
     result
 }
@@ -70,15 +90,14 @@ pub async fn sync_operation(
 /// Writes the latest progress once a second until `done`; never cancelled
 /// in the middle of a write, so it cannot land after the final status.
 async fn write_progress(
-    ctx: &Context,
-    app: &Application,
+    pass: &Pass<'_>,
     revision: &str,
     started_at: &str,
     mut seen: watch::Receiver<Progress>,
     done: &CancellationToken,
 ) {
-    let api: Api<Application> =
-        Api::namespaced(ctx.client.clone(), &app.namespace().unwrap_or_default());
+    let app = &pass.app;
+    let api: Api<Application> = Api::namespaced(pass.ctx.client.clone(), &pass.key.0);
     let params = PatchParams {
         field_manager: Some(PROGRESS_MANAGER.into()),
         ..PatchParams::default()
@@ -98,14 +117,7 @@ async fn write_progress(
             continue;
         }
         let progress = *seen.borrow_and_update();
-        let patch = serde_json::json!({"status": {"operationState": {
-            "phase": tether_core::OperationPhase::Running,
-            "message": progress.to_string(),
-            "revision": revision,
-            "startedAt": started_at,
-            "finishedAt": null,
-            "changes": null,
-        }}});
+        let patch = running(&progress.to_string(), revision, started_at);
         if let Err(error) = api
             .patch_status(&app.name_any(), &params, &Patch::Merge(&patch))
             .await
@@ -113,4 +125,17 @@ async fn write_progress(
             tracing::debug!(app = %app.name_any(), %error, "writing sync progress failed");
         }
     }
+}
+
+/// The status patch of a sync under way: phase Running, what it is doing,
+/// and no outcome yet.
+fn running(message: &str, revision: &str, started_at: &str) -> Value {
+    json!({"status": {"operationState": {
+        "phase": OperationPhase::Running,
+        "message": message,
+        "revision": revision,
+        "startedAt": started_at,
+        "finishedAt": null,
+        "changes": null,
+    }}})
 }

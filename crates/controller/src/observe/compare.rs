@@ -18,11 +18,14 @@ use tether_cluster::{Applier, ClusterError};
 use tether_core::ObjectRef;
 use tether_core::attribution::Ownership;
 use tether_core::diff::{Diff, IgnoreRule, SecretMask, as_predicted, diff, diff_manifest};
+use tether_core::ownership;
 use tether_core::tracking::{AppRef, FIELD_MANAGER, stamp};
 use tether_source::Manifest;
 
-use crate::context::Context;
-use crate::memo::{AppMemo, hash_object};
+use tether_cluster::Resources;
+
+use super::live::LiveCache;
+use super::memo::{AppMemo, hash_object};
 
 /// One desired object and what the cluster has.
 #[derive(Debug, Clone)]
@@ -65,9 +68,17 @@ impl Compared {
     }
 }
 
+/// What a comparison reads: the watch caches of managed objects, the kinds
+/// the API server serves, and how Secret values are masked in diffs.
+pub struct Observer<'a> {
+    pub live: &'a LiveCache,
+    pub resources: &'a Resources,
+    pub mask: SecretMask<'a>,
+}
+
 /// Compares every desired object of `app` with the live cluster.
 pub async fn compare_all(
-    ctx: &Context,
+    ctx: &Observer<'_>,
     applier: &Applier,
     app: &AppRef,
     manifests: &[Manifest],
@@ -82,7 +93,7 @@ pub async fn compare_all(
 }
 
 async fn compare_one(
-    ctx: &Context,
+    ctx: &Observer<'_>,
     applier: &Applier,
     app: &AppRef,
     manifest: &Manifest,
@@ -108,7 +119,10 @@ async fn compare_one(
     };
     let live_version = live.metadata.resource_version.clone().unwrap_or_default();
     let live = serde_json::to_value(&*live).unwrap_or(Value::Null);
-    crate::admit::keep_mark(&mut desired, &live);
+    // An adopted object keeps its mark: the mark is Tether's own field.
+    if ownership::is_adopted(&live) {
+        ownership::mark_adopted(&mut desired);
+    }
 
     // Diff, reusing the last comparison when nothing changed.
     let desired_hash = hash_object(&desired);
@@ -118,15 +132,8 @@ async fn compare_one(
         .reuse(&id, desired_hash, &live_version);
     let predicted = memo.lock().expect("lock").predicted(&id, desired_hash);
     let foreign = remembered.is_none().then(|| {
-        predicted.and_then(|predicted| {
-            foreign_change(
-                &desired,
-                &predicted,
-                &live,
-                ignore,
-                ctx.audit_key.secret_mask(),
-            )
-        })
+        predicted
+            .and_then(|predicted| foreign_change(&desired, &predicted, &live, ignore, ctx.mask))
     });
     if let Some(Some(diff)) = &foreign {
         memo.lock().expect("lock").remember(
@@ -141,7 +148,7 @@ async fn compare_one(
         Some(diff) => diff,
         None => match applier.dry_run(&desired).await {
             Ok(predicted) => {
-                let diff = match diff(&predicted, &live, ignore, ctx.audit_key.secret_mask()) {
+                let diff = match diff(&predicted, &live, ignore, ctx.mask) {
                     Ok(diff) => diff,
                     Err(error) => {
                         let reason = format!("{id}: {error}");

@@ -14,9 +14,10 @@ use tether_cluster::Resources;
 use tether_core::ObjectRef;
 use tether_core::health::{Health, HealthStatus};
 
-use crate::health::Judge;
-use crate::live::LiveCache;
-use crate::sync::{AppliedObject, SyncError};
+use super::SyncError;
+use crate::observe::health::Judge;
+use crate::observe::live::LiveCache;
+use crate::observe::memo::AppliedObject;
 
 /// Waits for a wave's objects to be healthy before the next wave.
 pub struct WaveGate<'a> {

@@ -18,7 +18,14 @@ use tether_core::diff::Diff;
 use tether_core::drift::FlapGuard;
 
 use crate::api::ApplicationStatus;
-use crate::sync::AppliedObject;
+
+/// One applied object: what was sent and what the API server returned.
+#[derive(Debug, Clone)]
+pub struct AppliedObject {
+    pub id: ObjectRef,
+    pub sent: Value,
+    pub live: Value,
+}
 
 /// The last comparison of one object.
 #[derive(Debug, Clone)]

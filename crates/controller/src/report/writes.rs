@@ -2,7 +2,7 @@
 //!
 //! Most writes happen at once, inside the reconcile that computed them. A
 //! write that only moves the recorded revision (a commit that changes none
-//! of the app's objects, see [`crate::status::only_revision_moved`]) is
+//! of the app's objects, see [`crate::report::status::only_revision_moved`]) is
 //! deferred to a background lane with [`DEFERRED_WRITERS`] writers. A push to
 //! a repository of many apps then costs one quick reconcile per app, and the
 //! app the push does change is not queued behind a status write for every
@@ -26,7 +26,7 @@ use tether_core::tracking::FIELD_MANAGER;
 use tokio::sync::{Notify, OwnedMutexGuard};
 
 use crate::api::{Application, ApplicationStatus};
-use crate::live::AppKey;
+use crate::observe::live::AppKey;
 
 /// Background writers of deferred status: few, so that they leave the API
 /// server to the reconciles that apply changes.

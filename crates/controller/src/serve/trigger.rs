@@ -22,7 +22,7 @@ use tether_source::git::repo_key;
 use tokio::sync::mpsc;
 
 use crate::api::StoredApplication;
-use crate::live::AppKey;
+use crate::observe::live::AppKey;
 
 /// How long apps a push cannot affect wait before they are woken.
 pub const UNAFFECTED_DELAY: Duration = Duration::from_secs(2);

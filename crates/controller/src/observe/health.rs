@@ -24,7 +24,7 @@ use tether_core::health::rules::assess_stacked;
 use tether_core::health::{Health, RuleSet};
 use tokio::sync::mpsc;
 
-use crate::live::AppKey;
+use crate::observe::live::AppKey;
 
 /// The ConfigMap holding cluster-wide health rules, in the controller's
 /// namespace. Every key is one rules file (the format of

@@ -20,6 +20,10 @@
 //! had — one request each. A commit changing one object of fifty is one
 //! apply, not fifty dry-runs, fifty reads and fifty applies.
 
+pub mod preview;
+pub mod prune;
+pub mod waves;
+
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::time::Duration;
@@ -28,12 +32,13 @@ use serde_json::Value;
 use tether_cluster::{Applier, ClusterError};
 use tether_core::order::{BadSyncWave, apply_position, sync_wave};
 use tether_core::tracking::{AppRef, stamp};
-use tether_core::{Action, ObjectRef};
+use tether_core::{Action, Initiator, ObjectRef};
 use tether_source::Manifest;
 use tokio::sync::watch;
 
-use crate::compare::{Compared, ObjectState};
-use crate::waves::WaveGate;
+use crate::observe::compare::{Compared, ObjectState};
+pub use crate::observe::memo::AppliedObject;
+use waves::WaveGate;
 
 const CRD_ESTABLISHED_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -47,19 +52,18 @@ pub struct SyncReport {
     pub applied: Vec<AppliedObject>,
 }
 
-/// One applied object: what was sent and what the API server returned.
-#[derive(Debug, Clone)]
-pub struct AppliedObject {
-    pub id: ObjectRef,
-    pub sent: Value,
-    pub live: Value,
-}
-
 impl SyncReport {
     /// How many objects ended with `action`.
     pub fn count(&self, action: Action) -> usize {
         self.results.iter().filter(|(_, a)| *a == action).count()
     }
+}
+
+/// A sync a reconcile ran: who started it, when, and how it ended.
+pub struct Ran {
+    pub initiator: Initiator,
+    pub started_at: String,
+    pub result: Result<SyncReport, SyncError>,
 }
 
 /// Why a sync stopped. Validation errors mean nothing was applied.

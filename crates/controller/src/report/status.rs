@@ -14,11 +14,11 @@ use crate::api::application::{
     ApplicationStatus, Change, Condition, DriftEntry, HealthInfo, HistoryEntry, InventoryEntry,
     OperationState, OrphanStatus, OtherWriterEntry, ResourceStatus,
 };
-use crate::compare::{Compared, ObjectState};
-use crate::drift::{Assessed, Response};
-use crate::health::{self, Judge};
-use crate::prune::{PruneReport, identity};
+use crate::observe::compare::{Compared, ObjectState};
+use crate::observe::drift::{Assessed, Response};
+use crate::observe::health::{self, Judge};
 use crate::sync::SyncReport;
+use crate::sync::prune::PruneReport;
 
 const HISTORY_LIMIT: usize = 10;
 /// Deleted orphans still listed in status after they are gone.
@@ -185,7 +185,7 @@ pub fn next_status(
 
 /// Whether `next` differs from `previous` only in the revision it records
 /// (and when it was reconciled): what a commit that changes none of the
-/// app's objects does. Such a write may wait (see [`crate::status_writes`]).
+/// app's objects does. Such a write may wait (see [`crate::report::writes`]).
 pub fn only_revision_moved(previous: &ApplicationStatus, next: &ApplicationStatus) -> bool {
     let mut moved = previous.clone();
     moved.sync.revision.clone_from(&next.sync.revision);
@@ -365,7 +365,7 @@ fn record_prune(status: &mut ApplicationStatus, observed: &Observed<'_>) {
     let mut inventory: Vec<InventoryEntry> = status
         .inventory
         .iter()
-        .filter(|entry| desired.contains(&identity(entry)))
+        .filter(|entry| desired.contains(&entry.id()))
         .cloned()
         .chain(prune.kept.iter().cloned())
         .collect();

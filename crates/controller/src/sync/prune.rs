@@ -9,8 +9,18 @@ use tether_core::ObjectRef;
 use tether_core::prune::{Breaker, KeepReason, PruneDecision, PruneFate, PruneOptions, plan_prune};
 use tether_core::tracking::AppRef;
 
+use tether_cluster::Resources;
+
 use crate::api::application::{InventoryEntry, PrunePropagation};
-use crate::context::Context;
+use crate::observe::live::LiveCache;
+
+/// Where prune looks and deletes: the watch caches of managed objects, the
+/// kinds the API server serves, and the destination's applier.
+pub struct Cluster<'a> {
+    pub live: &'a LiveCache,
+    pub resources: &'a Resources,
+    pub applier: &'a Applier,
+}
 
 /// What prune found and did.
 #[derive(Debug, Clone, Default)]
@@ -28,32 +38,32 @@ pub struct PruneReport {
 /// as the app's) that are not among `desired`. Deletes only when `options`
 /// allow it; a failed deletion keeps the object and is reported as kept.
 pub async fn prune(
-    ctx: &Context,
-    applier: &Applier,
+    cluster: &Cluster<'_>,
     owner: &AppRef,
     inventory: &[InventoryEntry],
     desired: &[ObjectRef],
     options: &PruneOptions,
     propagation: PrunePropagation,
 ) -> PruneReport {
-    let inventory_ids: Vec<ObjectRef> = inventory.iter().map(identity).collect();
+    let applier = cluster.applier;
+    let inventory_ids: Vec<ObjectRef> = inventory.iter().map(InventoryEntry::id).collect();
     let mut live: Vec<(ObjectRef, Value)> = Vec::new();
     for (entry, id) in inventory.iter().zip(&inventory_ids) {
         if desired.contains(id) {
             continue;
         }
-        let probe = json!({"apiVersion": api_version(entry), "kind": entry.kind});
-        let Ok(served) = ctx.resources.resolve(id, &probe).await else {
+        let probe = json!({"apiVersion": entry.api_version(), "kind": entry.kind});
+        let Ok(served) = cluster.resources.resolve(id, &probe).await else {
             continue;
         };
-        if let Some(object) = ctx.live.get(&served, id).await {
+        if let Some(object) = cluster.live.get(&served, id).await {
             live.push((
                 id.clone(),
                 serde_json::to_value(&*object).unwrap_or_default(),
             ));
         }
     }
-    for (id, object) in ctx.live.labelled(&owner.label_value()) {
+    for (id, object) in cluster.live.labelled(&owner.label_value()) {
         if !desired.contains(&id) && !live.iter().any(|(found, _)| *found == id) {
             live.push((id, serde_json::to_value(&*object).unwrap_or_default()));
         }
@@ -79,7 +89,7 @@ pub async fn prune(
         );
         if stays_ours
             && !fate.is_deleted()
-            && let Some(entry) = inventory.iter().find(|entry| identity(entry) == *id)
+            && let Some(entry) = inventory.iter().find(|entry| entry.id() == *id)
         {
             report.kept.push(entry.clone());
         }
@@ -115,23 +125,5 @@ async fn delete(
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
         Err(error) => Err(tether_cluster::error::describe(&error)),
-    }
-}
-
-/// The identity an inventory entry records.
-pub fn identity(entry: &InventoryEntry) -> ObjectRef {
-    ObjectRef {
-        group: entry.group.clone(),
-        kind: entry.kind.clone(),
-        namespace: entry.namespace.clone(),
-        name: entry.name.clone(),
-    }
-}
-
-fn api_version(entry: &InventoryEntry) -> String {
-    if entry.group.is_empty() {
-        entry.version.clone()
-    } else {
-        format!("{}/{}", entry.group, entry.version)
     }
 }

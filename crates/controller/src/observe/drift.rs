@@ -19,7 +19,7 @@ use tether_core::tracking::AppRef;
 
 use crate::api::ApplicationStatus;
 use crate::api::application::{InventoryEntry, SELF_HEAL_ANNOTATION};
-use crate::compare::{Compared, ObjectState};
+use crate::observe::compare::{Compared, ObjectState};
 
 /// Fields kept per record in status; the rest are counted in the events.
 const FIELDS_PER_RECORD: usize = 10;

@@ -10,7 +10,7 @@
 //! wakes every Application using the pushed repository ([`Trigger`]). It
 //! answers 202 with how many were woken, 200 `duplicate delivery` for a
 //! verified push seen before (a retry or a replay: nothing is woken, see
-//! [`crate::replay`]), 401 on a bad signature or token (changing nothing),
+//! [`crate::serve::replay`]), 401 on a bad signature or token (changing nothing),
 //! 400 on an unreadable event, and 202 for events that are not pushes.
 //! Without a configured secret there is no webhook route: an unverified
 //! push is never accepted.
@@ -27,9 +27,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tether_source::webhook::{WebhookError, parse_push};
 
-use crate::probe::{Probe, Verdict};
-use crate::replay::Deliveries;
-use crate::trigger::Trigger;
+use crate::serve::probe::{Probe, Verdict};
+use crate::serve::replay::Deliveries;
+use crate::serve::trigger::Trigger;
 
 const PROVIDERS: [&str; 4] = ["github", "gitlab", "gitea", "forgejo"];
 
@@ -120,7 +120,7 @@ async fn webhook(
         later => format!(
             "woke {} application(s) the push can affect; {later} other(s) in {}s\n",
             woken.now,
-            crate::trigger::UNAFFECTED_DELAY.as_secs()
+            crate::serve::trigger::UNAFFECTED_DELAY.as_secs()
         ),
     };
     Ok((StatusCode::ACCEPTED, message))
@@ -168,7 +168,10 @@ mod tests {
 
     const SECRET: &[u8] = b"s3cret";
 
-    fn wired() -> (Trigger, mpsc::UnboundedReceiver<crate::live::AppKey>) {
+    fn wired() -> (
+        Trigger,
+        mpsc::UnboundedReceiver<crate::observe::live::AppKey>,
+    ) {
         let mut writer = Writer::<StoredApplication>::default();
         let app = StoredApplication::decode(&json!({
             "apiVersion": "tether.dev/v1alpha1", "kind": "Application",

@@ -1,0 +1,175 @@
+//! Apply: a full sync for a new revision (when automated) or a `tether
+//! sync`, else a re-apply of only what self-heal reverts; then prune.
+
+use std::time::Duration;
+
+use kube::ResourceExt;
+use kube::runtime::events::EventType;
+use tether_core::drift::DriftKind;
+use tether_core::prune::PruneOptions;
+use tether_core::revision::RevisionChange;
+use tether_core::{Initiator, ObjectRef};
+use tether_source::{Manifest, Rendered};
+
+use super::Pass;
+use super::operation::{mark_running, sync_operation};
+use super::report::now;
+use crate::api::application::{ALLOW_MASS_PRUNE_ANNOTATION, SYNC_REQUEST_ANNOTATION};
+use crate::observe::compare::Compared;
+use crate::observe::drift::{Assessed, Response};
+use crate::report::events::publish;
+use crate::sync::prune::{Cluster, PruneReport, prune as prune_orphans};
+use crate::sync::{Ran, reapply};
+
+/// Syncs everything for a new revision (when automated) or an explicit
+/// `tether sync`; otherwise re-applies only the objects self-heal reverts.
+/// `None` when nothing was applied.
+pub async fn sync(
+    pass: &Pass<'_>,
+    desired: &Rendered,
+    compared: &[Compared],
+    drift: &[Assessed],
+    change: RevisionChange,
+) -> Option<Ran> {
+    let app = &pass.app;
+    let policy = &app.spec.sync_policy;
+    let requested = app.annotations().contains_key(SYNC_REQUEST_ANNOTATION);
+    let heal: Vec<&Assessed> = drift
+        .iter()
+        .filter(|d| d.response == Response::Heal)
+        .collect();
+    let everything = requested || change == RevisionChange::New && policy.automated;
+    if !everything && (heal.is_empty() || !policy.automated) {
+        return None;
+    }
+    let (base, max) = (
+        Duration::from_secs(policy.retry.backoff_seconds.into()),
+        Duration::from_secs(policy.retry.max_backoff_seconds.into()),
+    );
+    let may_sync =
+        pass.memo
+            .lock()
+            .expect("lock")
+            .may_sync(&desired.commit, policy.retry.limit, base, max);
+    if !may_sync && !requested {
+        return None;
+    }
+    let started_at = now();
+    let (initiator, result) = if everything {
+        let initiator = if requested {
+            Initiator::User
+        } else {
+            Initiator::Automated
+        };
+        publish(
+            &pass.ctx.recorder,
+            app,
+            EventType::Normal,
+            "SyncStarted",
+            format!(
+                "{initiator} sync of {} object(s) to {}",
+                desired.manifests.len(),
+                &desired.commit
+            ),
+        )
+        .await;
+        // A new revision does not overwrite what an open break-glass
+        // window keeps: those objects wait for the window to end.
+        let manifests: Vec<Manifest> = desired
+            .manifests
+            .iter()
+            .filter(|m| {
+                !drift.iter().any(|d| {
+                    d.record.kind == DriftKind::Emergency
+                        && compared
+                            .iter()
+                            .any(|c| c.id == d.record.object && c.desired_matches(m))
+                })
+            })
+            .cloned()
+            .collect();
+        mark_running(pass, &desired.commit, &started_at, manifests.len()).await;
+        let result = sync_operation(pass, &manifests, compared, &desired.commit, &started_at).await;
+        (initiator, result)
+    } else {
+        let manifests: Vec<Manifest> = desired
+            .manifests
+            .iter()
+            .filter(|m| {
+                compared
+                    .iter()
+                    .any(|c| c.desired_matches(m) && heal.iter().any(|d| d.record.object == c.id))
+            })
+            .cloned()
+            .collect();
+        let versions: Vec<(ObjectRef, String)> = compared
+            .iter()
+            .filter_map(|c| {
+                let version = c.live.as_ref()?.pointer("/metadata/resourceVersion")?;
+                Some((c.id.clone(), version.as_str()?.to_string()))
+            })
+            .collect();
+        let result = reapply(&pass.applier, &pass.owner, &manifests, &versions).await;
+        (Initiator::SelfHeal, result)
+    };
+    let mut memo = pass.memo.lock().expect("lock");
+    match &result {
+        Ok(report) => {
+            memo.succeed();
+            for applied in &report.applied {
+                memo.remember_applied(applied);
+            }
+        }
+        Err(_) => {
+            memo.fail(&desired.commit);
+        }
+    }
+    Some(Ran {
+        initiator,
+        started_at,
+        result,
+    })
+}
+
+/// Prunes the app's orphans, deleting only when the app prunes and live is
+/// at the desired revision (no sync failed, and a new revision was synced);
+/// always reports them.
+pub async fn prune(
+    pass: &Pass<'_>,
+    compared: &[Compared],
+    change: RevisionChange,
+    sync: Option<&Ran>,
+) -> PruneReport {
+    let (ctx, app) = (pass.ctx, &pass.app);
+    let succeeded = sync.is_some_and(|s| s.result.is_ok());
+    let synced =
+        sync.is_none_or(|s| s.result.is_ok()) && change != RevisionChange::New || succeeded;
+    let policy = &app.spec.sync_policy;
+    let inventory = app
+        .status
+        .as_ref()
+        .map(|s| s.inventory.as_slice())
+        .unwrap_or_default();
+    let desired: Vec<ObjectRef> = compared.iter().map(|c| c.id.clone()).collect();
+    let options = PruneOptions {
+        prune: policy.prune && synced,
+        max_share: policy.prune_max_share(),
+        allow_mass_prune: app.annotations().contains_key(ALLOW_MASS_PRUNE_ANNOTATION),
+        prune_adopted: policy.prune_adopted,
+    };
+    let cluster = Cluster {
+        live: &ctx.live,
+        resources: &ctx.resources,
+        applier: &pass.applier,
+    };
+    let propagation = policy.prune_propagation.unwrap_or_default();
+    prune_orphans(
+        &cluster,
+        &pass.owner,
+        inventory,
+        &desired,
+        &options,
+        propagation,
+    )
+    .await
+}

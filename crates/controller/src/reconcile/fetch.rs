@@ -1,0 +1,59 @@
+//! Fetch: the desired state at the Application's revision, or at the one a
+//! pending `tether sync --revision` asks for, with the repository
+//! credentials the source names.
+
+use tether_source::{Rendered, SourceError};
+
+use super::Pass;
+use crate::report::status::Step;
+use crate::request;
+
+/// Why the desired state could not be fetched.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// The repository credentials the source names are not usable.
+    #[error("{0}")]
+    Credentials(String),
+    #[error("the repository Secret watch stopped")]
+    SecretWatchStopped,
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error("fetch task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+impl FetchError {
+    /// The step that failed: verifying and rendering have their own.
+    pub fn step(&self) -> Step {
+        match self {
+            FetchError::Source(SourceError::Verify(_)) => Step::Verify,
+            FetchError::Source(SourceError::Render(_)) => Step::Render,
+            _ => Step::Fetch,
+        }
+    }
+}
+
+/// Fetches and renders the source. A requested revision that cannot be
+/// fetched is reported and the request dropped, so it cannot wedge the app.
+pub async fn desired(pass: &Pass<'_>) -> Result<Rendered, FetchError> {
+    let (ctx, app) = (pass.ctx, &pass.app);
+    let repositories = ctx.repositories.clone();
+    let mut source = app.spec.source.clone();
+    let requested = request::requested_revision(app).map(str::to_string);
+    if let Some(revision) = &requested {
+        source.revision = revision.clone();
+    }
+    if source.secret_ref.is_some() && !ctx.secrets_ready.wait().await {
+        return Err(FetchError::SecretWatchStopped);
+    }
+    let credentials = crate::credentials::for_source(&ctx.secrets, &pass.key.0, &source)
+        .map_err(FetchError::Credentials)?;
+    let fetched =
+        tokio::task::spawn_blocking(move || repositories.fetch(&source, credentials.as_ref()))
+            .await?
+            .map_err(FetchError::from);
+    if fetched.is_err() && requested.is_some() {
+        request::clear(&ctx.client, app).await;
+    }
+    fetched
+}

@@ -1,0 +1,164 @@
+//! The loop, for one Application: fetch → observe → diff → apply → report.
+//!
+//! [`reconcile_app`] tells the whole story on one screen; each step is one
+//! call into a file of this folder: [`fetch`], [`admit`], [`observe`],
+//! [`windows`], [`apply`] (with [`operation`]) and [`report`]. An
+//! Application that does not decode is only reported ([`invalid`]).
+
+pub mod admit;
+pub mod apply;
+pub mod fetch;
+pub mod invalid;
+pub mod observe;
+pub mod operation;
+pub mod report;
+pub mod windows;
+
+use std::fmt::Display;
+use std::sync::{Arc, Mutex};
+
+use kube::ResourceExt;
+use kube::runtime::controller::Action as Next;
+use tether_cluster::Applier;
+use tether_core::revision::revision_change;
+use tether_core::tracking::AppRef;
+
+use crate::api::{Application, StoredApplication};
+use crate::context::Context;
+use crate::observe::live::AppKey;
+use crate::observe::memo::AppMemo;
+use crate::report::status::{Failure, Step};
+
+pub use fetch::FetchError;
+pub use report::error_policy;
+
+/// Why a reconcile could not even report (writing status failed).
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("Application {app}: writing status failed: {error}")]
+    Status { app: String, error: kube::Error },
+    #[error(transparent)]
+    Invalid(invalid::ReportError),
+}
+
+/// Reconciles one stored Application: one that does not decode is only
+/// reported ([`invalid`]).
+pub async fn reconcile(
+    stored: Arc<StoredApplication>,
+    ctx: Arc<Context>,
+) -> Result<Next, ReconcileError> {
+    match &stored.decoded {
+        Ok(app) => reconcile_app(&Pass::new(&ctx, app)).await,
+        Err(invalid) => invalid::report(&ctx, &stored, invalid)
+            .await
+            .map_err(ReconcileError::Invalid),
+    }
+}
+
+/// Reconciles one Application. Every step's failure is reported with its
+/// own reason ([`Step`]); only a failure to report is an error.
+async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
+    // Fetch the desired state.
+    let desired = match fetch::desired(pass).await {
+        Ok(desired) => desired,
+        Err(error) => return pass.fail(error.step(), error).await,
+    };
+    // Refuse objects outside the destination before reading any of them.
+    if let Err(refused) = admit::destination(&pass.applier, &pass.app, &desired.manifests).await {
+        return pass.fail(Step::Destination, refused).await;
+    }
+
+    // Observe and diff; refuse objects another app holds or nobody gave it.
+    let compared = match observe::compare(pass, &desired).await {
+        Ok(compared) => compared,
+        Err(error) => return pass.fail(Step::Diff, error).await,
+    };
+    let desired = match admit::ownership(pass, &compared).await {
+        Ok(admitted) => admit::marked(desired, &compared, &admitted),
+        Err(refused) => return pass.fail(Step::Ownership, refused).await,
+    };
+    // Classify drift; what open break-glass windows cover is recorded.
+    let change = revision_change(
+        observe::last_sync(&pass.app),
+        &desired.commit,
+        &desired.digest,
+    );
+    let windows = windows::open(pass).await;
+    let drift = observe::drift(pass, &compared, &desired.commit, change, &windows);
+    windows::record(pass, &windows, &drift).await;
+
+    // Apply a new revision, or re-apply what drifted; then prune orphans.
+    let sync = apply::sync(pass, &desired, &compared, &drift, change).await;
+    let pruned = apply::prune(pass, &compared, change, sync.as_ref()).await;
+
+    // Report: status, events, and when to look again.
+    let findings = report::Findings {
+        desired: &desired,
+        change,
+        compared: &compared,
+        drift: &drift,
+        sync: sync.as_ref(),
+        pruned: &pruned,
+    };
+    let next = report::findings(pass, &findings).await?;
+    Ok(report::look_again(pass, next, &windows, &drift))
+}
+
+/// One reconcile of one Application: what every step needs.
+pub struct Pass<'a> {
+    pub ctx: &'a Context,
+    /// The Application, with the status this controller last wrote.
+    pub app: Arc<Application>,
+    pub key: AppKey,
+    pub owner: AppRef,
+    /// Applies to the destination namespace.
+    pub applier: Applier,
+    pub memo: Arc<Mutex<AppMemo>>,
+}
+
+impl<'a> Pass<'a> {
+    fn new(ctx: &'a Context, app: &Arc<Application>) -> Pass<'a> {
+        let key = (app.namespace().unwrap_or_default(), app.name_any());
+        let owner = AppRef::new(&key.0, &key.1);
+        ctx.live.register_owner(owner.label_value(), key.clone());
+        let memo = ctx.memo_of(&key, app.metadata.uid.as_deref());
+        let app = with_written_status(app, &memo);
+        let applier = Applier::new(
+            ctx.resources.clone(),
+            app.spec.destination.namespace.clone(),
+        );
+        Pass {
+            ctx,
+            app,
+            key,
+            owner,
+            applier,
+            memo,
+        }
+    }
+
+    /// Reports that `step` failed with `error`, and ends the reconcile.
+    async fn fail(&self, step: Step, error: impl Display) -> Result<Next, ReconcileError> {
+        let failure = Failure {
+            step,
+            message: error.to_string(),
+        };
+        report::status(self, None, None, Some(&failure)).await
+    }
+}
+
+/// `app` with the status this controller last wrote, when it has written
+/// one. The watch cache can lag behind that write (a reconcile woken by the
+/// objects it just applied may run before the cache sees its own status), and
+/// working from a stale status would rewrite it without the revision and
+/// history just recorded.
+fn with_written_status(app: &Arc<Application>, memo: &Mutex<AppMemo>) -> Arc<Application> {
+    match memo.lock().expect("lock").written_status.clone() {
+        Some(written) => {
+            let mut latest = (**app).clone();
+            latest.status = Some(written);
+            Arc::new(latest)
+        }
+        None => app.clone(),
+    }
+}

@@ -1,0 +1,176 @@
+//! Report: the next status from what this reconcile found, written when it
+//! changed, the events that go with it, and when to look again.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use kube::ResourceExt;
+use kube::runtime::controller::Action as Next;
+use tether_core::OperationPhase;
+use tether_core::revision::RevisionChange;
+use tether_source::Rendered;
+
+use super::{Pass, ReconcileError};
+use crate::api::{Application, StoredApplication};
+use crate::break_glass::{OpenWindow, until_expiry};
+use crate::context::Context;
+use crate::observe::compare::Compared;
+use crate::observe::drift::{Assessed, Response};
+use crate::report::events::announce;
+use crate::report::status::{Failure, Observed, Step, SyncRun, next_status, only_revision_moved};
+use crate::request;
+use crate::sync::Ran;
+use crate::sync::prune::PruneReport;
+
+/// What a reconcile that got past its checks found and did.
+pub struct Findings<'a> {
+    pub desired: &'a Rendered,
+    pub change: RevisionChange,
+    pub compared: &'a [Compared],
+    pub drift: &'a [Assessed],
+    pub sync: Option<&'a Ran>,
+    pub pruned: &'a PruneReport,
+}
+
+/// Reports `found`: events first, then status (with the failure of the
+/// sync, or of an earlier one still in force); drops handled requests.
+pub async fn findings(pass: &Pass<'_>, found: &Findings<'_>) -> Result<Next, ReconcileError> {
+    let (ctx, app, desired) = (pass.ctx, &pass.app, found.desired);
+    let health = ctx.health.for_app(&pass.key, &app.spec.health.rules);
+    let observed = Observed {
+        revision: &desired.commit,
+        tree: &desired.tree,
+        digest: &desired.digest,
+        change: found.change,
+        compared: found.compared,
+        health: &health,
+        drift: found.drift,
+        prune: found.pruned,
+    };
+    announce(&ctx.recorder, app, found.drift, found.sync, found.pruned).await;
+    let run = found.sync.map(|sync| SyncRun {
+        revision: &desired.commit,
+        initiator: sync.initiator,
+        started_at: &sync.started_at,
+        outcome: sync
+            .result
+            .as_ref()
+            .map_err(|error| (error.to_string(), error.applied())),
+    });
+    let failure = match found.sync {
+        Some(ran) => ran.result.as_ref().err().map(|error| Failure {
+            step: Step::Apply,
+            message: error.to_string(),
+        }),
+        None => failure_in_force(app, &desired.commit, found.compared),
+    };
+    let next = status(pass, Some(&observed), run.as_ref(), failure.as_ref()).await?;
+    request::clear(&ctx.client, app).await;
+    Ok(next)
+}
+
+/// `next`, or sooner: when the first open break-glass window ends, or the
+/// earliest flap-guard back-off.
+pub fn look_again(pass: &Pass<'_>, next: Next, windows: &[OpenWindow], drift: &[Assessed]) -> Next {
+    let next = until_expiry(next, windows, pass.ctx.config.resync);
+    back_off_aware(next, drift)
+}
+
+/// A failed sync of this very revision that no sync has replaced yet (it
+/// is waiting out its backoff): its failure still stands, so a reconcile
+/// in between must not report success.
+fn failure_in_force(app: &Application, revision: &str, compared: &[Compared]) -> Option<Failure> {
+    let operation = app.status.as_ref()?.operation_state.as_ref()?;
+    let pending = compared.iter().any(|c| !c.in_sync());
+    (operation.phase == OperationPhase::Failed && operation.revision == revision && pending).then(
+        || Failure {
+            step: Step::Apply,
+            message: operation.message.clone(),
+        },
+    )
+}
+
+/// Writes the next status when it differs from the current one, and says
+/// when to look again.
+pub async fn status(
+    pass: &Pass<'_>,
+    observed: Option<&Observed<'_>>,
+    sync: Option<&SyncRun<'_>>,
+    failure: Option<&Failure>,
+) -> Result<Next, ReconcileError> {
+    let (ctx, app) = (pass.ctx, &pass.app);
+    let previous = app.status.as_ref();
+    let status = next_status(
+        previous,
+        app.metadata.generation,
+        observed,
+        sync,
+        failure,
+        &now(),
+    );
+    if previous != Some(&status) {
+        let key = &pass.key;
+        let record_only = observed.is_some_and(|o| o.change == RevisionChange::SameObjects)
+            && sync.is_none()
+            && failure.is_none()
+            && previous.is_some_and(|previous| only_revision_moved(previous, &status));
+        if record_only {
+            ctx.status_writes.defer(key, status.clone());
+        } else {
+            ctx.status_writes
+                .write(key, &status)
+                .await
+                .map_err(|error| ReconcileError::Status {
+                    app: app.name_any(),
+                    error,
+                })?;
+        }
+        pass.memo.lock().expect("lock").written_status = Some(status);
+    }
+    if let Some(failure) = failure {
+        tracing::warn!(app = %app.name_any(), reason = failure.step.as_str(), message = %failure.message, "reconcile step failed");
+    }
+    Ok(Next::requeue(jittered(ctx.config.resync)))
+}
+
+/// Looks again when the earliest flap-guard back-off ends, if sooner.
+fn back_off_aware(next: Next, drift: &[Assessed]) -> Next {
+    let until = drift
+        .iter()
+        .filter_map(|d| match &d.response {
+            Response::BackOff(fight) => Some(fight.until),
+            _ => None,
+        })
+        .min();
+    match until {
+        Some(until) => {
+            let wait = until.duration_since(SystemTime::now()).unwrap_or_default();
+            Next::requeue(wait + Duration::from_millis(50))
+        }
+        None => next,
+    }
+}
+
+/// On an error the controller retries with backoff; reconcile reports its
+/// own failures, so this is only reached when status could not be written.
+pub fn error_policy(
+    _app: Arc<StoredApplication>,
+    error: &ReconcileError,
+    _ctx: Arc<Context>,
+) -> Next {
+    tracing::warn!(%error, "reconcile failed");
+    Next::requeue(Duration::from_secs(5))
+}
+
+fn jittered(period: Duration) -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let spread = (nanos % 200) as f64 / 1000.0 - 0.1; // ±10%
+    period.mul_f64(1.0 + spread)
+}
+
+pub fn now() -> String {
+    k8s_openapi::jiff::Timestamp::now().to_string()
+}

@@ -1,0 +1,173 @@
+//! The Kubernetes Events a reconcile sends: a sync's outcome, drift
+//! reverted or left alone, orphans found or pruned, a tripped breaker.
+//! Each is sent once, when it first happens (a known drift or orphan is
+//! not announced again).
+
+use kube::Resource;
+use kube::runtime::events::{Event, EventType, Recorder};
+use tether_core::Initiator;
+use tether_core::drift::DriftKind;
+
+use super::status::PRUNE_BLOCKED_CONDITION;
+use crate::api::Application;
+use crate::observe::drift::{Assessed, Response};
+use crate::sync::Ran;
+use crate::sync::prune::PruneReport;
+
+/// Events: a sync's outcome, drift reverted or left, a tripped breaker.
+pub async fn announce(
+    recorder: &Recorder,
+    app: &Application,
+    drift: &[Assessed],
+    sync: Option<&Ran>,
+    pruned: &PruneReport,
+) {
+    let previous = app.status.as_ref();
+    let healed = sync.is_some_and(|s| s.result.is_ok());
+    for assessed in drift {
+        let known = previous.is_some_and(|p| {
+            p.drift.iter().any(|e| {
+                e.record.object == assessed.record.object
+                    && e.record.fields == assessed.record.fields
+            })
+        });
+        match &assessed.response {
+            Response::Heal if healed => {
+                publish(
+                    recorder,
+                    app,
+                    EventType::Normal,
+                    "DriftReverted",
+                    format!("reverted {assessed}"),
+                )
+                .await
+            }
+            Response::Heal => {}
+            _ if known => {}
+            Response::Report if assessed.record.kind == DriftKind::Emergency => {
+                publish(
+                    recorder,
+                    app,
+                    EventType::Warning,
+                    "EmergencyChange",
+                    format!(
+                        "{assessed}; inside an open break-glass window: recorded, not reverted"
+                    ),
+                )
+                .await
+            }
+            Response::Report => {
+                publish(
+                    recorder,
+                    app,
+                    EventType::Warning,
+                    "DriftDetected",
+                    format!("{assessed}; not reverted (self-heal is off, warn mode or opted out)"),
+                )
+                .await
+            }
+            Response::BackOff(fight) => {
+                publish(
+                    recorder,
+                    app,
+                    EventType::Warning,
+                    "SelfHealBackOff",
+                    fight.to_string(),
+                )
+                .await
+            }
+        }
+    }
+    match sync {
+        Some(Ran {
+            initiator: Initiator::SelfHeal,
+            result: Ok(_),
+            ..
+        }) => {}
+        Some(Ran {
+            result: Ok(report), ..
+        }) => {
+            publish(
+                recorder,
+                app,
+                EventType::Normal,
+                "SyncSucceeded",
+                format!("synced {} object(s)", report.results.len()),
+            )
+            .await
+        }
+        Some(Ran {
+            result: Err(error), ..
+        }) => {
+            publish(
+                recorder,
+                app,
+                EventType::Warning,
+                "SyncFailed",
+                error.to_string(),
+            )
+            .await
+        }
+        None => {}
+    }
+    for (object, fate) in &pruned.orphans {
+        let before =
+            previous.and_then(|p| p.orphans.iter().find(|o| o.object == object.to_string()));
+        if fate.is_deleted() {
+            publish(
+                recorder,
+                app,
+                EventType::Normal,
+                "Pruned",
+                format!("{object}: deleted"),
+            )
+            .await;
+        } else if before.is_none() {
+            publish(
+                recorder,
+                app,
+                EventType::Normal,
+                "OrphanDetected",
+                format!("{object}: no longer in Git; {fate}"),
+            )
+            .await;
+        }
+    }
+    let was_blocked = previous.is_some_and(|p| {
+        p.conditions
+            .iter()
+            .any(|c| c.type_ == PRUNE_BLOCKED_CONDITION && c.status == "True")
+    });
+    if let Some(breaker) = &pruned.breaker
+        && !was_blocked
+    {
+        publish(
+            recorder,
+            app,
+            EventType::Warning,
+            "PruneBlocked",
+            breaker.to_string(),
+        )
+        .await;
+    }
+}
+
+/// Publishes one Event about `app`; a failure to publish is only logged.
+pub async fn publish(
+    recorder: &Recorder,
+    app: &Application,
+    type_: EventType,
+    reason: &str,
+    note: String,
+) {
+    let event = Event {
+        type_,
+        reason: reason.into(),
+        note: Some(note),
+        action: "Sync".into(),
+        secondary: None,
+    };
+    if let Err(error) = recorder.publish(&event, &app.object_ref(&())).await {
+        tracing::debug!(%error, "publishing event failed");
+    }
+}
