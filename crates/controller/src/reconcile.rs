@@ -652,8 +652,8 @@ pub fn error_policy(
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
     /// The repository credentials the source names are not usable.
-    #[error("{0}")]
-    Credentials(String),
+    #[error(transparent)]
+    Credentials(#[from] crate::credentials::CredentialsError),
     #[error("the repository Secret watch stopped")]
     SecretWatchStopped,
     #[error(transparent)]
@@ -687,8 +687,7 @@ async fn fetch(ctx: &Context, app: &Application) -> Result<Rendered, FetchError>
         return Err(FetchError::SecretWatchStopped);
     }
     let namespace = app.namespace().unwrap_or_default();
-    let credentials = crate::credentials::for_source(&ctx.secrets, &namespace, &source)
-        .map_err(FetchError::Credentials)?;
+    let credentials = crate::credentials::for_source(&ctx.secrets, &namespace, &source)?;
     let fetched =
         tokio::task::spawn_blocking(move || repositories.fetch(&source, credentials.as_ref()))
             .await?
