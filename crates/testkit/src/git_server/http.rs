@@ -133,6 +133,12 @@ impl TestCa {
     }
 }
 
+impl Default for TestCa {
+    fn default() -> TestCa {
+        TestCa::new()
+    }
+}
+
 fn serve(
     stream: impl Read + Write,
     base: &Path,
