@@ -6,9 +6,10 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::sshd::{KeyPair, Sshd};
-use common::{HttpBackend, Repo, TestCa, config_map};
+use common::{Repo, config_map};
 use tether_source::{Credentials, Repositories, Source};
+use tether_testkit::git_server::sshd::{KeyPair, Sshd};
+use tether_testkit::git_server::{HttpBackend, TestCa};
 
 const PASSWORD: &str = "s3cret-pa55word";
 

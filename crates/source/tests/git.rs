@@ -3,8 +3,9 @@
 
 mod common;
 
-use common::{GitDaemon, HttpBackend, Repo, config_map, git};
+use common::{GitDaemon, Repo, config_map, git};
 use tether_source::{Credentials, Repositories, Secret, Source};
+use tether_testkit::git_server::HttpBackend;
 
 fn source(url: &str, revision: &str, path: &str) -> Source {
     Source {

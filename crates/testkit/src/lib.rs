@@ -12,6 +12,7 @@
 //! ordinary `KUBECONFIG` is deliberately not used: it usually points at a
 //! real cluster, and tests create and delete things.
 
+pub mod git_server;
 mod log;
 mod modules;
 mod namespace;

@@ -12,6 +12,7 @@ use tether_controller::adopt::{
 };
 use tether_controller::api::Application;
 use tether_controller::break_glass::request;
+use tether_controller::credentials;
 use tether_source::adopt::Author;
 
 /// Adopt live changes into Git: the fields of the app's Emergency drift
@@ -92,7 +93,8 @@ pub async fn run(args: AdoptArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Adopts `records` of `app` as one commit by `author` and prints it.
+/// Adopts `records` of `app` as one commit by `author`, pushed with the
+/// app's repository credentials (read with `client`), and prints it.
 pub async fn commit(
     client: kube::Client,
     app: &Application,
@@ -101,10 +103,13 @@ pub async fn commit(
     author: Author,
     branch: Option<String>,
 ) -> anyhow::Result<()> {
+    // The repository written to may need the Application's credentials.
+    let namespace = app.namespace().unwrap_or_default();
+    let credentials = credentials::read(&client, &namespace, &app.spec.source).await?;
     let options = AdoptOptions {
         author,
         branch,
-        credentials: None,
+        credentials,
         sandbox: Default::default(),
     };
     let adopted = adopt_records(client, app, records, reason, &options).await?;

@@ -13,9 +13,10 @@ use tether_controller::api::break_glass::Resolution;
 use tether_controller::api::{Application, BreakGlass};
 use tether_controller::break_glass::audit;
 use tether_controller::break_glass::request::{self, Opening};
-use tether_controller::observe::drift::aligned;
 use tether_core::window::{parse_ttl, within_cap};
 use tether_source::adopt::Author;
+
+use super::columns::aligned;
 
 /// Break-glass windows: suspend self-heal for an app (or some of its
 /// objects) during an incident, with who, why and until when recorded; every

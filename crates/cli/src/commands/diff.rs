@@ -10,10 +10,12 @@ use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 use tether_cluster::{Applier, Resources};
 use tether_controller::api::Application;
-use tether_controller::sync::preview::{Preview, preview};
+use tether_controller::sync::preview::{Preview, preview, preview_application};
 use tether_core::diff::normalize;
 use tether_core::diff::secret::masked_for_display;
 use tether_core::tracking::AppRef;
+
+use super::local::{directory_name, repositories};
 
 /// Show what a sync would change: a unified diff per object of live state
 /// against Git (after server-side dry-run, so server defaults and fields
@@ -43,38 +45,25 @@ pub struct DiffArgs {
 
 pub async fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
-    let resources = Resources::new(client.clone());
     let previews = match (&args.app, &args.path) {
         (Some(name), _) => {
             let namespace = args
                 .namespace
                 .clone()
                 .unwrap_or_else(|| "tether-system".into());
-            let app = Api::<Application>::namespaced(client, &namespace)
+            let app = Api::<Application>::namespaced(client.clone(), &namespace)
                 .get(name)
                 .await
                 .with_context(|| format!("Application {namespace}/{name}"))?;
-            let source = app.spec.source.clone();
-            let cache = std::env::temp_dir().join("tether-cli-cache");
-            let rendered = tokio::task::spawn_blocking(move || {
-                tether_source::Repositories::new(cache).fetch(&source, None)
-            })
-            .await??;
-            let applier = Applier::new(resources, app.spec.destination.namespace.clone());
-            let owner = AppRef::new(&namespace, name);
-            preview(
-                &applier,
-                &owner,
-                &rendered.manifests,
-                &app.spec.ignore_differences,
-            )
-            .await?
+            preview_application(&client, &app, None, repositories())
+                .await?
+                .previews
         }
         (None, Some(path)) => {
             let namespace = args.namespace.clone().unwrap_or_else(|| "default".into());
             let manifests = tether_source::render_directory(path)
                 .with_context(|| format!("rendering {}", path.display()))?;
-            let applier = Applier::new(resources, namespace.clone());
+            let applier = Applier::new(Resources::new(client), namespace.clone());
             let owner = AppRef::new(&namespace, directory_name(path));
             preview(&applier, &owner, &manifests, &[]).await?
         }
@@ -126,11 +115,4 @@ fn render(preview: &Preview, colour: bool) -> String {
         }
     }
     out
-}
-
-fn directory_name(path: &std::path::Path) -> String {
-    path.canonicalize()
-        .ok()
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "app".into())
 }

@@ -3,10 +3,12 @@
 mod adopt;
 mod app;
 mod break_glass;
+mod columns;
 mod diff;
 mod drift;
 mod health;
 mod install;
+mod local;
 mod render;
 mod run;
 mod selection;

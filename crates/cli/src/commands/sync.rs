@@ -15,9 +15,11 @@ use tether_cluster::{Applier, Resources};
 use tether_controller::api::Application;
 use tether_controller::report::status::RECONCILED_CONDITION;
 use tether_controller::request::{SyncRequest, pending, request_sync_with};
-use tether_controller::sync::preview::{Preview, preview};
+use tether_controller::sync::preview::{Preview, preview, preview_application};
 use tether_core::tracking::AppRef;
 use tether_core::{Action, OperationPhase};
+
+use super::local::{directory_name, repositories};
 
 /// Sync an Application now: the controller applies its whole desired state
 /// (at `--revision` for this once) and `tether sync` follows it, printing
@@ -203,29 +205,9 @@ async fn dry_run_app(
         .get(name)
         .await
         .with_context(|| format!("Application {namespace}/{name}"))?;
-    let mut source = app.spec.source.clone();
-    if let Some(revision) = revision {
-        source.revision = revision.to_string();
-    }
-    let cache = std::env::temp_dir().join("tether-cli-cache");
-    let rendered = tokio::task::spawn_blocking(move || {
-        tether_source::Repositories::new(cache).fetch(&source, None)
-    })
-    .await??;
-    let applier = Applier::new(
-        Resources::new(client),
-        app.spec.destination.namespace.clone(),
-    );
-    let owner = AppRef::new(namespace, name);
-    let previews = preview(
-        &applier,
-        &owner,
-        &rendered.manifests,
-        &app.spec.ignore_differences,
-    )
-    .await?;
-    println!("dry run of {namespace}/{name} at {}", rendered.commit);
-    print_dry_run(&previews);
+    let preview = preview_application(&client, &app, revision, repositories()).await?;
+    println!("dry run of {namespace}/{name} at {}", preview.commit);
+    print_dry_run(&preview.previews);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -259,11 +241,4 @@ fn summary(actions: &[Action]) -> String {
     } else {
         parts.join(", ")
     }
-}
-
-fn directory_name(path: &std::path::Path) -> String {
-    path.canonicalize()
-        .ok()
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "app".into())
 }

@@ -12,8 +12,8 @@ use crate::request;
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
     /// The repository credentials the source names are not usable.
-    #[error("{0}")]
-    Credentials(String),
+    #[error(transparent)]
+    Credentials(#[from] crate::credentials::CredentialsError),
     #[error("the repository Secret watch stopped")]
     SecretWatchStopped,
     #[error(transparent)]
@@ -46,8 +46,7 @@ pub async fn desired(pass: &Pass<'_>) -> Result<Rendered, FetchError> {
     if source.secret_ref.is_some() && !ctx.secrets_ready.wait().await {
         return Err(FetchError::SecretWatchStopped);
     }
-    let credentials = crate::credentials::for_source(&ctx.secrets, &pass.key.0, &source)
-        .map_err(FetchError::Credentials)?;
+    let credentials = crate::credentials::for_source(&ctx.secrets, &pass.key.0, &source)?;
     let fetched =
         tokio::task::spawn_blocking(move || repositories.fetch(&source, credentials.as_ref()))
             .await?

@@ -1,11 +1,22 @@
-//! What a sync would change, without changing anything: `tether diff`.
+//! What a sync would change, without changing anything: `tether diff` and
+//! `tether sync --dry-run`.
+//!
+//! [`preview_application`] is how the CLI previews an Application: its
+//! source fetched as the controller fetches it (with its repository
+//! credentials), then [`preview`]ed object by object.
 
+use std::sync::Arc;
+
+use kube::{Client, ResourceExt};
 use serde_json::Value;
-use tether_cluster::{Applier, ClusterError};
+use tether_cluster::{Applier, ClusterError, Resources};
 use tether_core::ObjectRef;
 use tether_core::diff::{Diff, DiffError, IgnoreRule, SecretMask, diff};
 use tether_core::tracking::{AppRef, stamp};
-use tether_source::Manifest;
+use tether_source::{Manifest, Repositories, SourceError};
+
+use crate::api::Application;
+use crate::credentials::{self, CredentialsError};
 
 /// One desired object next to its live copy.
 #[derive(Debug, Clone)]
@@ -31,9 +42,61 @@ impl Preview {
 #[derive(Debug, thiserror::Error)]
 pub enum PreviewError {
     #[error(transparent)]
+    Credentials(#[from] CredentialsError),
+    #[error(transparent)]
+    Fetch(#[from] SourceError),
+    #[error("fetch stopped: {0}")]
+    FetchStopped(String),
+    #[error(transparent)]
     Cluster(#[from] ClusterError),
     #[error("{object}: comparing: {error}")]
     Diff { object: ObjectRef, error: DiffError },
+}
+
+/// An Application's preview, and the commit it previews.
+#[derive(Debug, Clone)]
+pub struct AppPreview {
+    pub commit: String,
+    pub previews: Vec<Preview>,
+}
+
+/// Fetches `app`'s source (at `revision` instead of its own, if given) with
+/// its repository credentials, read with `client` (so its user's RBAC
+/// applies), and previews a sync of it with `client`: nothing is written.
+pub async fn preview_application(
+    client: &Client,
+    app: &Application,
+    revision: Option<&str>,
+    repositories: Arc<Repositories>,
+) -> Result<AppPreview, PreviewError> {
+    let namespace = app.namespace().unwrap_or_default();
+    let mut source = app.spec.source.clone();
+    if let Some(revision) = revision {
+        source.revision = revision.to_string();
+    }
+    // Fetch with the app's credentials.
+    let credentials = credentials::read(client, &namespace, &source).await?;
+    let rendered =
+        tokio::task::spawn_blocking(move || repositories.fetch(&source, credentials.as_ref()))
+            .await
+            .map_err(|error| PreviewError::FetchStopped(error.to_string()))??;
+    // Preview every object.
+    let applier = Applier::new(
+        Resources::new(client.clone()),
+        app.spec.destination.namespace.clone(),
+    );
+    let owner = AppRef::new(&namespace, app.name_any());
+    let previews = preview(
+        &applier,
+        &owner,
+        &rendered.manifests,
+        &app.spec.ignore_differences,
+    )
+    .await?;
+    Ok(AppPreview {
+        commit: rendered.commit,
+        previews,
+    })
 }
 
 /// Previews a sync of `manifests` for `app`: one GET and one dry-run apply

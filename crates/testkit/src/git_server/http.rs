@@ -1,0 +1,283 @@
+//! Smart HTTP: `git http-backend` run as CGI by a small server on
+//! 127.0.0.1, optionally over TLS (a throwaway CA) and behind HTTP basic
+//! authentication.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Smart HTTP: a small server that runs `git http-backend` as CGI for each
+/// request, optionally over TLS and requiring HTTP basic authentication. It
+/// records every request line (`GET /shop.git/info/refs?service=…`).
+pub struct HttpBackend {
+    pub port: u16,
+    scheme: &'static str,
+    requests: Arc<Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl HttpBackend {
+    pub fn start(base: &Path, basic_auth: Option<(&str, &str)>) -> HttpBackend {
+        HttpBackend::spawn(base, basic_auth, None)
+    }
+
+    /// Serves over HTTPS with a certificate for 127.0.0.1 signed by `ca`.
+    pub fn start_https(base: &Path, basic_auth: Option<(&str, &str)>, ca: &TestCa) -> HttpBackend {
+        HttpBackend::spawn(base, basic_auth, Some(ca.server_config.clone()))
+    }
+
+    fn spawn(
+        base: &Path,
+        basic_auth: Option<(&str, &str)>,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> HttpBackend {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let (base, stopped, log) = (base.to_path_buf(), stop.clone(), requests.clone());
+        let expected = basic_auth.map(|(user, password)| {
+            use base64::Engine;
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+            )
+        });
+        std::thread::spawn(move || {
+            while !stopped.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        stream.set_nonblocking(false).unwrap();
+                        let (base, expected, log) = (base.clone(), expected.clone(), log.clone());
+                        let tls = tls.clone();
+                        std::thread::spawn(move || match tls {
+                            Some(config) => {
+                                let Ok(connection) = rustls::ServerConnection::new(config) else {
+                                    return;
+                                };
+                                let stream = rustls::StreamOwned::new(connection, stream);
+                                serve(stream, &base, expected.as_deref(), &log)
+                            }
+                            None => serve(stream, &base, expected.as_deref(), &log),
+                        });
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        HttpBackend {
+            port,
+            scheme,
+            requests,
+            stop,
+        }
+    }
+
+    pub fn url(&self, name: &str) -> String {
+        format!("{}://127.0.0.1:{}/{name}.git", self.scheme, self.port)
+    }
+
+    /// The request lines served so far, and forgets them.
+    pub fn take_requests(&self) -> Vec<String> {
+        std::mem::take(&mut *self.requests.lock().unwrap())
+    }
+}
+
+impl Drop for HttpBackend {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A throwaway certificate authority, and a server configuration whose
+/// certificate for 127.0.0.1 it signed.
+pub struct TestCa {
+    pub ca_pem: String,
+    server_config: Arc<rustls::ServerConfig>,
+}
+
+impl TestCa {
+    pub fn new() -> TestCa {
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "Tether test CA");
+        let ca =
+            rcgen::CertifiedIssuer::self_signed(ca_params, rcgen::KeyPair::generate().unwrap())
+                .unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+        let certificate = params.signed_by(&key, &ca).unwrap();
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let server_config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![certificate.der().clone()],
+                rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()).into(),
+            )
+            .unwrap();
+        TestCa {
+            ca_pem: ca.pem(),
+            server_config: Arc::new(server_config),
+        }
+    }
+}
+
+impl Default for TestCa {
+    fn default() -> TestCa {
+        TestCa::new()
+    }
+}
+
+fn serve(
+    stream: impl Read + Write,
+    base: &Path,
+    expected_auth: Option<&str>,
+    log: &Mutex<Vec<String>>,
+) {
+    let mut reader = BufReader::new(stream);
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut parts = request_line.split_whitespace();
+        let (method, target) = (
+            parts.next().unwrap_or("").to_string(),
+            parts.next().unwrap_or("/").to_string(),
+        );
+        let mut headers = Vec::new();
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
+                return;
+            }
+            let line = line.trim_end().to_string();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+            }
+        }
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        };
+        let body = if header("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
+            read_chunked(&mut reader)
+        } else {
+            let length: usize = header("content-length")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            body
+        };
+        log.lock().unwrap().push(logged(&request_line, &body));
+        if let Some(expected) = expected_auth
+            && header("authorization").as_deref() != Some(expected)
+        {
+            let _ = reader.get_mut().write_all(
+                b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"git\"\r\nContent-Length: 0\r\n\r\n",
+            );
+            let _ = reader.get_mut().flush();
+            continue;
+        }
+        let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+        let mut child = Command::new("git")
+            .arg("http-backend")
+            .env_clear()
+            .env("GIT_PROJECT_ROOT", base)
+            .env("GIT_HTTP_EXPORT_ALL", "1")
+            .env("PATH_INFO", path)
+            .env("QUERY_STRING", query)
+            .env("REQUEST_METHOD", &method)
+            .env("CONTENT_TYPE", header("content-type").unwrap_or_default())
+            .env("CONTENT_LENGTH", body.len().to_string())
+            .env("GIT_PROTOCOL", header("git-protocol").unwrap_or_default())
+            .env("REMOTE_ADDR", "127.0.0.1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&body);
+        });
+        let mut output = Vec::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_end(&mut output)
+            .unwrap();
+        let _ = child.wait();
+        let split = output
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map(|i| (i, 4))
+            .or_else(|| output.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2)))
+            .unwrap_or((output.len(), 0));
+        let (head, rest) = (
+            String::from_utf8_lossy(&output[..split.0]).to_string(),
+            &output[split.0 + split.1..],
+        );
+        let mut status = "200 OK".to_string();
+        let mut response = Vec::new();
+        for line in head.lines() {
+            if let Some(value) = line.strip_prefix("Status:") {
+                status = value.trim().to_string();
+            } else if !line.is_empty() {
+                response.extend_from_slice(format!("{line}\r\n").as_bytes());
+            }
+        }
+        let mut reply =
+            format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\n", rest.len()).into_bytes();
+        reply.extend(response);
+        reply.extend_from_slice(b"\r\n");
+        reply.extend_from_slice(rest);
+        if reader.get_mut().write_all(&reply).is_err() || reader.get_mut().flush().is_err() {
+            return;
+        }
+    }
+}
+
+/// `GET /shop.git/info/refs?service=git-upload-pack`, or for a protocol v2
+/// POST the command it carries: `POST /shop.git/git-upload-pack ls-refs`.
+fn logged(request_line: &str, body: &[u8]) -> String {
+    let line = request_line.trim_end().trim_end_matches(" HTTP/1.1");
+    let body = String::from_utf8_lossy(body);
+    match body.split_once("command=") {
+        Some((_, rest)) => format!("{line} {}", rest.lines().next().unwrap_or("")),
+        None => line.to_string(),
+    }
+}
+
+fn read_chunked(reader: &mut impl BufRead) -> Vec<u8> {
+    let mut body = Vec::new();
+    loop {
+        let mut size = String::new();
+        reader.read_line(&mut size).unwrap();
+        let size = usize::from_str_radix(size.trim().split(';').next().unwrap(), 16).unwrap_or(0);
+        let mut chunk = vec![0; size + 2];
+        reader.read_exact(&mut chunk).unwrap();
+        if size == 0 {
+            return body;
+        }
+        body.extend_from_slice(&chunk[..size]);
+    }
+}
