@@ -1,6 +1,6 @@
 //! A namespace of its own for each test, deleted when the test ends.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -9,7 +9,7 @@ use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
-use crate::control_plane;
+use crate::{control_plane, run_ok};
 
 /// A namespace created for one test on the shared control plane.
 pub struct TestNamespace {
@@ -43,21 +43,25 @@ impl TestNamespace {
 
     /// Runs the real `kubectl` against the control plane in this namespace.
     pub fn kubectl(&self, args: &[&str]) -> Output {
-        self.kubectl_command(args)
-            .output()
-            .expect("kubectl is installed")
+        self.kubectl_as(&self.kubeconfig, args)
     }
 
     /// Runs `kubectl ARGS`, which must succeed (else the test fails with
     /// kubectl's stderr); returns its stdout.
     pub fn kubectl_ok(&self, args: &[&str]) -> String {
-        let output = self.kubectl(args);
-        assert!(
-            output.status.success(),
-            "kubectl {args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout).into_owned()
+        self.kubectl_ok_as(&self.kubeconfig, args)
+    }
+
+    /// Runs `kubectl ARGS` in this namespace as the user of `kubeconfig`.
+    pub fn kubectl_as(&self, kubeconfig: &Path, args: &[&str]) -> Output {
+        self.kubectl_command_as(kubeconfig, args)
+            .output()
+            .expect("kubectl is installed")
+    }
+
+    /// [`Self::kubectl_ok`] as the user of `kubeconfig`.
+    pub fn kubectl_ok_as(&self, kubeconfig: &Path, args: &[&str]) -> String {
+        run_ok(&mut self.kubectl_command_as(kubeconfig, args))
     }
 
     /// Runs `kubectl` with `input` on its standard input (`create -f -`).
@@ -81,13 +85,23 @@ impl TestNamespace {
 
     /// A `kubectl` command for this namespace, to add environment or stdin.
     pub fn kubectl_command(&self, args: &[&str]) -> Command {
+        self.kubectl_command_as(&self.kubeconfig, args)
+    }
+
+    /// A `kubectl` command in this namespace as the user of `kubeconfig`.
+    pub fn kubectl_command_as(&self, kubeconfig: &Path, args: &[&str]) -> Command {
         let mut command = Command::new("kubectl");
         command
             .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
+            .arg(kubeconfig)
             .args(["--namespace", &self.name])
             .args(args);
         command
+    }
+
+    /// The Git cache directory of a controller run for this namespace.
+    pub fn cache_dir(&self) -> PathBuf {
+        std::env::temp_dir().join(format!("tether-cache-{}", self.name))
     }
 }
 
@@ -102,12 +116,16 @@ impl Drop for TestNamespace {
 }
 
 /// A kube client for the cluster in `kubeconfig`.
-pub async fn client_for(kubeconfig: &std::path::Path) -> Client {
+pub async fn client_for(kubeconfig: &Path) -> Client {
+    Client::try_from(config_for(kubeconfig).await).expect("client builds")
+}
+
+/// The client configuration in `kubeconfig`.
+pub(crate) async fn config_for(kubeconfig: &Path) -> Config {
     let file = Kubeconfig::read_from(kubeconfig).expect("kubeconfig readable");
-    let config = Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
+    Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
         .await
-        .expect("kubeconfig valid");
-    Client::try_from(config).expect("client builds")
+        .expect("kubeconfig valid")
 }
 
 fn unique_name(prefix: &str) -> String {
