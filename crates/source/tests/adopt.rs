@@ -1,17 +1,15 @@
 //! `tether adopt` against real repositories (`git` CLI, file:// remotes),
 //! `kubectl kustomize` and `helm template`.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{Repo, git};
 use serde_json::{Value, json};
 use tether_core::ObjectRef;
 use tether_source::adopt::{AdoptError, Adopted, AdoptedField, Adoption, Author, Request, adopt};
 use tether_source::render::Sandbox;
 use tether_source::spec::{HelmOptions, KustomizeOptions, Renderer};
 use tether_source::{Source, render_local};
+use tether_testkit::{Repo, git};
 
 const DEPLOYMENT: &str = "# The web frontend.
 apiVersion: apps/v1
@@ -80,7 +78,7 @@ fn shop_repo() -> (Repo, String) {
     repo.write("shop/web.yaml", DEPLOYMENT)
         .write("shop/settings.yaml", SETTINGS)
         .write("README.md", "shop\n");
-    repo.commit("shop");
+    repo.commit_all("shop");
     let url = repo.file_url("shop");
     (repo, url)
 }
@@ -272,7 +270,7 @@ fn an_object_no_file_declares_is_an_error_that_names_it() {
 #[test]
 fn sources_pinned_to_a_commit_a_range_or_a_tag_cannot_be_written() {
     let (repo, url) = shop_repo();
-    git(&repo.work(), &["tag", "v1.0.0"]);
+    git(&repo.dir, &["tag", "v1.0.0"]);
     repo.publish("shop");
     let sha = git(&bare(&url), &["rev-parse", "main"]);
     for (revision, expected) in [

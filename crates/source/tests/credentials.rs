@@ -7,8 +7,9 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::sshd::{KeyPair, Sshd};
-use common::{HttpBackend, Repo, TestCa, config_map};
+use common::{HttpBackend, TestCa, config_map};
 use tether_source::{Credentials, Repositories, Source};
+use tether_testkit::Repo;
 
 const PASSWORD: &str = "s3cret-pa55word";
 
@@ -35,7 +36,7 @@ fn fetch(url: &str, credentials: Option<&Credentials>) -> Result<Vec<String>, St
 fn shop() -> Repo {
     let repo = Repo::new();
     repo.write("cm.yaml", &config_map("web"));
-    repo.commit("first");
+    repo.commit_all("first");
     repo.publish("shop");
     repo
 }

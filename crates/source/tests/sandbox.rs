@@ -12,6 +12,7 @@ use tether_source::files::Files;
 use tether_source::render::{Limits, SandboxMode, render};
 use tether_source::spec::{HelmOptions, JsonnetOptions, KustomizeOptions};
 use tether_source::{DirectoryOptions, Renderer, Sandbox};
+use tether_testkit::{alias_bomb, alias_document};
 
 /// The secret every attack tries to read.
 const SECRET: &str = "tether-test-admin-token-5f3a9c";
@@ -505,27 +506,11 @@ fn jsonnet_renders_in_the_child_with_imports_ext_vars_and_errors() {
     }
 }
 
-/// One document of the alias bomb: `a` is 10 scalars, each further key 10
-/// aliases of the one before, so `e` alone expands to 10^5 nodes: under the
-/// budget of 200,000, but not twice.
-fn alias_document(index: usize) -> String {
-    let list = |item: &str| [item; 10].join(",");
-    format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: b{index}}}\na: &a [{}]\nb: &b [{}]\nc: &c [{}]\nd: &d [{}]\ne: [{}]\n",
-        list("x"),
-        list("*a"),
-        list("*b"),
-        list("*c"),
-        list("*d"),
-    )
-}
-
 #[test]
 fn forty_documents_of_aliases_share_one_budget() {
     let _one_at_a_time = MEMORY.lock().unwrap_or_else(|e| e.into_inner());
     let repo = tempfile::tempdir().unwrap();
-    let bomb: Vec<String> = (0..40).map(alias_document).collect();
-    let bomb = bomb.join("---\n");
+    let bomb = alias_bomb(40);
     assert!(bomb.len() < 12 * 1024, "{} bytes", bomb.len());
     write(repo.path(), "bomb.yaml", &bomb);
     let before = reset_peak_rss();

@@ -6,8 +6,9 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{Repo, config_map, git, git_command};
+use common::config_map;
 use tether_source::{Repositories, Source, Verification, VerifyMode};
+use tether_testkit::{Repo, git, git_command};
 
 struct Keys {
     dir: tempfile::TempDir,
@@ -136,9 +137,9 @@ fn a_commit_signed_with_a_trusted_openpgp_key_is_rendered() {
     let (fingerprint, armored) = keys.gpg_key("ops@example.com");
     let repo = Repo::new();
     repo.write("cm.yaml", &config_map("web"));
-    git(&repo.work(), &["add", "-A"]);
+    git(&repo.dir, &["add", "-A"]);
     keys.gpg_git(
-        &repo.work(),
+        &repo.dir,
         &fingerprint,
         &["commit", "-q", "-S", "-m", "signed"],
     );
@@ -152,7 +153,7 @@ fn an_unsigned_commit_is_refused_naming_the_commit() {
     let (_, armored) = keys.gpg_key("ops@example.com");
     let repo = Repo::new();
     repo.write("cm.yaml", &config_map("web"));
-    let commit = repo.commit("unsigned");
+    let commit = repo.commit_all("unsigned");
     let error = verified(&repo.file_url("shop"), "", pgp(VerifyMode::Head, &armored)).unwrap_err();
     assert_eq!(
         error.to_string(),
@@ -168,9 +169,9 @@ fn a_commit_signed_by_an_untrusted_key_is_refused_naming_the_key() {
     let (stranger, _) = keys.gpg_key("stranger@example.com");
     let repo = Repo::new();
     repo.write("cm.yaml", &config_map("web"));
-    git(&repo.work(), &["add", "-A"]);
+    git(&repo.dir, &["add", "-A"]);
     keys.gpg_git(
-        &repo.work(),
+        &repo.dir,
         &stranger,
         &["commit", "-q", "-S", "-m", "by a stranger"],
     );
@@ -190,21 +191,21 @@ fn a_tampered_commit_whose_signature_does_not_verify_is_refused() {
     let (fingerprint, armored) = keys.gpg_key("ops@example.com");
     let repo = Repo::new();
     repo.write("cm.yaml", &config_map("web"));
-    git(&repo.work(), &["add", "-A"]);
+    git(&repo.dir, &["add", "-A"]);
     keys.gpg_git(
-        &repo.work(),
+        &repo.dir,
         &fingerprint,
         &["commit", "-q", "-S", "-m", "signed"],
     );
-    let raw = git(&repo.work(), &["cat-file", "commit", "HEAD"]);
+    let raw = git(&repo.dir, &["cat-file", "commit", "HEAD"]);
     let forged = format!("{}\n", raw.replace("signed", "forged"));
-    let path = repo.dir.path().join("forged");
+    let path = repo.root().join("forged");
     std::fs::write(&path, forged).unwrap();
     let id = git(
-        &repo.work(),
+        &repo.dir,
         &["hash-object", "-t", "commit", "-w", path.to_str().unwrap()],
     );
-    git(&repo.work(), &["update-ref", "refs/heads/main", &id]);
+    git(&repo.dir, &["update-ref", "refs/heads/main", &id]);
     let error = verified(&repo.file_url("shop"), "", pgp(VerifyMode::Head, &armored)).unwrap_err();
     assert!(
         error.to_string().ends_with("signature does not verify"),
@@ -224,18 +225,10 @@ fn ssh_signed_commits_and_tags_verify_against_allowed_signers() {
     let (key, public) = keys.ssh_key("ops");
     let repo = Repo::new();
     repo.write("cm.yaml", &config_map("web"));
-    git(&repo.work(), &["add", "-A"]);
-    keys.ssh_git(
-        &repo.work(),
-        &key,
-        &["commit", "-q", "-S", "-m", "ssh signed"],
-    );
-    keys.ssh_git(
-        &repo.work(),
-        &key,
-        &["tag", "-s", "-m", "release", "v1.0.0"],
-    );
-    git(&repo.work(), &["tag", "v1.0.1"]);
+    git(&repo.dir, &["add", "-A"]);
+    keys.ssh_git(&repo.dir, &key, &["commit", "-q", "-S", "-m", "ssh signed"]);
+    keys.ssh_git(&repo.dir, &key, &["tag", "-s", "-m", "release", "v1.0.0"]);
+    git(&repo.dir, &["tag", "v1.0.1"]);
     let url = repo.file_url("shop");
     let ssh = |mode| Verification {
         mode,
@@ -276,9 +269,9 @@ fn an_openpgp_signed_annotated_tag_verifies_in_tag_mode() {
     let (fingerprint, armored) = keys.gpg_key("ops@example.com");
     let repo = Repo::new();
     repo.write("cm.yaml", &config_map("web"));
-    repo.commit("unsigned commit");
+    repo.commit_all("unsigned commit");
     keys.gpg_git(
-        &repo.work(),
+        &repo.dir,
         &fingerprint,
         &["tag", "-s", "-m", "release", "v2.0.0"],
     );

@@ -3,8 +3,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use kube::client::{Body, ClientBuilder};
 use kube::Client;
+use kube::client::{Body, ClientBuilder};
 use tower::util::MapRequestLayer;
 
 /// The requests a [`recording_client`] sent, as `VERB path?query` lines.
