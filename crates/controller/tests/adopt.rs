@@ -39,7 +39,7 @@ fn record(
 #[tokio::test]
 async fn adopt_commits_the_values_live_now_into_the_apps_repository() {
     let ns = TestNamespace::create("adopt").await;
-    let repo = Repo::new(&format!("adopt-{}", ns.name));
+    let repo = Repo::new();
     repo.commit(&web(2, "hello"), "shop");
     repo.git(&["config", "receive.denyCurrentBranch", "updateInstead"]);
     let applied = ns.kubectl(&["apply", "-f", &repo.dir.join("app").to_string_lossy()]);

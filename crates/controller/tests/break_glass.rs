@@ -12,14 +12,14 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
-use support::{Repo, config_for, create_app, eventually, start_controller, status_where, web};
+use support::{Repo, config_for, create_app, start_controller, status_where, web};
 use tether_controller::api::BreakGlass;
 use tether_controller::api::break_glass::Resolution;
 use tether_controller::break_glass::audit;
 use tether_controller::break_glass::request::{self, Opening, RequestError};
 use tether_core::audit::ChainState;
 use tether_core::window::DEFAULT_MAX_TTL;
-use tether_testkit::TestNamespace;
+use tether_testkit::{TestNamespace, eventually};
 
 fn with_api(replicas: u32) -> Vec<(&'static str, String)> {
     let mut files = web(replicas, "hello");
@@ -78,7 +78,7 @@ async fn window_where(
     let api: Api<BreakGlass> = Api::namespaced(ns.client.clone(), &ns.name);
     let last = std::sync::Mutex::new(None);
     let found = tokio::time::timeout(
-        support::PATIENCE,
+        tether_testkit::PATIENCE,
         eventually(what, || async {
             let window = api.get(name).await.ok()?;
             *last.lock().unwrap() = Some(window.clone());
@@ -110,10 +110,9 @@ async fn event_reasons(ns: &TestNamespace, name: &str) -> Vec<String> {
 #[tokio::test]
 async fn a_window_on_one_deployment_keeps_its_change_and_the_rest_of_the_app_heals() {
     let ns = TestNamespace::create("bg-scope").await;
-    let repo = Repo::new("bg-scope");
+    let repo = Repo::new();
     repo.commit(&with_api(2), "two deployments");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
+    start_controller(&ns).await;
     synced(&ns, &repo).await;
 
     let window = request::open(
@@ -240,10 +239,9 @@ async fn api_get(ns: &TestNamespace, name: &str) -> BreakGlass {
 #[tokio::test]
 async fn an_expired_window_is_marked_expired_and_self_heal_reverts_its_change() {
     let ns = TestNamespace::create("bg-expiry").await;
-    let repo = Repo::new("bg-expiry");
+    let repo = Repo::new();
     repo.commit(&web(2, "hello"), "web");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
+    start_controller(&ns).await;
     synced(&ns, &repo).await;
 
     let window = request::open(&ns.client, opening(&ns, &[], Duration::from_secs(12)))
@@ -306,13 +304,12 @@ async fn an_expired_window_is_marked_expired_and_self_heal_reverts_its_change() 
 #[tokio::test]
 async fn a_window_its_records_and_its_audit_log_survive_a_controller_restart() {
     let ns = TestNamespace::create("bg-restart").await;
-    let repo = Repo::new("bg-restart");
+    let repo = Repo::new();
     repo.commit(&web(2, "hello"), "web");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
     tether_controller::install::install(ns.client.clone(), &ns.name)
         .await
         .unwrap();
-    let config = config_for(&ns, &cache);
+    let config = config_for(&ns);
     let first = tokio::spawn(tether_controller::run(ns.client.clone(), config.clone()));
     synced(&ns, &repo).await;
 
@@ -385,10 +382,9 @@ async fn a_window_its_records_and_its_audit_log_survive_a_controller_restart() {
 #[tokio::test]
 async fn bad_break_glass_requests_are_refused_and_change_nothing() {
     let ns = TestNamespace::create("bg-bad").await;
-    let repo = Repo::new("bg-bad");
+    let repo = Repo::new();
     repo.commit(&web(2, "hello"), "web");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
+    start_controller(&ns).await;
     synced(&ns, &repo).await;
     let windows: Api<BreakGlass> = Api::namespaced(ns.client.clone(), &ns.name);
 
@@ -512,7 +508,7 @@ async fn bad_break_glass_requests_are_refused_and_change_nothing() {
 async fn adopting_a_windows_changes_commits_exactly_those_fields_and_the_app_syncs_without_a_revert()
  {
     let ns = TestNamespace::create("bg-adopt").await;
-    let repo = Repo::new("bg-adopt");
+    let repo = Repo::new();
     let mut files = web(2, "hello");
     // Comments must survive the edit.
     files[1].1 = files[1].1.replacen(
@@ -523,8 +519,7 @@ async fn adopting_a_windows_changes_commits_exactly_those_fields_and_the_app_syn
     repo.commit(&files, "web with comments");
     repo.git(&["config", "receive.denyCurrentBranch", "updateInstead"]);
     let before = repo.git(&["rev-parse", "HEAD"]);
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
+    start_controller(&ns).await;
     let apps = synced(&ns, &repo).await;
 
     let name = request::open(&ns.client, opening(&ns, &[], Duration::from_secs(600)))
@@ -649,11 +644,10 @@ async fn adopting_a_windows_changes_commits_exactly_those_fields_and_the_app_syn
 #[tokio::test]
 async fn adopting_with_nothing_recorded_is_refused_and_writes_nothing() {
     let ns = TestNamespace::create("bg-adopt-none").await;
-    let repo = Repo::new("bg-adopt-none");
+    let repo = Repo::new();
     repo.commit(&web(2, "hello"), "web");
     let before = repo.git(&["rev-parse", "HEAD"]);
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
+    start_controller(&ns).await;
     let apps = synced(&ns, &repo).await;
     let app = apps.get("shop").await.unwrap();
     let error = tether_controller::adopt::records_to_adopt(&app, false).unwrap_err();

@@ -15,7 +15,7 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
 use support::break_glass::{opening, refused, restart, setup, window_where};
-use support::{Repo, create_app, eventually, status_where, web};
+use support::{Repo, create_app, status_where, web};
 use tether_controller::api::BreakGlass;
 use tether_controller::api::break_glass::AuditChainStatus;
 use tether_controller::break_glass::audit::{
@@ -24,7 +24,7 @@ use tether_controller::break_glass::audit::{
 use tether_controller::break_glass::request;
 use tether_core::audit::{ChainState, chain_digest};
 use tether_core::window::DEFAULT_MAX_TTL;
-use tether_testkit::{TestNamespace, control_plane};
+use tether_testkit::{TestNamespace, control_plane, eventually};
 
 async fn recorded(ns: &TestNamespace, name: &str, count: u64) -> BreakGlass {
     window_where(ns, name, &format!("{count} change(s) recorded"), |w| {
@@ -363,10 +363,9 @@ async fn records_written_before_keying_are_reported_as_unkeyed_and_the_chain_goe
     // one namespace, as they were.
     tether_testkit::log_file();
     let ns = TestNamespace::create("bga-legacy").await;
-    let repo = Repo::new("bga-legacy");
+    let repo = Repo::new();
     repo.commit(&web(2, "hello"), "web");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    support::start_controller(&ns, &cache).await;
+    support::start_controller(&ns).await;
     let apps = create_app(&ns, &repo).await;
     status_where(&apps, "Synced", |s| {
         s.sync.status == "Synced" && !s.inventory.is_empty()

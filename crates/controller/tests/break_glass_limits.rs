@@ -10,10 +10,10 @@ use std::time::{Duration, SystemTime};
 use kube::ResourceExt;
 use serde_json::json;
 use support::break_glass::{opening, refused, setup, window_where};
-use support::eventually;
 use tether_controller::api::break_glass::{Resolution, format_time};
 use tether_controller::break_glass::request::{self, RequestError};
 use tether_core::window::DEFAULT_MAX_TTL;
+use tether_testkit::eventually;
 
 #[tokio::test]
 async fn a_window_longer_than_the_cap_is_refused() {

@@ -13,10 +13,9 @@ use tether_testkit::TestNamespace;
 #[tokio::test(flavor = "multi_thread")]
 async fn an_app_waits_for_its_repository_secret_and_never_shows_its_values() {
     let ns = TestNamespace::create("creds").await;
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     repo.commit(&web(2, "hello"), "first");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
+    start_controller(&ns).await;
     let apps: Api<Application> = Api::namespaced(ns.client.clone(), &ns.name);
     let app = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "Application",
         "metadata": {"name": "shop", "namespace": ns.name},

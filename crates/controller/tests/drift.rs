@@ -11,10 +11,10 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event, Service};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use serde_json::json;
-use support::{Repo, create_app_with, eventually, replicas, start_controller, status_where, web};
+use support::{Repo, create_app_with, replicas, start_controller, status_where, web};
 use tether_controller::api::application::DriftEntry;
 use tether_controller::api::{Application, ApplicationStatus};
-use tether_testkit::TestNamespace;
+use tether_testkit::{TestNamespace, eventually};
 
 fn service() -> (&'static str, String) {
     (
@@ -31,12 +31,11 @@ async fn synced_app(
     policy: serde_json::Value,
 ) -> (TestNamespace, Repo, Api<Application>) {
     let ns = TestNamespace::create(prefix).await;
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     let mut files = web(2, "hello");
     files.push(service());
     repo.commit(&files, "first");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
+    start_controller(&ns).await;
     let apps = create_app_with(&ns, &repo, policy).await;
     status_where(&apps, "Synced with 3 objects in the inventory", |s| {
         s.sync.status == "Synced" && s.inventory.len() == 3
@@ -372,10 +371,7 @@ async fn an_emptied_directory_trips_the_circuit_breaker_until_confirmed() {
     for path in ["app/config.yaml", "app/web.yaml", "app/service.yaml"] {
         repo.git(&["rm", "-q", path]);
     }
-    repo.commit(
-        &[("app/README.md", "moved elsewhere\n".into())],
-        "empty the app",
-    );
+    repo.commit(&[("app/README.md", "moved elsewhere\n")], "empty the app");
     let status = status_where(&apps, "the PruneBlocked condition", |s| {
         s.conditions
             .iter()

@@ -9,9 +9,9 @@ mod support;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
-use support::{Repo, eventually, start_controller};
+use support::{Repo, start_controller};
 use tether_controller::api::Application;
-use tether_testkit::TestNamespace;
+use tether_testkit::{TestNamespace, eventually};
 
 /// Resident memory of this process, in MB (from /proc/self/status).
 fn rss_mb() -> f64 {
@@ -76,9 +76,8 @@ async fn greeting_is(ns: &TestNamespace, text: &str) {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_alias_file_and_a_jsonnet_bomb_leave_the_controller_small_and_other_apps_syncing() {
     let ns = TestNamespace::create("hostile").await;
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
-    let repo = Repo::new(&ns.name);
+    start_controller(&ns).await;
+    let repo = Repo::new();
     let aliases: Vec<String> = (0..40).map(alias_document).collect();
     repo.commit(
         &[

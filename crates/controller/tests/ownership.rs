@@ -43,8 +43,7 @@ async fn create(
 
 async fn started(prefix: &str) -> TestNamespace {
     let ns = TestNamespace::create(prefix).await;
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
+    start_controller(&ns).await;
     ns
 }
 
@@ -94,7 +93,7 @@ async fn status_of(
 #[tokio::test(flavor = "multi_thread")]
 async fn an_object_another_app_manages_is_a_conflict_naming_both_apps() {
     let ns = started("takeover").await;
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     repo.commit(
         &[
             ("bob/config.yaml", config_map("bob-config", None, "bob")),
@@ -139,7 +138,7 @@ async fn an_object_made_by_hand_is_adopted_only_on_opt_in_and_never_pruned() {
         "victim",
         "--from-literal=owner=admin",
     ]);
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     repo.commit(
         &[
             ("app/victim.yaml", config_map("victim", None, "admin")),
@@ -185,7 +184,7 @@ async fn an_object_made_by_hand_is_adopted_only_on_opt_in_and_never_pruned() {
 
     // Removed from Git with prune on: kept, because Tether did not create it.
     std::fs::remove_file(repo.dir.join("app/victim.yaml")).unwrap();
-    repo.commit(&[], "stop declaring it");
+    repo.commit_all("stop declaring it");
     let kept = status_where(&apps, "the adopted orphan kept", |s| {
         s.orphans
             .iter()
@@ -202,7 +201,7 @@ async fn an_object_made_by_hand_is_adopted_only_on_opt_in_and_never_pruned() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_object_outside_the_destination_namespace_is_refused() {
     let ns = started("outside").await;
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     let name = format!("victim-{}", ns.name);
     repo.commit(
         &[

@@ -18,12 +18,12 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
-use support::{Repo, config_for, create_app_with, eventually, replicas, status_where, web};
+use support::{Repo, config_for, create_app_with, replicas, status_where, web};
 use tether_controller::api::{Application, BreakGlass};
 use tether_controller::break_glass::request::{self, Opening};
 use tether_controller::install;
 use tether_controller::single_writer::{self, SingleWriter, service_account_user};
-use tether_testkit::{TestNamespace, client_for, control_plane};
+use tether_testkit::{TestNamespace, client_for, control_plane, eventually};
 
 /// The kube-local admin: the tests' own identity, and the one kube-local's
 /// controller-manager and kubelet run as (a real cluster's run as
@@ -65,7 +65,7 @@ struct Guarded {
 
 async fn guarded_app(prefix: &str, policy: serde_json::Value) -> Guarded {
     let ns = TestNamespace::create(prefix).await;
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     repo.commit(&web(2, "hello"), "first");
 
     // Run the controller as Tether's service account would authenticate.
@@ -99,8 +99,7 @@ async fn guarded_app(prefix: &str, policy: serde_json::Value) -> Guarded {
         everywhere.list(&Default::default()).await.ok().map(|_| ())
     })
     .await;
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    let config = config_for(&ns, &cache);
+    let config = config_for(&ns);
     tokio::spawn(async move {
         if let Err(error) = tether_controller::run(client, config).await {
             panic!("controller stopped: {error}");
@@ -427,10 +426,9 @@ async fn tethers_own_sync_self_heal_and_prune_still_work_under_the_policy() {
 #[tokio::test(flavor = "multi_thread")]
 async fn another_writer_is_listed_in_status_until_self_heal_takes_its_fields_back() {
     let ns = TestNamespace::create("writers").await;
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     repo.commit(&web(2, "hello"), "first");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    support::start_controller(&ns, &cache).await;
+    support::start_controller(&ns).await;
     let apps = create_app_with(&ns, &repo, json!({"selfHeal": false})).await;
     status_where(&apps, "Synced", |s| {
         s.sync.status == "Synced" && s.inventory.len() == 2

@@ -99,7 +99,8 @@ impl TestNamespace {
         command
     }
 
-    /// The Git cache directory of a controller run for this namespace.
+    /// The Git cache directory of a controller run for this namespace,
+    /// removed with the namespace.
     pub fn cache_dir(&self) -> PathBuf {
         std::env::temp_dir().join(format!("tether-cache-{}", self.name))
     }
@@ -107,6 +108,7 @@ impl TestNamespace {
 
 impl Drop for TestNamespace {
     fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(self.cache_dir());
         let _ = Command::new("kubectl")
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
