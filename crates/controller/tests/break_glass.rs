@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
+use support::break_glass::window_where;
 use support::{Repo, config_for, create_app, start_controller, status_where, web};
 use tether_controller::api::BreakGlass;
 use tether_controller::api::break_glass::Resolution;
@@ -60,41 +61,6 @@ fn jsonpath(ns: &TestNamespace, object: &str, path: &str) -> String {
     String::from_utf8_lossy(&output.stdout).trim().to_string()
 }
 
-fn kubectl_ok(ns: &TestNamespace, args: &[&str]) {
-    let output = ns.kubectl(args);
-    assert!(
-        output.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-async fn window_where(
-    ns: &TestNamespace,
-    name: &str,
-    what: &str,
-    check: impl Fn(&BreakGlass) -> bool,
-) -> BreakGlass {
-    let api: Api<BreakGlass> = Api::namespaced(ns.client.clone(), &ns.name);
-    let last = std::sync::Mutex::new(None);
-    let found = tokio::time::timeout(
-        tether_testkit::PATIENCE,
-        eventually(what, || async {
-            let window = api.get(name).await.ok()?;
-            *last.lock().unwrap() = Some(window.clone());
-            check(&window).then_some(window)
-        }),
-    )
-    .await;
-    match found {
-        Ok(window) => window,
-        Err(_) => panic!(
-            "timed out waiting for {what}; last: {}",
-            serde_json::to_string_pretty(&*last.lock().unwrap()).unwrap()
-        ),
-    }
-}
-
 async fn event_reasons(ns: &TestNamespace, name: &str) -> Vec<String> {
     let events: Api<Event> = Api::namespaced(ns.client.clone(), &ns.name);
     events
@@ -128,11 +94,8 @@ async fn a_window_on_one_deployment_keeps_its_change_and_the_rest_of_the_app_hea
     })
     .await;
 
-    kubectl_ok(
-        &ns,
-        &["set", "image", "deployment/web", "web=nginx:1.27-hotfix"],
-    );
-    kubectl_ok(&ns, &["scale", "deployment/api", "--replicas=5"]);
+    ns.kubectl_ok(&["set", "image", "deployment/web", "web=nginx:1.27-hotfix"]);
+    ns.kubectl_ok(&["scale", "deployment/api", "--replicas=5"]);
 
     // The scale outside the window is Manual drift and reverted.
     eventually("deployment/api reverted to 2 replicas", || async {
@@ -248,7 +211,7 @@ async fn an_expired_window_is_marked_expired_and_self_heal_reverts_its_change() 
         .await
         .unwrap();
     let name = window.name_any();
-    kubectl_ok(&ns, &["scale", "deployment/web", "--replicas=4"]);
+    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=4"]);
     window_where(&ns, &name, "the scale recorded", |w| {
         w.status.as_ref().is_some_and(|s| s.record_count >= 1)
     })
@@ -317,7 +280,7 @@ async fn a_window_its_records_and_its_audit_log_survive_a_controller_restart() {
         .await
         .unwrap()
         .name_any();
-    kubectl_ok(&ns, &["scale", "deployment/web", "--replicas=3"]);
+    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=3"]);
     window_where(&ns, &name, "the first change recorded", |w| {
         w.status.as_ref().is_some_and(|s| s.record_count == 1)
     })
@@ -332,15 +295,12 @@ async fn a_window_its_records_and_its_audit_log_survive_a_controller_restart() {
     };
     let second = tokio::spawn(tether_controller::run(ns.client.clone(), config));
 
-    kubectl_ok(
-        &ns,
-        &[
-            "patch",
-            "configmap/settings",
-            "-p",
-            r#"{"data":{"greeting":"maintenance"}}"#,
-        ],
-    );
+    ns.kubectl_ok(&[
+        "patch",
+        "configmap/settings",
+        "-p",
+        r#"{"data":{"greeting":"maintenance"}}"#,
+    ]);
     let window = window_where(&ns, &name, "the second change recorded", |w| {
         w.status.as_ref().is_some_and(|s| s.record_count == 2)
     })
@@ -450,12 +410,7 @@ async fn bad_break_glass_requests_are_refused_and_change_nothing() {
         "spec": {"application": "shop", "reason": "INC-2: typo",
                  "openedBy": {"username": me},
                  "expiresAt": "next tuesday"}});
-    let output = ns.kubectl_with_stdin(&["create", "-f", "-"], &malformed.to_string());
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    ns.kubectl_ok_with_stdin(&["create", "-f", "-"], &malformed.to_string());
     let window = window_where(&ns, "malformed", "the window Invalid", |w| {
         w.status.as_ref().is_some_and(|s| s.phase == "Invalid")
     })
@@ -465,7 +420,7 @@ async fn bad_break_glass_requests_are_refused_and_change_nothing() {
             .message
             .contains("spec.expiresAt: \"next tuesday\" is not an RFC 3339 time")
     );
-    kubectl_ok(&ns, &["scale", "deployment/web", "--replicas=5"]);
+    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=5"]);
     eventually(
         "the scale reverted despite the malformed window",
         || async { (jsonpath(&ns, "deployment/web", "{.spec.replicas}") == "2").then_some(()) },
@@ -526,16 +481,13 @@ async fn adopting_a_windows_changes_commits_exactly_those_fields_and_the_app_syn
         .await
         .unwrap()
         .name_any();
-    kubectl_ok(&ns, &["scale", "deployment/web", "--replicas=5"]);
-    kubectl_ok(
-        &ns,
-        &[
-            "patch",
-            "configmap/settings",
-            "-p",
-            r#"{"data":{"greeting":"degraded mode"}}"#,
-        ],
-    );
+    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=5"]);
+    ns.kubectl_ok(&[
+        "patch",
+        "configmap/settings",
+        "-p",
+        r#"{"data":{"greeting":"degraded mode"}}"#,
+    ]);
     let window = window_where(&ns, &name, "both changes recorded", |w| {
         w.status.as_ref().is_some_and(|s| s.record_count >= 2)
     })

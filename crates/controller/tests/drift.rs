@@ -442,12 +442,7 @@ async fn a_sync_that_stops_half_way_leaves_accidental_drift_until_it_completes()
             "matchResources": {"namespaceSelector": {"matchLabels":
                 {"kubernetes.io/metadata.name": ns.name}}}}});
     for object in [&policy, &binding] {
-        let output = ns.kubectl_with_stdin(&["apply", "-f", "-"], &object.to_string());
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        ns.kubectl_ok_with_stdin(&["apply", "-f", "-"], &object.to_string());
     }
     eventually("the test policy in force", || async {
         let output = ns.kubectl(&["annotate", "deployment/web", "probe=1"]);

@@ -6,9 +6,9 @@
 mod support;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use serde_json::{Value, json};
-use support::{Repo, start_controller, status_where};
+use support::{Repo, app, started, status_where};
 use tether_controller::api::{Application, ApplicationStatus};
 use tether_testkit::TestNamespace;
 
@@ -19,32 +19,6 @@ fn config_map(name: &str, namespace: Option<&str>, value: &str) -> String {
     format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n{namespace}data:\n  owner: \"{value}\"\n"
     )
-}
-
-/// Creates Application `name` in `ns` for `path` of `repo` with `policy`.
-async fn create(
-    ns: &TestNamespace,
-    name: &str,
-    repo: &Repo,
-    path: &str,
-    policy: Value,
-) -> Api<Application> {
-    let apps: Api<Application> = Api::namespaced(ns.client.clone(), &ns.name);
-    let app = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "Application",
-        "metadata": {"name": name, "namespace": ns.name},
-        "spec": {"source": {"repoURL": repo.url(), "path": path},
-                 "destination": {"namespace": ns.name},
-                 "syncPolicy": policy}});
-    apps.patch(name, &PatchParams::apply("test"), &Patch::Apply(&app))
-        .await
-        .unwrap();
-    apps
-}
-
-async fn started(prefix: &str) -> TestNamespace {
-    let ns = TestNamespace::create(prefix).await;
-    start_controller(&ns).await;
-    ns
 }
 
 fn refused_with(status: &ApplicationStatus, reason: &str) -> Option<String> {
@@ -63,8 +37,21 @@ async fn owner_value(ns: &TestNamespace, namespace: &str, name: &str) -> Option<
     Some(found.data?.get("owner")?.clone())
 }
 
-/// The status of Application `name` once `check` holds (as
-/// [`status_where`] does for `shop`).
+/// Creates Application `name` in `ns` for `path` of `repo` with `policy`.
+async fn create(
+    ns: &TestNamespace,
+    name: &str,
+    repo: &Repo,
+    path: &str,
+    policy: Value,
+) -> Api<Application> {
+    app(ns, name, repo, path)
+        .sync_policy(policy)
+        .apply(&ns.client)
+        .await
+}
+
+/// The status of Application `name` once `check` holds.
 async fn status_of(
     ns: &TestNamespace,
     name: &str,
@@ -72,22 +59,7 @@ async fn status_of(
     check: impl Fn(&ApplicationStatus) -> bool,
 ) -> ApplicationStatus {
     let apps: Api<Application> = Api::namespaced(ns.client.clone(), &ns.name);
-    let deadline = std::time::Instant::now() + tether_testkit::PATIENCE;
-    loop {
-        let status = apps.get(name).await.ok().and_then(|app| app.status);
-        if let Some(status) = &status
-            && check(status)
-        {
-            return status.clone();
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting for {name}: {what}; last status: {}\n{}",
-            serde_json::to_string_pretty(&status).unwrap(),
-            tether_testkit::log_tail("", 30)
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    tether_testkit::status_of(&apps, name, what, check).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -35,5 +35,5 @@ pub use namespace::{TestNamespace, client_for};
 pub use plane::{ControlPlane, Launch, control_plane, repo_root};
 pub use repo::Repo;
 pub use requests::{Requests, recording_client};
-pub use run::{git, git_command, run_ok};
+pub use run::{git, git_command, run_ok, run_ok_with_stdin, run_with_stdin};
 pub use wait::{PATIENCE, eventually, object_where};

@@ -9,7 +9,8 @@ use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
-use crate::{control_plane, run_ok};
+use crate::control_plane;
+use crate::run::{run_ok, run_ok_with_stdin, run_with_stdin};
 
 /// A namespace created for one test on the shared control plane.
 pub struct TestNamespace {
@@ -66,21 +67,12 @@ impl TestNamespace {
 
     /// Runs `kubectl` with `input` on its standard input (`create -f -`).
     pub fn kubectl_with_stdin(&self, args: &[&str], input: &str) -> Output {
-        use std::io::Write;
-        let mut child = self
-            .kubectl_command(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("kubectl is installed");
-        child
-            .stdin
-            .take()
-            .expect("piped stdin")
-            .write_all(input.as_bytes())
-            .expect("kubectl reads stdin");
-        child.wait_with_output().expect("kubectl runs")
+        run_with_stdin(&mut self.kubectl_command(args), input)
+    }
+
+    /// [`Self::kubectl_with_stdin`], which must succeed; returns its stdout.
+    pub fn kubectl_ok_with_stdin(&self, args: &[&str], input: &str) -> String {
+        run_ok_with_stdin(&mut self.kubectl_command(args), input)
     }
 
     /// A `kubectl` command for this namespace, to add environment or stdin.

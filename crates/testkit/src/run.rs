@@ -1,8 +1,9 @@
 //! Running the real tools a test drives (`git`, `kubectl`, …), failing
 //! the test with the tool's own words when one fails.
 
+use std::io::Write;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
 
 /// Runs `command`, which must succeed (else the test fails with the
 /// command line and its stderr); returns its stdout.
@@ -10,6 +11,33 @@ pub fn run_ok(command: &mut Command) -> String {
     let output = command
         .output()
         .unwrap_or_else(|error| panic!("{}: {error}", command_line(command)));
+    succeeded(command, output)
+}
+
+/// Runs `command` with `input` on its standard input.
+pub fn run_with_stdin(command: &mut Command, input: &str) -> Output {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| panic!("{}: {error}", command_line(command)));
+    child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(input.as_bytes())
+        .expect("the command reads its stdin");
+    child.wait_with_output().expect("the command runs")
+}
+
+/// [`run_with_stdin`] for a command that must succeed; returns its stdout.
+pub fn run_ok_with_stdin(command: &mut Command, input: &str) -> String {
+    let output = run_with_stdin(command, input);
+    succeeded(command, output)
+}
+
+fn succeeded(command: &Command, output: Output) -> String {
     assert!(
         output.status.success(),
         "{}: {}",
