@@ -8,7 +8,7 @@ use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
 use tether_cluster::{Applier, Resources};
 use tether_core::Action;
-use tether_testkit::{PATIENCE, TestNamespace, eventually};
+use tether_testkit::{PATIENCE, TestNamespace, eventually, run_ok};
 
 fn applier(ns: &TestNamespace) -> Applier {
     Applier::new(Resources::new(ns.client.clone()), ns.name.clone())
@@ -70,15 +70,9 @@ async fn kubectl_edit_shows_up_in_managed_fields_under_kubectl_edit() {
         .unwrap();
 
     // kubectl edit runs $KUBE_EDITOR on a temporary file, as an operator would.
-    let output = ns
-        .kubectl_command(&["edit", "configmap/settings"])
-        .env("KUBE_EDITOR", "sed -i s/blue/green/")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "kubectl edit: {}",
-        String::from_utf8_lossy(&output.stderr)
+    run_ok(
+        ns.kubectl_command(&["edit", "configmap/settings"])
+            .env("KUBE_EDITOR", "sed -i s/blue/green/"),
     );
 
     let live = Api::<ConfigMap>::namespaced(ns.client.clone(), &ns.name)

@@ -14,7 +14,7 @@ use serde_json::json;
 use support::{Repo, create_app_with, replicas, start_controller, status_where, web};
 use tether_controller::api::application::DriftEntry;
 use tether_controller::api::{Application, ApplicationStatus};
-use tether_testkit::{TestNamespace, eventually};
+use tether_testkit::{TestNamespace, eventually, run_ok};
 
 fn service() -> (&'static str, String) {
     (
@@ -158,15 +158,9 @@ async fn kubectl_patch_and_edit_of_a_config_value_are_reverted_and_attributed() 
     .await;
 
     // kubectl edit, driven by an editor that rewrites the value.
-    let output = ns
-        .kubectl_command(&["edit", "configmap/settings"])
-        .env("KUBE_EDITOR", "sed -i s/hello/edited/")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    run_ok(
+        ns.kubectl_command(&["edit", "configmap/settings"])
+            .env("KUBE_EDITOR", "sed -i s/hello/edited/"),
     );
     let status = status_where(&apps, "the edit recorded", |s| {
         record(&s.last_drift, "ConfigMap", "settings")

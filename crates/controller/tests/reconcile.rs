@@ -90,12 +90,7 @@ async fn kubectl_scale_is_reverted_and_a_foreign_label_is_not_drift() {
     assert_eq!(config.labels()["team"], "payments");
 
     // kubectl scale is reverted.
-    let output = ns.kubectl(&["scale", "deployment/web", "--replicas=5"]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=5"]);
     let deployments = Api::<Deployment>::namespaced(ns.client.clone(), &ns.name);
     eventually("spec.replicas reverted to 2", || async {
         let replicas = deployments.get("web").await.ok()?.spec?.replicas?;

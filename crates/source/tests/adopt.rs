@@ -9,7 +9,7 @@ use tether_source::adopt::{AdoptError, Adopted, AdoptedField, Adoption, Author, 
 use tether_source::render::Sandbox;
 use tether_source::spec::{HelmOptions, KustomizeOptions, Renderer};
 use tether_source::{Source, render_local};
-use tether_testkit::{Repo, git};
+use tether_testkit::{Repo, git, run_ok};
 
 const DEPLOYMENT: &str = "# The web frontend.
 apiVersion: apps/v1
@@ -383,18 +383,12 @@ fn a_kustomize_patch_renders_to_the_live_values() {
     assert!(patch.contains("replicas: 5"), "{patch}");
     assert!(!patch.contains("side"), "{patch}");
     // kubectl kustomize (kustomize built into kubectl) renders the live values.
-    let output = std::process::Command::new("kubectl")
-        .arg("kustomize")
-        .arg(&app)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let rendered = run_ok(
+        std::process::Command::new("kubectl")
+            .arg("kustomize")
+            .arg(&app),
     );
-    let deployment: Value =
-        serde_saphyr::from_str(&String::from_utf8_lossy(&output.stdout)).unwrap();
+    let deployment: Value = serde_saphyr::from_str(&rendered).unwrap();
     assert_eq!(deployment["metadata"]["namespace"], "shop");
     assert_eq!(deployment["spec"]["replicas"], 5);
     let containers = deployment["spec"]["template"]["spec"]["containers"]

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use common::config_map;
 use tether_source::{Repositories, Source, Verification, VerifyMode};
-use tether_testkit::{Repo, git, git_command};
+use tether_testkit::{Repo, git, git_command, run_ok};
 
 struct Keys {
     dir: tempfile::TempDir,
@@ -34,18 +34,12 @@ impl Keys {
     fn gpg_key(&self, email: &str) -> (String, String) {
         let home = self.gnupghome();
         let gpg = |args: &[&str]| {
-            let output = Command::new("gpg")
-                .env("GNUPGHOME", &home)
-                .args(["--batch", "--pinentry-mode", "loopback", "--passphrase", ""])
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(
-                output.status.success(),
-                "{}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-            String::from_utf8(output.stdout).unwrap()
+            run_ok(
+                Command::new("gpg")
+                    .env("GNUPGHOME", &home)
+                    .args(["--batch", "--pinentry-mode", "loopback", "--passphrase", ""])
+                    .args(args),
+            )
         };
         gpg(&[
             "--quick-gen-key",
@@ -100,12 +94,7 @@ impl Keys {
 }
 
 fn run(mut command: Command) {
-    let output = command.output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    run_ok(&mut command);
 }
 
 fn verified(
