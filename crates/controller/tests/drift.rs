@@ -14,7 +14,7 @@ use serde_json::json;
 use support::{Repo, create_app_with, replicas, start_controller, status_where, web};
 use tether_controller::api::application::DriftEntry;
 use tether_controller::api::{Application, ApplicationStatus};
-use tether_testkit::{TestNamespace, eventually, run_ok};
+use tether_testkit::{TestNamespace, eventually, has_condition, run_ok};
 
 fn service() -> (&'static str, String) {
     (
@@ -265,11 +265,7 @@ async fn a_writer_that_keeps_fighting_meets_back_off_and_a_condition_naming_it()
         patches += 1;
     }
     let status = status_where(&apps, "the back-off condition", backed_off).await;
-    let condition = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "SelfHealBackOff")
-        .unwrap();
+    let condition = tether_testkit::condition(&status, "SelfHealBackOff").unwrap();
     println!("after {patches} patches: {}", condition.message);
     assert!(
         condition
@@ -284,10 +280,7 @@ async fn a_writer_that_keeps_fighting_meets_back_off_and_a_condition_naming_it()
 }
 
 fn backed_off(status: &ApplicationStatus) -> bool {
-    status
-        .conditions
-        .iter()
-        .any(|c| c.type_ == "SelfHealBackOff" && c.status == "True")
+    has_condition(status, "SelfHealBackOff", "True")
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -367,16 +360,10 @@ async fn an_emptied_directory_trips_the_circuit_breaker_until_confirmed() {
     }
     repo.commit(&[("app/README.md", "moved elsewhere\n")], "empty the app");
     let status = status_where(&apps, "the PruneBlocked condition", |s| {
-        s.conditions
-            .iter()
-            .any(|c| c.type_ == "PruneBlocked" && c.status == "True")
+        has_condition(s, "PruneBlocked", "True")
     })
     .await;
-    let condition = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "PruneBlocked")
-        .unwrap();
+    let condition = tether_testkit::condition(&status, "PruneBlocked").unwrap();
     assert!(
         condition.message.contains("--allow-mass-prune"),
         "{}",

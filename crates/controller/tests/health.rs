@@ -24,7 +24,7 @@ use support::{
 use tether_controller::api::application::HealthInfo;
 use tether_controller::api::{Application, ApplicationStatus};
 use tether_controller::health::RULES_CONFIGMAP;
-use tether_testkit::TestNamespace;
+use tether_testkit::{TestNamespace, has_condition};
 
 /// One test's namespace and repository.
 struct Setup {
@@ -355,11 +355,7 @@ async fn cluster_rules_from_a_configmap_and_application_rules_judge_live_objects
     .await;
     let settings = resource_health(&status, "ConfigMap", "settings").unwrap();
     assert_eq!(settings.message, "ConfigMap settings: in maintenance");
-    let condition = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "HealthRules")
-        .unwrap();
+    let condition = tether_testkit::condition(&status, "HealthRules").unwrap();
     assert_eq!(condition.status, "True");
 
     // The Application's own rule takes precedence.
@@ -391,16 +387,10 @@ async fn cluster_rules_from_a_configmap_and_application_rules_judge_live_objects
     // the cluster's rule judges again.
     patch(own("self.data.(")).await;
     let status = status_where(&apps, "the HealthRules condition False", |s| {
-        s.conditions
-            .iter()
-            .any(|c| c.type_ == "HealthRules" && c.status == "False")
+        has_condition(s, "HealthRules", "False")
     })
     .await;
-    let condition = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "HealthRules")
-        .unwrap();
+    let condition = tether_testkit::condition(&status, "HealthRules").unwrap();
     assert_eq!(condition.reason, "RulesLeftOut");
     assert!(
         condition.message.starts_with(&format!(

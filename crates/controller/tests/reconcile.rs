@@ -15,7 +15,7 @@ use tether_controller::api::Application;
 use tether_controller::install;
 use tether_core::Action;
 use tether_core::tracking::{APP_LABEL, TRACKING_ANNOTATION};
-use tether_testkit::{Requests, TestNamespace, eventually};
+use tether_testkit::{Requests, TestNamespace, eventually, has_condition};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_new_application_reaches_synced_and_healthy_and_follows_new_commits() {
@@ -121,17 +121,11 @@ async fn a_commit_with_one_invalid_object_applies_nothing_and_the_next_good_comm
     ));
     repo.commit(&files, "bad");
     let status = status_where(&apps, "the failure to be reported", |s| {
-        s.conditions
-            .iter()
-            .any(|c| c.type_ == "Reconciled" && c.status == "False")
+        has_condition(s, "Reconciled", "False")
     })
     .await;
     assert_eq!(status.sync.status, "OutOfSync");
-    let condition = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Reconciled")
-        .unwrap();
+    let condition = tether_testkit::condition(&status, "Reconciled").unwrap();
     assert_eq!(condition.reason, "ApplyFailed");
     assert!(
         condition
@@ -156,9 +150,7 @@ async fn a_commit_with_one_invalid_object_applies_nothing_and_the_next_good_comm
     status_where(&apps, "Synced at the fixed commit", |s| {
         s.sync.status == "Synced"
             && s.sync.revision.as_deref() == Some(good.as_str())
-            && s.conditions
-                .iter()
-                .any(|c| c.type_ == "Reconciled" && c.status == "True")
+            && has_condition(s, "Reconciled", "True")
     })
     .await;
 }

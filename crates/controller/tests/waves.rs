@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use serde_json::json;
 use support::{Repo, create_app_with, start_controller, status_where};
-use tether_testkit::TestNamespace;
+use tether_testkit::{TestNamespace, condition};
 
 /// Wave 0: Deployment `web` running `image`; wave 1: ConfigMap `after-web`.
 fn two_waves(image: &str) -> Vec<(&'static str, String)> {
@@ -64,11 +64,7 @@ async fn a_wave_that_never_becomes_healthy_holds_back_the_next_and_is_named() {
         )),
         "{message}"
     );
-    let reconciled = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Reconciled")
-        .unwrap();
+    let reconciled = condition(&status, "Reconciled").unwrap();
     assert_eq!(reconciled.reason, "ApplyFailed");
     assert!(config_maps.get_opt("after-web").await.unwrap().is_none());
 }
