@@ -83,6 +83,20 @@ fn shop_repo() -> (Repo, String) {
     (repo, url)
 }
 
+/// The `shop/` directory of the repository at `url`, on its default branch.
+fn shop_source(url: &str) -> Source {
+    Source {
+        repo_url: url.to_string(),
+        path: "shop".into(),
+        ..Default::default()
+    }
+}
+
+/// The commit `main` of the published repository at `url`.
+fn main_of(url: &str) -> String {
+    git(&bare(url), &["rev-parse", "main"])
+}
+
 fn author() -> Author {
     "Ada Lovelace <ada@example.com>".parse().unwrap()
 }
@@ -127,7 +141,7 @@ fn adopting_makes_one_commit_whose_diff_is_exactly_the_adopted_fields() {
         path: "shop".into(),
         ..Default::default()
     };
-    let before = git(&bare(&url), &["rev-parse", "main"]);
+    let before = main_of(&url);
     let adopted = run(&source, &drift(), None).unwrap();
     assert_eq!(adopted.branch, "main");
     assert_eq!(adopted.files, vec!["shop/settings.yaml", "shop/web.yaml"]);
@@ -170,12 +184,8 @@ fn adopting_makes_one_commit_whose_diff_is_exactly_the_adopted_fields() {
 #[test]
 fn adopting_onto_a_new_branch_leaves_the_tracked_branch_alone() {
     let (_repo, url) = shop_repo();
-    let source = Source {
-        repo_url: url.clone(),
-        path: "shop".into(),
-        ..Default::default()
-    };
-    let main = git(&bare(&url), &["rev-parse", "main"]);
+    let source = shop_source(&url);
+    let main = main_of(&url);
     let adopted = run(&source, &drift(), Some("adopt/inc-1234")).unwrap();
     assert_eq!(adopted.branch, "adopt/inc-1234");
     let remote = bare(&url);
@@ -199,12 +209,8 @@ fn a_refused_push_keeps_the_commit_and_says_where_and_why() {
     let mut permissions = std::fs::metadata(&hook).unwrap().permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
     std::fs::set_permissions(&hook, permissions).unwrap();
-    let source = Source {
-        repo_url: url.clone(),
-        path: "shop".into(),
-        ..Default::default()
-    };
-    let before = git(&bare(&url), &["rev-parse", "main"]);
+    let source = shop_source(&url);
+    let before = main_of(&url);
     let error = run(&source, &drift(), None).unwrap_err();
     let AdoptError::PushRefused {
         commit,
@@ -222,19 +228,15 @@ fn a_refused_push_keeps_the_commit_and_says_where_and_why() {
         error.to_string().contains(&dir.display().to_string()),
         "{error}"
     );
-    assert_eq!(git(&bare(&url), &["rev-parse", "main"]), before);
+    assert_eq!(main_of(&url), before);
     std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
 }
 
 #[test]
 fn adopting_nothing_is_an_error_and_writes_nothing() {
     let (_repo, url) = shop_repo();
-    let source = Source {
-        repo_url: url.clone(),
-        path: "shop".into(),
-        ..Default::default()
-    };
-    let before = git(&bare(&url), &["rev-parse", "main"]);
+    let source = shop_source(&url);
+    let before = main_of(&url);
     let empty = vec![Adoption {
         object: object("apps", "Deployment", "web"),
         fields: Vec::new(),
@@ -243,18 +245,14 @@ fn adopting_nothing_is_an_error_and_writes_nothing() {
         let error = run(&source, &objects, None).unwrap_err();
         assert!(matches!(error, AdoptError::NoDrift), "{error}");
     }
-    assert_eq!(git(&bare(&url), &["rev-parse", "main"]), before);
+    assert_eq!(main_of(&url), before);
 }
 
 #[test]
 fn an_object_no_file_declares_is_an_error_that_names_it() {
     let (_repo, url) = shop_repo();
-    let source = Source {
-        repo_url: url.clone(),
-        path: "shop".into(),
-        ..Default::default()
-    };
-    let before = git(&bare(&url), &["rev-parse", "main"]);
+    let source = shop_source(&url);
+    let before = main_of(&url);
     let objects = vec![Adoption {
         object: object("apps", "Deployment", "api"),
         fields: vec![field("spec.replicas", json!(1), json!(2))],
@@ -264,7 +262,7 @@ fn an_object_no_file_declares_is_an_error_that_names_it() {
         error,
         "Deployment shop/api: not declared in any manifest of \"shop\""
     );
-    assert_eq!(git(&bare(&url), &["rev-parse", "main"]), before);
+    assert_eq!(main_of(&url), before);
 }
 
 #[test]
@@ -272,7 +270,7 @@ fn sources_pinned_to_a_commit_a_range_or_a_tag_cannot_be_written() {
     let (repo, url) = shop_repo();
     git(&repo.dir, &["tag", "v1.0.0"]);
     repo.publish("shop");
-    let sha = git(&bare(&url), &["rev-parse", "main"]);
+    let sha = main_of(&url);
     for (revision, expected) in [
         (sha.as_str(), "is an exact commit"),
         (">=1.0.0 <2.0.0", "is a semver range"),
@@ -291,17 +289,13 @@ fn sources_pinned_to_a_commit_a_range_or_a_tag_cannot_be_written() {
         );
         assert!(error.contains(expected), "{error}");
     }
-    assert_eq!(git(&bare(&url), &["rev-parse", "main"]), sha);
+    assert_eq!(main_of(&url), sha);
 }
 
 #[test]
 fn secret_values_are_never_adopted_nor_printed() {
     let (_repo, url) = shop_repo();
-    let source = Source {
-        repo_url: url,
-        path: "shop".into(),
-        ..Default::default()
-    };
+    let source = shop_source(&url);
     let objects = vec![Adoption {
         object: object("", "Secret", "db"),
         fields: vec![field("data.password", json!("b2xk"), json!("c2VjcmV0"))],

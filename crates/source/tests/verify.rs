@@ -120,19 +120,33 @@ fn pgp(mode: VerifyMode, armored: &str) -> Verification {
     }
 }
 
-#[test]
-fn a_commit_signed_with_a_trusted_openpgp_key_is_rendered() {
-    let keys = Keys::new();
-    let (fingerprint, armored) = keys.gpg_key("ops@example.com");
+/// A repository whose one commit (a ConfigMap) `fingerprint` signed.
+fn signed_repo(keys: &Keys, fingerprint: &str, message: &str) -> Repo {
     let repo = Repo::new();
     repo.write("cm.yaml", &config_map("web"));
     git(&repo.dir, &["add", "-A"]);
     keys.gpg_git(
         &repo.dir,
-        &fingerprint,
-        &["commit", "-q", "-S", "-m", "signed"],
+        fingerprint,
+        &["commit", "-q", "-S", "-m", message],
     );
-    let rendered = verified(&repo.file_url("shop"), "", pgp(VerifyMode::Head, &armored)).unwrap();
+    repo
+}
+
+/// `repo`'s default branch, verified in `Head` mode against `armored`.
+fn verified_head(
+    repo: &Repo,
+    armored: &str,
+) -> Result<tether_source::Rendered, tether_source::SourceError> {
+    verified(&repo.file_url("shop"), "", pgp(VerifyMode::Head, armored))
+}
+
+#[test]
+fn a_commit_signed_with_a_trusted_openpgp_key_is_rendered() {
+    let keys = Keys::new();
+    let (fingerprint, armored) = keys.gpg_key("ops@example.com");
+    let repo = signed_repo(&keys, &fingerprint, "signed");
+    let rendered = verified_head(&repo, &armored).unwrap();
     assert_eq!(rendered.verified_by, vec![fingerprint]);
 }
 
@@ -143,7 +157,7 @@ fn an_unsigned_commit_is_refused_naming_the_commit() {
     let repo = Repo::new();
     repo.write("cm.yaml", &config_map("web"));
     let commit = repo.commit_all("unsigned");
-    let error = verified(&repo.file_url("shop"), "", pgp(VerifyMode::Head, &armored)).unwrap_err();
+    let error = verified_head(&repo, &armored).unwrap_err();
     assert_eq!(
         error.to_string(),
         format!("commit {}: not signed", &commit[..12])
@@ -156,15 +170,8 @@ fn a_commit_signed_by_an_untrusted_key_is_refused_naming_the_key() {
     let keys = Keys::new();
     let (_, trusted) = keys.gpg_key("ops@example.com");
     let (stranger, _) = keys.gpg_key("stranger@example.com");
-    let repo = Repo::new();
-    repo.write("cm.yaml", &config_map("web"));
-    git(&repo.dir, &["add", "-A"]);
-    keys.gpg_git(
-        &repo.dir,
-        &stranger,
-        &["commit", "-q", "-S", "-m", "by a stranger"],
-    );
-    let error = verified(&repo.file_url("shop"), "", pgp(VerifyMode::Head, &trusted)).unwrap_err();
+    let repo = signed_repo(&keys, &stranger, "by a stranger");
+    let error = verified_head(&repo, &trusted).unwrap_err();
     let message = error.to_string();
     assert!(
         message.contains(&format!(
@@ -178,14 +185,7 @@ fn a_commit_signed_by_an_untrusted_key_is_refused_naming_the_key() {
 fn a_tampered_commit_whose_signature_does_not_verify_is_refused() {
     let keys = Keys::new();
     let (fingerprint, armored) = keys.gpg_key("ops@example.com");
-    let repo = Repo::new();
-    repo.write("cm.yaml", &config_map("web"));
-    git(&repo.dir, &["add", "-A"]);
-    keys.gpg_git(
-        &repo.dir,
-        &fingerprint,
-        &["commit", "-q", "-S", "-m", "signed"],
-    );
+    let repo = signed_repo(&keys, &fingerprint, "signed");
     let raw = git(&repo.dir, &["cat-file", "commit", "HEAD"]);
     let forged = format!("{}\n", raw.replace("signed", "forged"));
     let path = repo.root().join("forged");
@@ -195,7 +195,7 @@ fn a_tampered_commit_whose_signature_does_not_verify_is_refused() {
         &["hash-object", "-t", "commit", "-w", path.to_str().unwrap()],
     );
     git(&repo.dir, &["update-ref", "refs/heads/main", &id]);
-    let error = verified(&repo.file_url("shop"), "", pgp(VerifyMode::Head, &armored)).unwrap_err();
+    let error = verified_head(&repo, &armored).unwrap_err();
     assert!(
         error.to_string().ends_with("signature does not verify"),
         "{error}"
