@@ -9,7 +9,7 @@ use tether_source::adopt::{AdoptError, Adopted, AdoptedField, Adoption, Author, 
 use tether_source::render::Sandbox;
 use tether_source::spec::{HelmOptions, KustomizeOptions, Renderer};
 use tether_source::{Source, render_local};
-use tether_testkit::{Repo, git, run_ok};
+use tether_testkit::{Repo, git, run_ok, write_script};
 
 const DEPLOYMENT: &str = "# The web frontend.
 apiVersion: apps/v1
@@ -200,15 +200,11 @@ fn adopting_onto_a_new_branch_leaves_the_tracked_branch_alone() {
 #[test]
 fn a_refused_push_keeps_the_commit_and_says_where_and_why() {
     let (_repo, url) = shop_repo();
-    let hook = bare(&url).join("hooks/pre-receive");
-    std::fs::write(
-        &hook,
+    write_script(
+        &bare(&url),
+        "hooks/pre-receive",
         "#!/bin/sh\necho 'protected branch: open a pull request' >&2\nexit 1\n",
-    )
-    .unwrap();
-    let mut permissions = std::fs::metadata(&hook).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&hook, permissions).unwrap();
+    );
     let source = shop_source(&url);
     let before = main_of(&url);
     let error = run(&source, &drift(), None).unwrap_err();

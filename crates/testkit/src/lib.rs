@@ -17,6 +17,7 @@
 #[cfg(feature = "controller")]
 mod app;
 mod daemon;
+mod files;
 mod fixtures;
 mod hostile;
 mod log;
@@ -30,6 +31,7 @@ mod wait;
 #[cfg(feature = "controller")]
 pub use app::{AppFixture, application, condition, has_condition, status_of, status_where};
 pub use daemon::{GitDaemon, free_port, wait_for};
+pub use files::{write_file, write_script};
 pub use fixtures::crd;
 pub use hostile::{alias_bomb, alias_document};
 pub use log::{log_file, log_tail};
