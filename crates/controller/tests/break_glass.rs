@@ -44,15 +44,8 @@ async fn synced(ns: &TestNamespace, repo: &Repo) -> Api<tether_controller::api::
 
 fn opening(ns: &TestNamespace, resources: &[&str], ttl: Duration) -> Opening {
     Opening {
-        namespace: ns.name.clone(),
-        app: "shop".into(),
-        resources: resources
-            .iter()
-            .map(|r| request::parse_resource(r).unwrap())
-            .collect(),
         reason: "INC-1234: checkout returns 500s".into(),
-        ttl,
-        max_ttl: DEFAULT_MAX_TTL,
+        ..support::break_glass::opening(ns, resources, ttl)
     }
 }
 

@@ -10,7 +10,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
-use support::{Repo, create_app, start_controller, status_where, web};
+use support::{Repo, create_app, start_controller, status_where, web, web_app};
 use tether_controller::api::Application;
 use tether_controller::install;
 use tether_core::Action;
@@ -19,11 +19,8 @@ use tether_testkit::{Requests, TestNamespace, eventually, has_condition};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_new_application_reaches_synced_and_healthy_and_follows_new_commits() {
-    let ns = TestNamespace::create("loop").await;
-    let repo = Repo::new();
-    let first = repo.commit(&web(2, "hello"), "first");
-    start_controller(&ns).await;
-    let apps = create_app(&ns, &repo).await;
+    let (ns, repo, apps) = web_app("loop", json!({})).await;
+    let first = repo.head();
 
     let status = status_where(&apps, "Synced + Healthy at the first commit", |s| {
         s.sync.status == "Synced"
@@ -70,11 +67,7 @@ use kube::ResourceExt;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn kubectl_scale_is_reverted_and_a_foreign_label_is_not_drift() {
-    let ns = TestNamespace::create("heal").await;
-    let repo = Repo::new();
-    repo.commit(&web(2, "hello"), "first");
-    start_controller(&ns).await;
-    let apps = create_app(&ns, &repo).await;
+    let (ns, _repo, apps) = web_app("heal", json!({})).await;
     status_where(&apps, "Synced", |s| s.sync.status == "Synced").await;
 
     // Someone else's label is not drift: the app stays Synced, the label stays.
@@ -106,11 +99,7 @@ async fn kubectl_scale_is_reverted_and_a_foreign_label_is_not_drift() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_commit_with_one_invalid_object_applies_nothing_and_the_next_good_commit_recovers() {
-    let ns = TestNamespace::create("bad-commit").await;
-    let repo = Repo::new();
-    repo.commit(&web(2, "hello"), "first");
-    start_controller(&ns).await;
-    let apps = create_app(&ns, &repo).await;
+    let (ns, repo, apps) = web_app("bad-commit", json!({})).await;
     status_where(&apps, "Synced", |s| s.sync.status == "Synced").await;
 
     // One good change and one invalid object in the same commit.
@@ -263,11 +252,7 @@ async fn applications_created_at_once_all_reach_synced() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_application_deleted_and_created_again_gets_a_status_of_its_own() {
-    let ns = TestNamespace::create("recreate").await;
-    let repo = Repo::new();
-    repo.commit(&web(2, "hello"), "first");
-    start_controller(&ns).await;
-    let apps = create_app(&ns, &repo).await;
+    let (ns, repo, apps) = web_app("recreate", json!({})).await;
     let first = status_where(&apps, "Synced", |s| s.sync.status == "Synced").await;
     let first_uid = apps.get("shop").await.unwrap().uid();
 

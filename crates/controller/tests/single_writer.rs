@@ -371,11 +371,7 @@ async fn tethers_own_sync_self_heal_and_prune_still_work_under_the_policy() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn another_writer_is_listed_in_status_until_self_heal_takes_its_fields_back() {
-    let ns = TestNamespace::create("writers").await;
-    let repo = Repo::new();
-    repo.commit(&web(2, "hello"), "first");
-    support::start_controller(&ns).await;
-    let apps = create_app_with(&ns, &repo, json!({"selfHeal": false})).await;
+    let (ns, _repo, apps) = support::web_app("writers", json!({"selfHeal": false})).await;
     status_where(&apps, "Synced", |s| {
         s.sync.status == "Synced" && s.inventory.len() == 2
     })

@@ -78,6 +78,18 @@ pub async fn started(prefix: &str) -> TestNamespace {
     ns
 }
 
+/// A namespace with a running controller, a repository with the web app
+/// (2 replicas, greeting "hello") and Application `shop` for it with
+/// `sync_policy`.
+pub async fn web_app(prefix: &str, sync_policy: Value) -> (TestNamespace, Repo, Api<Application>) {
+    let ns = TestNamespace::create(prefix).await;
+    let repo = Repo::new();
+    repo.commit(&web(2, "hello"), "first");
+    start_controller(&ns).await;
+    let apps = create_app_with(&ns, &repo, sync_policy).await;
+    (ns, repo, apps)
+}
+
 /// Application `name` in `ns` for `path` of `repo`.
 pub fn app(ns: &TestNamespace, name: &str, repo: &Repo, path: &str) -> AppFixture {
     application(name, &ns.name, &repo.url(), path)
