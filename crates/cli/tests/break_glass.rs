@@ -74,41 +74,22 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
     );
 
     // Bad input: a window without a reason, a bad ttl, an unknown app.
-    for args in [
-        vec![
-            "break-glass",
-            "open",
-            "shop",
-            "-n",
-            n,
-            "--reason",
-            " ",
-            "--ttl",
-            "1h",
-        ],
-        vec![
-            "break-glass",
-            "open",
-            "shop",
-            "-n",
-            n,
-            "--reason",
-            "INC-9",
-            "--ttl",
-            "soon",
-        ],
-        vec![
-            "break-glass",
-            "open",
-            "nope",
-            "-n",
-            n,
-            "--reason",
-            "INC-9",
-            "--ttl",
-            "1h",
-        ],
+    for (app, reason, ttl) in [
+        ("shop", " ", "1h"),
+        ("shop", "INC-9", "soon"),
+        ("nope", "INC-9", "1h"),
     ] {
+        let args = [
+            "break-glass",
+            "open",
+            app,
+            "-n",
+            n,
+            "--reason",
+            reason,
+            "--ttl",
+            ttl,
+        ];
         let output = tether(&ns, &args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         assert!(!String::from_utf8_lossy(&output.stderr).trim().is_empty());
@@ -184,13 +165,11 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
         ],
     );
     eventually("the image reverted", || async {
-        let output = ns.kubectl(&[
-            "get",
+        let image = ns.jsonpath(
             "deployment/web",
-            "-o",
-            "jsonpath={.spec.template.spec.containers[0].image}",
-        ]);
-        (String::from_utf8_lossy(&output.stdout) == "nginx:1.27").then_some(())
+            "{.spec.template.spec.containers[0].image}",
+        );
+        (image == "nginx:1.27").then_some(())
     })
     .await;
     let list = tether_ok(&ns, &["break-glass", "list", "-n", n]);

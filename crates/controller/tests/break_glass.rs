@@ -49,11 +49,6 @@ fn opening(ns: &TestNamespace, resources: &[&str], ttl: Duration) -> Opening {
     }
 }
 
-fn jsonpath(ns: &TestNamespace, object: &str, path: &str) -> String {
-    let output = ns.kubectl(&["get", object, "-o", &format!("jsonpath={path}")]);
-    String::from_utf8_lossy(&output.stdout).trim().to_string()
-}
-
 async fn event_reasons(ns: &TestNamespace, name: &str) -> Vec<String> {
     let events: Api<Event> = Api::namespaced(ns.client.clone(), &ns.name);
     events
@@ -92,7 +87,7 @@ async fn a_window_on_one_deployment_keeps_its_change_and_the_rest_of_the_app_hea
 
     // The scale outside the window is Manual drift and reverted.
     eventually("deployment/api reverted to 2 replicas", || async {
-        (jsonpath(&ns, "deployment/api", "{.spec.replicas}") == "2").then_some(())
+        (ns.jsonpath("deployment/api", "{.spec.replicas}") == "2").then_some(())
     })
     .await;
     // The change inside is Emergency drift: recorded, with writer and diff.
@@ -137,8 +132,7 @@ async fn a_window_on_one_deployment_keeps_its_change_and_the_rest_of_the_app_hea
     // And it stays: several resyncs later the hotfix image is still live.
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(
-        jsonpath(
-            &ns,
+        ns.jsonpath(
             "deployment/web",
             "{.spec.template.spec.containers[0].image}"
         ),
@@ -162,8 +156,7 @@ async fn a_window_on_one_deployment_keeps_its_change_and_the_rest_of_the_app_hea
         .await
         .unwrap();
     eventually("deployment/web reverted after closing", || async {
-        (jsonpath(
-            &ns,
+        (ns.jsonpath(
             "deployment/web",
             "{.spec.template.spec.containers[0].image}",
         ) == "nginx:1.27")
@@ -209,7 +202,7 @@ async fn an_expired_window_is_marked_expired_and_self_heal_reverts_its_change() 
         w.status.as_ref().is_some_and(|s| s.record_count >= 1)
     })
     .await;
-    assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.replicas}"), "4");
+    assert_eq!(ns.jsonpath("deployment/web", "{.spec.replicas}"), "4");
 
     let window = window_where(&ns, &name, "the window Expired", |w| {
         w.status.as_ref().is_some_and(|s| s.phase == "Expired")
@@ -225,7 +218,7 @@ async fn an_expired_window_is_marked_expired_and_self_heal_reverts_its_change() 
         ("Open", "False", "Expired")
     );
     eventually("deployment/web reverted after expiry", || async {
-        (jsonpath(&ns, "deployment/web", "{.spec.replicas}") == "2").then_some(())
+        (ns.jsonpath("deployment/web", "{.spec.replicas}") == "2").then_some(())
     })
     .await;
     let reasons = event_reasons(&ns, &name).await;
@@ -307,9 +300,9 @@ async fn a_window_its_records_and_its_audit_log_survive_a_controller_restart() {
         "{}",
         serde_json::to_string_pretty(&window.status).unwrap()
     );
-    assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.replicas}"), "3");
+    assert_eq!(ns.jsonpath("deployment/web", "{.spec.replicas}"), "3");
     assert_eq!(
-        jsonpath(&ns, "configmap/settings", "{.data.greeting}"),
+        ns.jsonpath("configmap/settings", "{.data.greeting}"),
         "maintenance"
     );
     let log = audit::check(&ns.client, &ns.name, &window, None)
@@ -416,7 +409,7 @@ async fn bad_break_glass_requests_are_refused_and_change_nothing() {
     ns.kubectl_ok(&["scale", "deployment/web", "--replicas=5"]);
     eventually(
         "the scale reverted despite the malformed window",
-        || async { (jsonpath(&ns, "deployment/web", "{.spec.replicas}") == "2").then_some(()) },
+        || async { (ns.jsonpath("deployment/web", "{.spec.replicas}") == "2").then_some(()) },
     )
     .await;
 
@@ -583,7 +576,7 @@ async fn adopting_a_windows_changes_commits_exactly_those_fields_and_the_app_syn
         !reverted.load(std::sync::atomic::Ordering::SeqCst),
         "a revert happened in between"
     );
-    assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.replicas}"), "5");
+    assert_eq!(ns.jsonpath("deployment/web", "{.spec.replicas}"), "5");
 }
 
 #[tokio::test]

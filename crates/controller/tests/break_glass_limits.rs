@@ -87,8 +87,7 @@ async fn a_window_longer_than_the_cap_is_refused() {
         .unwrap();
     ns.kubectl_ok(&["scale", "deployment/web", "--replicas=5"]);
     eventually("the scale reverted despite the 2 h window", || async {
-        let replicas = ns.kubectl_ok(&["get", "deployment/web", "-o", "jsonpath={.spec.replicas}"]);
-        (replicas.trim() == "2").then_some(())
+        (ns.jsonpath("deployment/web", "{.spec.replicas}") == "2").then_some(())
     })
     .await;
 }

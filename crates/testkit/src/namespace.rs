@@ -65,6 +65,13 @@ impl TestNamespace {
         run_ok(&mut self.kubectl_command_as(kubeconfig, args))
     }
 
+    /// `kubectl get OBJECT -o jsonpath=PATH`, trimmed (empty if kubectl fails,
+    /// e.g. while the object does not exist yet).
+    pub fn jsonpath(&self, object: &str, path: &str) -> String {
+        let output = self.kubectl(&["get", object, "-o", &format!("jsonpath={path}")]);
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    }
+
     /// Runs `kubectl` with `input` on its standard input (`create -f -`).
     pub fn kubectl_with_stdin(&self, args: &[&str], input: &str) -> Output {
         run_with_stdin(&mut self.kubectl_command(args), input)

@@ -5,6 +5,7 @@
 use std::process::Output;
 use std::time::Duration;
 
+use kube::ResourceExt;
 use kube::api::Api;
 use tether_controller::api::BreakGlass;
 use tether_controller::break_glass::request::{self, Opening};
@@ -80,6 +81,14 @@ pub fn opening(ns: &TestNamespace, resources: &[&str], ttl: Duration) -> Opening
         ttl,
         max_ttl: DEFAULT_MAX_TTL,
     }
+}
+
+/// Opens a ten-minute window over all of app `shop` in `ns`; returns its name.
+pub async fn open_window(ns: &TestNamespace) -> String {
+    request::open(&ns.client, opening(ns, &[], Duration::from_secs(600)))
+        .await
+        .unwrap()
+        .name_any()
 }
 
 /// Window `name` once `check` holds (panics with the last seen after a while).
