@@ -12,16 +12,16 @@
 //! figures; it asserts nothing.
 
 mod audit;
-mod plane;
 mod workload;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use clap::Parser;
 use futures::{StreamExt, TryStreamExt};
 use hmac::{Hmac, Mac};
 use k8s_openapi::api::coordination::v1::Lease;
@@ -31,58 +31,41 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 use sha2::Sha256;
 use tether_controller::api::Application;
+use tether_testkit::{ControlPlane, Launch, Repo, application, client_for, run_ok};
 
 use crate::audit::Counts;
-use crate::plane::{Plane, client};
-use crate::workload::{OBJECTS_PER_APP, Repo, app_files, latency_files};
+use crate::workload::{OBJECTS_PER_APP, app_files, latency_files};
 
 const LEASE_NAMESPACE: &str = "tether-system";
 const WEBHOOK_SECRET: &str = "bench-webhook-secret";
 const LATENCY_OBJECTS: usize = 50;
 
+/// Tether's performance figures, side by side with kubectl, against one
+/// local control plane.
+#[derive(Parser, Debug)]
+#[command(name = "tether-bench")]
 struct Options {
+    /// Benchmark applications (10 objects each).
+    #[arg(long, default_value_t = 200)]
     apps: usize,
+    /// How long to count requests in the steady state.
+    #[arg(long, default_value_t = 120)]
     steady_seconds: u64,
+    /// Commits (each announced by a webhook) per latency run.
+    #[arg(long, default_value_t = 20)]
     commits: usize,
+    /// Tether's safety-net resync.
+    #[arg(long, default_value_t = 60)]
     resync_seconds: u64,
-    controller_manager: bool,
-}
-
-impl Options {
-    fn from_args() -> anyhow::Result<Options> {
-        let mut options = Options {
-            apps: 200,
-            steady_seconds: 120,
-            commits: 20,
-            resync_seconds: 60,
-            controller_manager: true,
-        };
-        let mut args = std::env::args().skip(1);
-        while let Some(arg) = args.next() {
-            let mut value =
-                || -> anyhow::Result<u64> { Ok(args.next().context("a value")?.parse()?) };
-            match arg.as_str() {
-                "--apps" => options.apps = value()? as usize,
-                "--steady-seconds" => options.steady_seconds = value()?,
-                "--commits" => options.commits = value()? as usize,
-                "--resync-seconds" => options.resync_seconds = value()?,
-                "--no-controller-manager" => options.controller_manager = false,
-                other => bail!(
-                    "unknown argument {other}; usage: tether-bench [--apps N] [--steady-seconds S] \
-                     [--commits N] [--resync-seconds S] [--no-controller-manager]"
-                ),
-            }
-        }
-        Ok(options)
-    }
+    /// Run kube-local without kube-controller-manager and the fake kubelet.
+    #[arg(long)]
+    no_controller_manager: bool,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let options = Options::from_args()?;
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()?;
+    let options = Options::parse();
+    let controller_manager = !options.no_controller_manager;
     let tether_bin = std::env::current_exe()?.with_file_name("tether");
     if !tether_bin.exists() {
         bail!(
@@ -95,13 +78,20 @@ async fn main() -> anyhow::Result<()> {
     let n = options.apps;
 
     say(&format!(
-        "starting kube-local (controller-manager and fake kubelet: {})",
-        options.controller_manager
+        "starting kube-local (controller-manager and fake kubelet: {controller_manager})"
     ));
-    let plane = Plane::start(&root, &work.join("plane"), options.controller_manager)?;
-    let admin = client(&plane.admin).await?;
-    let tether_kubeconfig = plane.user("tether")?;
-    let kubectl_kubeconfig = plane.user("kubectl-bench")?;
+    let audit_log = work.join("plane/audit.log");
+    let plane = ControlPlane::start(
+        &work.join("plane"),
+        &Launch {
+            controller_manager,
+            audit_log: Some(audit_log.clone()),
+            show_stderr: false,
+        },
+    );
+    let admin = client_for(plane.kubeconfig()).await;
+    let tether_kubeconfig = plane.user_kubeconfig("tether", &["system:masters"]);
+    let kubectl_kubeconfig = plane.user_kubeconfig("kubectl-bench", &["system:masters"]);
     tether_controller::install::install(admin.clone(), LEASE_NAMESPACE)
         .await
         .context("installing the CRDs")?;
@@ -109,7 +99,7 @@ async fn main() -> anyhow::Result<()> {
     say(&format!(
         "writing the Git repository: {n} apps × {OBJECTS_PER_APP} objects"
     ));
-    let repo = Repo::create(&work.join("repo"))?;
+    let repo = Repo::at(&work.join("repo"));
     let mut files = Vec::new();
     for i in 0..n {
         for (file, text) in app_files(&app_name(i), None) {
@@ -117,7 +107,7 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     files.extend(latency_files(LATENCY_OBJECTS, 0));
-    let head = repo.commit(&files, "bench apps")?;
+    let head = repo.commit(&files, "bench apps");
     let all_dir = work.join("kubectl-all");
     for i in 0..n {
         let text: Vec<String> = app_files(&app_name(i), Some(&format!("k1-{i:03}")))
@@ -213,7 +203,7 @@ async fn main() -> anyhow::Result<()> {
     ));
     let latencies = latency(&admin, &repo, &head, http_addr, 1, options.commits, true).await?;
     say("latency again, with pushes that do not list the files they changed");
-    let synced_to = repo.head()?;
+    let synced_to = repo.head();
     let unlisted = latency(
         &admin,
         &repo,
@@ -228,14 +218,14 @@ async fn main() -> anyhow::Result<()> {
     // background lane; how far behind is the last one?
     let last_push =
         Instant::now() - unlisted.last().copied().unwrap_or_default() - Duration::from_millis(500);
-    let last_commit = repo.head()?;
+    let last_commit = repo.head();
     wait_synced(&admin, "bench=initial", n, &last_commit).await?;
     let recorded_lag = last_push.elapsed();
 
-    let initial = audit::count(&plane.audit_log, "tether", from, all_synced).await;
-    let rollout = audit::count(&plane.audit_log, "tether", all_synced, healthy_at).await;
-    let settling = audit::count(&plane.audit_log, "tether", healthy_at, steady_from).await;
-    let steady = audit::count(&plane.audit_log, "tether", steady_from, steady_to).await;
+    let initial = audit::count(&audit_log, "tether", from, all_synced).await;
+    let rollout = audit::count(&audit_log, "tether", all_synced, healthy_at).await;
+    let settling = audit::count(&audit_log, "tether", healthy_at, steady_from).await;
+    let steady = audit::count(&audit_log, "tether", steady_from, steady_to).await;
     drop(stop);
     let _ = tether.wait();
 
@@ -247,7 +237,7 @@ async fn main() -> anyhow::Result<()> {
         kubeconfig: kubectl_kubeconfig,
         cache: work.join("kubectl-cache"),
     };
-    kubectl.run(&["api-resources"])?; // a warm discovery cache, as a CI runner would have
+    kubectl.run(&["api-resources"]); // a warm discovery cache, as a CI runner would have
     let from = Timestamp::now();
     let started = Instant::now();
     let mut per_app = Vec::with_capacity(n);
@@ -255,19 +245,18 @@ async fn main() -> anyhow::Result<()> {
         let one = Instant::now();
         let dir = repo.dir.join("apps").join(app_name(i));
         let ns = format!("kc-{i:03}");
-        kubectl.apply(&["-n", &ns, "-f", &dir.to_string_lossy()])?;
+        kubectl.apply(&["-n", &ns, "-f", &dir.to_string_lossy()]);
         per_app.push(one.elapsed());
     }
     let kubectl_sequential = started.elapsed();
-    let sequential_counts =
-        audit::count(&plane.audit_log, "kubectl-bench", from, Timestamp::now()).await;
+    let sequential_counts = audit::count(&audit_log, "kubectl-bench", from, Timestamp::now()).await;
 
     say("kubectl: one `kubectl apply --server-side -f` for all apps");
     let from = Timestamp::now();
     let started = Instant::now();
-    kubectl.apply(&["-f", &all_dir.to_string_lossy()])?;
+    kubectl.apply(&["-f", &all_dir.to_string_lossy()]);
     let kubectl_one = started.elapsed();
-    let one_counts = audit::count(&plane.audit_log, "kubectl-bench", from, Timestamp::now()).await;
+    let one_counts = audit::count(&audit_log, "kubectl-bench", from, Timestamp::now()).await;
 
     // The figures.
     let objects = n * OBJECTS_PER_APP;
@@ -277,7 +266,7 @@ async fn main() -> anyhow::Result<()> {
     );
     println!(
         "(controller-manager + fake kubelet: {}; 2-core shared machine; times are wall clock)",
-        options.controller_manager
+        controller_manager
     );
     println!();
     println!("1. Initial sync");
@@ -440,15 +429,17 @@ async fn create_apps(admin: &kube::Client, repo_url: &str, n: usize) -> anyhow::
         let admin = admin.clone();
         let ns = format!("tt-{i:03}");
         let name = app_name(i);
-        let app = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "Application",
-            "metadata": {"name": name, "namespace": ns, "labels": {"bench": "initial"}},
-            "spec": {"source": {"repoURL": repo_url, "path": format!("apps/{name}")},
-                     "destination": {"namespace": ns}}});
+        let app =
+            application(&name, &ns, repo_url, &format!("apps/{name}")).label("bench", "initial");
         async move {
             let api: Api<Application> = Api::namespaced(admin, &ns);
-            api.patch(&name, &PatchParams::apply("bench"), &Patch::Apply(&app))
-                .await
-                .with_context(|| format!("Application {ns}/{name}"))
+            api.patch(
+                &name,
+                &PatchParams::apply("bench"),
+                &Patch::Apply(app.manifest()),
+            )
+            .await
+            .with_context(|| format!("Application {ns}/{name}"))
         }
     }))
     .buffer_unordered(8)
@@ -506,24 +497,22 @@ async fn latency(
     list_files: bool,
 ) -> anyhow::Result<Vec<Duration>> {
     let api: Api<Application> = Api::namespaced(admin.clone(), "bench-latency");
-    let app = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "Application",
-        "metadata": {"name": "latency", "namespace": "bench-latency", "labels": {"bench": "latency"}},
-        "spec": {"source": {"repoURL": repo.url(), "path": "apps/latency"},
-                 "destination": {"namespace": "bench-latency"}}});
-    api.patch("latency", &PatchParams::apply("bench"), &Patch::Apply(&app))
-        .await?;
+    let app = application("latency", "bench-latency", &repo.url(), "apps/latency")
+        .label("bench", "latency");
+    api.patch(
+        "latency",
+        &PatchParams::apply("bench"),
+        &Patch::Apply(app.manifest()),
+    )
+    .await?;
     wait_synced(admin, "bench=latency", 1, head).await?;
     let mut latencies = Vec::with_capacity(commits);
     for round in first_round..first_round + commits {
         let commit = repo.commit(
             &latency_files(LATENCY_OBJECTS, round),
             &format!("round {round}"),
-        )?;
-        let changed = if list_files {
-            Some(repo.changed(&commit)?)
-        } else {
-            None
-        };
+        );
+        let changed = list_files.then(|| repo.changed(&commit));
         let started = Instant::now();
         let status = post_push(http_addr, &repo.url(), changed)?;
         if status != 202 {
@@ -599,27 +588,20 @@ struct Kubectl {
 }
 
 impl Kubectl {
-    fn apply(&self, args: &[&str]) -> anyhow::Result<()> {
+    fn apply(&self, args: &[&str]) {
         let mut full = vec!["apply", "--server-side", "--field-manager", "bench-kubectl"];
         full.extend_from_slice(args);
-        self.run(&full)
+        self.run(&full);
     }
 
-    fn run(&self, args: &[&str]) -> anyhow::Result<()> {
-        let output = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(&self.cache)
-            .args(args)
-            .output()
-            .context("running kubectl")?;
-        if !output.status.success() {
-            bail!(
-                "kubectl {args:?}: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-        Ok(())
+    fn run(&self, args: &[&str]) {
+        run_ok(
+            Command::new("kubectl")
+                .arg("--kubeconfig")
+                .arg(&self.kubeconfig)
+                .arg("--cache-dir")
+                .arg(&self.cache)
+                .args(args),
+        );
     }
 }

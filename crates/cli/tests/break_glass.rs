@@ -6,24 +6,13 @@
 mod support;
 
 use serde_json::Value;
-use support::{Repo, run_controller, tether};
+use support::{Repo, run_controller, tether, tether_ok};
 use tether_testkit::{TestNamespace, eventually};
-
-fn ok(ns: &TestNamespace, args: &[&str]) -> String {
-    let output = tether(ns, args);
-    assert!(
-        output.status.success(),
-        "tether {args:?}: {}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
     let ns = TestNamespace::create("cli-incident").await;
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     repo.commit(
         &[(
             "app/web.yaml",
@@ -33,10 +22,10 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
     );
 
     let n = ns.name.as_str();
-    ok(&ns, &["install", "-n", n]);
+    tether_ok(&ns, &["install", "-n", n]);
     let _controller = run_controller(&ns, "incident");
     let url = repo.url();
-    ok(
+    tether_ok(
         &ns,
         &[
             "app",
@@ -54,7 +43,8 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
     );
     eventually("Synced", || async {
         let status: Value =
-            serde_json::from_str(&ok(&ns, &["status", "shop", "-n", n, "-o", "json"])).ok()?;
+            serde_json::from_str(&tether_ok(&ns, &["status", "shop", "-n", n, "-o", "json"]))
+                .ok()?;
         let text = status.to_string();
         text.contains("\"Synced\"").then_some(())
     })
@@ -84,49 +74,30 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
     );
 
     // Bad input: a window without a reason, a bad ttl, an unknown app.
-    for args in [
-        vec![
-            "break-glass",
-            "open",
-            "shop",
-            "-n",
-            n,
-            "--reason",
-            " ",
-            "--ttl",
-            "1h",
-        ],
-        vec![
-            "break-glass",
-            "open",
-            "shop",
-            "-n",
-            n,
-            "--reason",
-            "INC-9",
-            "--ttl",
-            "soon",
-        ],
-        vec![
-            "break-glass",
-            "open",
-            "nope",
-            "-n",
-            n,
-            "--reason",
-            "INC-9",
-            "--ttl",
-            "1h",
-        ],
+    for (app, reason, ttl) in [
+        ("shop", " ", "1h"),
+        ("shop", "INC-9", "soon"),
+        ("nope", "INC-9", "1h"),
     ] {
+        let args = [
+            "break-glass",
+            "open",
+            app,
+            "-n",
+            n,
+            "--reason",
+            reason,
+            "--ttl",
+            ttl,
+        ];
         let output = tether(&ns, &args);
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         assert!(!String::from_utf8_lossy(&output.stderr).trim().is_empty());
     }
-    assert!(!ok(&ns, &["break-glass", "list", "-n", n]).contains("shop-"));
+    assert!(!tether_ok(&ns, &["break-glass", "list", "-n", n]).contains("shop-"));
 
     // The incident: a window on the Deployment, an emergency image change.
-    let opened = ok(
+    let opened = tether_ok(
         &ns,
         &[
             "break-glass",
@@ -150,7 +121,7 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
         .to_string();
     ns.kubectl_ok(&["set", "image", "deployment/web", "web=nginx:1.26"]);
     let shown = eventually("the change and its check in break-glass show", || async {
-        let shown = ok(&ns, &["break-glass", "show", &window, "-n", n]);
+        let shown = tether_ok(&ns, &["break-glass", "show", &window, "-n", n]);
         (shown.contains("nginx:1.26") && shown.contains("audit log (controller): 1 record(s)"))
             .then_some(shown)
     })
@@ -169,7 +140,7 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
         )),
         "{shown}"
     );
-    let list = ok(&ns, &["break-glass", "list", "-n", n]);
+    let list = tether_ok(&ns, &["break-glass", "list", "-n", n]);
     assert!(list.contains(&window) && list.contains("Open"), "{list}");
     // Unresolved drift: exit code 1.
     let drift = tether(&ns, &["drift", "shop", "-n", n]);
@@ -181,7 +152,7 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
     );
 
     // Close with revert: self-heal takes the image back.
-    ok(
+    tether_ok(
         &ns,
         &[
             "break-glass",
@@ -194,16 +165,14 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
         ],
     );
     eventually("the image reverted", || async {
-        let output = ns.kubectl(&[
-            "get",
+        let image = ns.jsonpath(
             "deployment/web",
-            "-o",
-            "jsonpath={.spec.template.spec.containers[0].image}",
-        ]);
-        (String::from_utf8_lossy(&output.stdout) == "nginx:1.27").then_some(())
+            "{.spec.template.spec.containers[0].image}",
+        );
+        (image == "nginx:1.27").then_some(())
     })
     .await;
-    let list = ok(&ns, &["break-glass", "list", "-n", n]);
+    let list = tether_ok(&ns, &["break-glass", "list", "-n", n]);
     assert!(list.contains("Closed"), "{list}");
     // A closed window cannot be closed again.
     let again = tether(

@@ -34,7 +34,7 @@ async fn setup(prefix: &str) -> (TestNamespace, Repo, tempfile::TempDir, String)
     let ns = TestNamespace::create(prefix).await;
     let installed = tether(&ns, &["install", "--namespace", &ns.name]);
     assert!(installed.status.success(), "{}", text(&installed));
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     let commit = repo.commit(
         &[("app/settings.yaml", config_map("settings", "hello"))],
         "settings",

@@ -3,7 +3,7 @@
 
 mod support;
 
-use support::{tether, text};
+use support::{tether, tether_ok, text};
 
 use tether_testkit::TestNamespace;
 
@@ -31,8 +31,7 @@ async fn diff_exits_one_on_drift_and_zero_when_converged() {
         "secret values are never printed"
     );
 
-    let sync = tether(&ns, &["sync", "--path", path, "--namespace", &ns.name]);
-    assert!(sync.status.success(), "{}", text(&sync));
+    tether_ok(&ns, &["sync", "--path", path, "--namespace", &ns.name]);
     let converged = tether(&ns, &["diff", "--path", path, "--namespace", &ns.name]);
     assert_eq!(converged.status.code(), Some(0), "{}", text(&converged));
 

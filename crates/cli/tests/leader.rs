@@ -12,7 +12,8 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};
-use support::{Repo, application, config_map, run_controller, tether, text};
+use serde_json::json;
+use support::{Repo, config_map, create_app, run_controller, tether_ok};
 use tether_controller::api::Application;
 use tether_testkit::TestNamespace;
 use tether_testkit::eventually;
@@ -78,15 +79,13 @@ impl Cluster {
 async fn of_two_tether_run_processes_only_the_leader_acts_and_the_other_takes_over_when_it_is_killed()
  {
     let ns = TestNamespace::create("cli-leader").await;
-    let installed = tether(&ns, &["install", "--namespace", &ns.name]);
-    assert!(installed.status.success(), "{}", text(&installed));
-    let repo = Repo::new(&ns.name);
+    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let repo = Repo::new();
     let first = repo.commit(
         &[("app/settings.yaml", config_map("settings", "one"))],
         "one",
     );
-    let created = ns.kubectl_with_stdin(&["apply", "-f", "-"], &application(&ns, &repo, "{}"));
-    assert!(created.status.success(), "{}", text(&created));
+    create_app(&ns, &repo, json!({}));
 
     let start = |identity: &str| run_controller(&ns, identity);
     let mut alpha = start("alpha");

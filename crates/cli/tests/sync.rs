@@ -8,7 +8,10 @@ mod support;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
-use support::{Repo, application, config_map, run_controller, tether, tether_command, text};
+use serde_json::json;
+use support::{
+    Repo, config_map, create_app, run_controller, tether, tether_command, tether_ok, text,
+};
 use tether_controller::api::Application;
 use tether_testkit::TestNamespace;
 
@@ -25,8 +28,7 @@ async fn version(config_maps: &Api<ConfigMap>, name: &str) -> String {
 #[tokio::test]
 async fn sync_dry_run_prints_each_change_and_applies_nothing() {
     let ns = TestNamespace::create("cli-dry-run").await;
-    let installed = tether(&ns, &["install", "--namespace", &ns.name]);
-    assert!(installed.status.success(), "{}", text(&installed));
+    tether_ok(&ns, &["install", "--namespace", &ns.name]);
 
     // Live: `same` as Git has it, `settings` with an older greeting.
     let live = std::env::temp_dir().join(format!("tether-cli-dry-run-{}", ns.name));
@@ -34,15 +36,14 @@ async fn sync_dry_run_prints_each_change_and_applies_nothing() {
     std::fs::write(live.join("same.yaml"), config_map("same", "hello")).unwrap();
     std::fs::write(live.join("settings.yaml"), config_map("settings", "old")).unwrap();
     let path = live.to_str().unwrap();
-    let applied = tether(
+    tether_ok(
         &ns,
         &["sync", "--path", path, "-n", &ns.name, "--app", "shop"],
     );
-    assert!(applied.status.success(), "{}", text(&applied));
     let _ = std::fs::remove_dir_all(&live);
 
     // Git: the same `same`, a new greeting in `settings`, and a Deployment.
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     let web = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.27\n";
     let commit = repo.commit(
         &[
@@ -52,11 +53,7 @@ async fn sync_dry_run_prints_each_change_and_applies_nothing() {
         ],
         "three objects",
     );
-    let created = ns.kubectl_with_stdin(
-        &["apply", "-f", "-"],
-        &application(&ns, &repo, "{automated: false}"),
-    );
-    assert!(created.status.success(), "{}", text(&created));
+    create_app(&ns, &repo, json!({"automated": false}));
 
     let config_maps: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
     let before = (
@@ -94,13 +91,12 @@ async fn sync_dry_run_prints_each_change_and_applies_nothing() {
 #[tokio::test(flavor = "multi_thread")]
 async fn sync_to_an_older_revision_follows_the_sync_and_records_the_revision() {
     let ns = TestNamespace::create("cli-revision").await;
-    let installed = tether(&ns, &["install", "--namespace", &ns.name]);
-    assert!(installed.status.success(), "{}", text(&installed));
+    tether_ok(&ns, &["install", "--namespace", &ns.name]);
     let _controller = run_controller(&ns, "only");
 
     // Wave 0 a Deployment the fake kubelet makes ready, available only 3 s
     // later; wave 1 a ConfigMap.
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     let web = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  annotations:\n    tether.dev/sync-wave: \"0\"\nspec:\n  replicas: 1\n  minReadySeconds: 3\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.27\n";
     let wave_one = |greeting: &str| {
         config_map("settings", greeting).replace(
@@ -116,11 +112,11 @@ async fn sync_to_an_older_revision_follows_the_sync_and_records_the_revision() {
         "one",
     );
     let newer = repo.commit(&[("app/settings.yaml", wave_one("two"))], "two");
-    let created = ns.kubectl_with_stdin(
-        &["apply", "-f", "-"],
-        &application(&ns, &repo, "{automated: false, waitForWaves: true}"),
+    create_app(
+        &ns,
+        &repo,
+        json!({"automated": false, "waitForWaves": true}),
     );
-    assert!(created.status.success(), "{}", text(&created));
 
     let args = [
         "sync",

@@ -8,7 +8,7 @@ use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
 use tether_cluster::{Applier, Resources};
 use tether_core::Action;
-use tether_testkit::{PATIENCE, TestNamespace, eventually};
+use tether_testkit::{PATIENCE, TestNamespace, crd, eventually, run_ok};
 
 fn applier(ns: &TestNamespace) -> Applier {
     Applier::new(Resources::new(ns.client.clone()), ns.name.clone())
@@ -70,15 +70,9 @@ async fn kubectl_edit_shows_up_in_managed_fields_under_kubectl_edit() {
         .unwrap();
 
     // kubectl edit runs $KUBE_EDITOR on a temporary file, as an operator would.
-    let output = ns
-        .kubectl_command(&["edit", "configmap/settings"])
-        .env("KUBE_EDITOR", "sed -i s/blue/green/")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "kubectl edit: {}",
-        String::from_utf8_lossy(&output.stderr)
+    run_ok(
+        ns.kubectl_command(&["edit", "configmap/settings"])
+            .env("KUBE_EDITOR", "sed -i s/blue/green/"),
     );
 
     let live = Api::<ConfigMap>::namespaced(ns.client.clone(), &ns.name)
@@ -107,16 +101,13 @@ async fn a_crd_becomes_established_and_serves_its_custom_resources() {
     let ns = TestNamespace::create("crd").await;
     let applier = applier(&ns);
     let group = format!("{}.example.com", ns.name);
-    let crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("widgets.{group}")},
-        "spec": {"group": group, "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object",
-                    "properties": {"spec": {"type": "object",
-                        "properties": {"size": {"type": "integer"}}}}}}}]}
-    });
+    let crd = crd(
+        &group,
+        "Widget",
+        json!({"type": "object",
+            "properties": {"spec": {"type": "object",
+                "properties": {"size": {"type": "integer"}}}}}),
+    );
     let applied = applier.apply(&crd, false).await.unwrap();
     assert_eq!(applied.action, Action::Created);
     assert!(

@@ -39,15 +39,10 @@ fn record(
 #[tokio::test]
 async fn adopt_commits_the_values_live_now_into_the_apps_repository() {
     let ns = TestNamespace::create("adopt").await;
-    let repo = Repo::new(&format!("adopt-{}", ns.name));
+    let repo = Repo::new();
     repo.commit(&web(2, "hello"), "shop");
     repo.git(&["config", "receive.denyCurrentBranch", "updateInstead"]);
-    let applied = ns.kubectl(&["apply", "-f", &repo.dir.join("app").to_string_lossy()]);
-    assert!(
-        applied.status.success(),
-        "{}",
-        String::from_utf8_lossy(&applied.stderr)
-    );
+    ns.kubectl_ok(&["apply", "-f", &repo.dir.join("app").to_string_lossy()]);
     for args in [
         vec!["scale", "deployment/web", "--replicas=5"],
         vec![
@@ -57,12 +52,7 @@ async fn adopt_commits_the_values_live_now_into_the_apps_repository() {
             r#"{"data":{"greeting":"hi there"}}"#,
         ],
     ] {
-        let output = ns.kubectl(&args);
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        ns.kubectl_ok(&args);
     }
     let spec: ApplicationSpec = serde_json::from_value(json!({
         "source": {"repoURL": repo.url(), "revision": "main", "path": "app"},

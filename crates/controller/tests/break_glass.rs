@@ -12,14 +12,15 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
-use support::{Repo, config_for, create_app, eventually, start_controller, status_where, web};
+use support::break_glass::window_where;
+use support::{Repo, config_for, create_app, start_controller, status_where, web};
 use tether_controller::api::BreakGlass;
 use tether_controller::api::break_glass::Resolution;
 use tether_controller::break_glass::audit;
 use tether_controller::break_glass::request::{self, Opening, RequestError};
 use tether_core::audit::ChainState;
 use tether_core::window::DEFAULT_MAX_TTL;
-use tether_testkit::TestNamespace;
+use tether_testkit::{TestNamespace, eventually};
 
 fn with_api(replicas: u32) -> Vec<(&'static str, String)> {
     let mut files = web(replicas, "hello");
@@ -43,55 +44,8 @@ async fn synced(ns: &TestNamespace, repo: &Repo) -> Api<tether_controller::api::
 
 fn opening(ns: &TestNamespace, resources: &[&str], ttl: Duration) -> Opening {
     Opening {
-        namespace: ns.name.clone(),
-        app: "shop".into(),
-        resources: resources
-            .iter()
-            .map(|r| request::parse_resource(r).unwrap())
-            .collect(),
         reason: "INC-1234: checkout returns 500s".into(),
-        ttl,
-        max_ttl: DEFAULT_MAX_TTL,
-    }
-}
-
-fn jsonpath(ns: &TestNamespace, object: &str, path: &str) -> String {
-    let output = ns.kubectl(&["get", object, "-o", &format!("jsonpath={path}")]);
-    String::from_utf8_lossy(&output.stdout).trim().to_string()
-}
-
-fn kubectl_ok(ns: &TestNamespace, args: &[&str]) {
-    let output = ns.kubectl(args);
-    assert!(
-        output.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-async fn window_where(
-    ns: &TestNamespace,
-    name: &str,
-    what: &str,
-    check: impl Fn(&BreakGlass) -> bool,
-) -> BreakGlass {
-    let api: Api<BreakGlass> = Api::namespaced(ns.client.clone(), &ns.name);
-    let last = std::sync::Mutex::new(None);
-    let found = tokio::time::timeout(
-        support::PATIENCE,
-        eventually(what, || async {
-            let window = api.get(name).await.ok()?;
-            *last.lock().unwrap() = Some(window.clone());
-            check(&window).then_some(window)
-        }),
-    )
-    .await;
-    match found {
-        Ok(window) => window,
-        Err(_) => panic!(
-            "timed out waiting for {what}; last: {}",
-            serde_json::to_string_pretty(&*last.lock().unwrap()).unwrap()
-        ),
+        ..support::break_glass::opening(ns, resources, ttl)
     }
 }
 
@@ -110,10 +64,9 @@ async fn event_reasons(ns: &TestNamespace, name: &str) -> Vec<String> {
 #[tokio::test]
 async fn a_window_on_one_deployment_keeps_its_change_and_the_rest_of_the_app_heals() {
     let ns = TestNamespace::create("bg-scope").await;
-    let repo = Repo::new("bg-scope");
+    let repo = Repo::new();
     repo.commit(&with_api(2), "two deployments");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
+    start_controller(&ns).await;
     synced(&ns, &repo).await;
 
     let window = request::open(
@@ -131,15 +84,12 @@ async fn a_window_on_one_deployment_keeps_its_change_and_the_rest_of_the_app_hea
     })
     .await;
 
-    kubectl_ok(
-        &ns,
-        &["set", "image", "deployment/web", "web=nginx:1.27-hotfix"],
-    );
-    kubectl_ok(&ns, &["scale", "deployment/api", "--replicas=5"]);
+    ns.kubectl_ok(&["set", "image", "deployment/web", "web=nginx:1.27-hotfix"]);
+    ns.kubectl_ok(&["scale", "deployment/api", "--replicas=5"]);
 
     // The scale outside the window is Manual drift and reverted.
     eventually("deployment/api reverted to 2 replicas", || async {
-        (jsonpath(&ns, "deployment/api", "{.spec.replicas}") == "2").then_some(())
+        (ns.jsonpath("deployment/api", "{.spec.replicas}") == "2").then_some(())
     })
     .await;
     // The change inside is Emergency drift: recorded, with writer and diff.
@@ -184,8 +134,7 @@ async fn a_window_on_one_deployment_keeps_its_change_and_the_rest_of_the_app_hea
     // And it stays: several resyncs later the hotfix image is still live.
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(
-        jsonpath(
-            &ns,
+        ns.jsonpath(
             "deployment/web",
             "{.spec.template.spec.containers[0].image}"
         ),
@@ -209,8 +158,7 @@ async fn a_window_on_one_deployment_keeps_its_change_and_the_rest_of_the_app_hea
         .await
         .unwrap();
     eventually("deployment/web reverted after closing", || async {
-        (jsonpath(
-            &ns,
+        (ns.jsonpath(
             "deployment/web",
             "{.spec.template.spec.containers[0].image}",
         ) == "nginx:1.27")
@@ -244,22 +192,21 @@ async fn api_get(ns: &TestNamespace, name: &str) -> BreakGlass {
 #[tokio::test]
 async fn an_expired_window_is_marked_expired_and_self_heal_reverts_its_change() {
     let ns = TestNamespace::create("bg-expiry").await;
-    let repo = Repo::new("bg-expiry");
+    let repo = Repo::new();
     repo.commit(&web(2, "hello"), "web");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
+    start_controller(&ns).await;
     synced(&ns, &repo).await;
 
     let window = request::open(&ns.client, opening(&ns, &[], Duration::from_secs(12)))
         .await
         .unwrap();
     let name = window.name_any();
-    kubectl_ok(&ns, &["scale", "deployment/web", "--replicas=4"]);
+    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=4"]);
     window_where(&ns, &name, "the scale recorded", |w| {
         w.status.as_ref().is_some_and(|s| s.record_count >= 1)
     })
     .await;
-    assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.replicas}"), "4");
+    assert_eq!(ns.jsonpath("deployment/web", "{.spec.replicas}"), "4");
 
     let window = window_where(&ns, &name, "the window Expired", |w| {
         w.status
@@ -277,7 +224,7 @@ async fn an_expired_window_is_marked_expired_and_self_heal_reverts_its_change() 
         ("Open", "False", "Expired")
     );
     eventually("deployment/web reverted after expiry", || async {
-        (jsonpath(&ns, "deployment/web", "{.spec.replicas}") == "2").then_some(())
+        (ns.jsonpath("deployment/web", "{.spec.replicas}") == "2").then_some(())
     })
     .await;
     let reasons = event_reasons(&ns, &name).await;
@@ -312,13 +259,12 @@ async fn an_expired_window_is_marked_expired_and_self_heal_reverts_its_change() 
 #[tokio::test]
 async fn a_window_its_records_and_its_audit_log_survive_a_controller_restart() {
     let ns = TestNamespace::create("bg-restart").await;
-    let repo = Repo::new("bg-restart");
+    let repo = Repo::new();
     repo.commit(&web(2, "hello"), "web");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
     tether_controller::install::install(ns.client.clone(), &ns.name)
         .await
         .unwrap();
-    let config = config_for(&ns, &cache);
+    let config = config_for(&ns);
     let first = tokio::spawn(tether_controller::run(ns.client.clone(), config.clone()));
     synced(&ns, &repo).await;
 
@@ -326,7 +272,7 @@ async fn a_window_its_records_and_its_audit_log_survive_a_controller_restart() {
         .await
         .unwrap()
         .name_any();
-    kubectl_ok(&ns, &["scale", "deployment/web", "--replicas=3"]);
+    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=3"]);
     window_where(&ns, &name, "the first change recorded", |w| {
         w.status.as_ref().is_some_and(|s| s.record_count == 1)
     })
@@ -341,15 +287,12 @@ async fn a_window_its_records_and_its_audit_log_survive_a_controller_restart() {
     };
     let second = tokio::spawn(tether_controller::run(ns.client.clone(), config));
 
-    kubectl_ok(
-        &ns,
-        &[
-            "patch",
-            "configmap/settings",
-            "-p",
-            r#"{"data":{"greeting":"maintenance"}}"#,
-        ],
-    );
+    ns.kubectl_ok(&[
+        "patch",
+        "configmap/settings",
+        "-p",
+        r#"{"data":{"greeting":"maintenance"}}"#,
+    ]);
     let window = window_where(&ns, &name, "the second change recorded", |w| {
         w.status.as_ref().is_some_and(|s| s.record_count == 2)
     })
@@ -363,9 +306,9 @@ async fn a_window_its_records_and_its_audit_log_survive_a_controller_restart() {
         "{}",
         serde_json::to_string_pretty(&window.status).unwrap()
     );
-    assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.replicas}"), "3");
+    assert_eq!(ns.jsonpath("deployment/web", "{.spec.replicas}"), "3");
     assert_eq!(
-        jsonpath(&ns, "configmap/settings", "{.data.greeting}"),
+        ns.jsonpath("configmap/settings", "{.data.greeting}"),
         "maintenance"
     );
     let log = audit::check(&ns.client, &ns.name, &window, None)
@@ -391,10 +334,9 @@ async fn a_window_its_records_and_its_audit_log_survive_a_controller_restart() {
 #[tokio::test]
 async fn bad_break_glass_requests_are_refused_and_change_nothing() {
     let ns = TestNamespace::create("bg-bad").await;
-    let repo = Repo::new("bg-bad");
+    let repo = Repo::new();
     repo.commit(&web(2, "hello"), "web");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
+    start_controller(&ns).await;
     synced(&ns, &repo).await;
     let windows: Api<BreakGlass> = Api::namespaced(ns.client.clone(), &ns.name);
 
@@ -460,12 +402,7 @@ async fn bad_break_glass_requests_are_refused_and_change_nothing() {
         "spec": {"application": "shop", "reason": "INC-2: typo",
                  "openedBy": {"username": me},
                  "expiresAt": "next tuesday"}});
-    let output = ns.kubectl_with_stdin(&["create", "-f", "-"], &malformed.to_string());
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    ns.kubectl_ok_with_stdin(&["create", "-f", "-"], &malformed.to_string());
     let window = window_where(&ns, "malformed", "the window Invalid", |w| {
         w.status
             .as_ref()
@@ -477,10 +414,10 @@ async fn bad_break_glass_requests_are_refused_and_change_nothing() {
             .message
             .contains("spec.expiresAt: \"next tuesday\" is not an RFC 3339 time")
     );
-    kubectl_ok(&ns, &["scale", "deployment/web", "--replicas=5"]);
+    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=5"]);
     eventually(
         "the scale reverted despite the malformed window",
-        || async { (jsonpath(&ns, "deployment/web", "{.spec.replicas}") == "2").then_some(()) },
+        || async { (ns.jsonpath("deployment/web", "{.spec.replicas}") == "2").then_some(()) },
     )
     .await;
 
@@ -520,7 +457,7 @@ async fn bad_break_glass_requests_are_refused_and_change_nothing() {
 async fn adopting_a_windows_changes_commits_exactly_those_fields_and_the_app_syncs_without_a_revert()
  {
     let ns = TestNamespace::create("bg-adopt").await;
-    let repo = Repo::new("bg-adopt");
+    let repo = Repo::new();
     let mut files = web(2, "hello");
     // Comments must survive the edit.
     files[1].1 = files[1].1.replacen(
@@ -531,24 +468,20 @@ async fn adopting_a_windows_changes_commits_exactly_those_fields_and_the_app_syn
     repo.commit(&files, "web with comments");
     repo.git(&["config", "receive.denyCurrentBranch", "updateInstead"]);
     let before = repo.git(&["rev-parse", "HEAD"]);
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
+    start_controller(&ns).await;
     let apps = synced(&ns, &repo).await;
 
     let name = request::open(&ns.client, opening(&ns, &[], Duration::from_secs(600)))
         .await
         .unwrap()
         .name_any();
-    kubectl_ok(&ns, &["scale", "deployment/web", "--replicas=5"]);
-    kubectl_ok(
-        &ns,
-        &[
-            "patch",
-            "configmap/settings",
-            "-p",
-            r#"{"data":{"greeting":"degraded mode"}}"#,
-        ],
-    );
+    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=5"]);
+    ns.kubectl_ok(&[
+        "patch",
+        "configmap/settings",
+        "-p",
+        r#"{"data":{"greeting":"degraded mode"}}"#,
+    ]);
     let window = window_where(&ns, &name, "both changes recorded", |w| {
         w.status.as_ref().is_some_and(|s| s.record_count >= 2)
     })
@@ -651,17 +584,16 @@ async fn adopting_a_windows_changes_commits_exactly_those_fields_and_the_app_syn
         !reverted.load(std::sync::atomic::Ordering::SeqCst),
         "a revert happened in between"
     );
-    assert_eq!(jsonpath(&ns, "deployment/web", "{.spec.replicas}"), "5");
+    assert_eq!(ns.jsonpath("deployment/web", "{.spec.replicas}"), "5");
 }
 
 #[tokio::test]
 async fn adopting_with_nothing_recorded_is_refused_and_writes_nothing() {
     let ns = TestNamespace::create("bg-adopt-none").await;
-    let repo = Repo::new("bg-adopt-none");
+    let repo = Repo::new();
     repo.commit(&web(2, "hello"), "web");
     let before = repo.git(&["rev-parse", "HEAD"]);
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
+    start_controller(&ns).await;
     let apps = synced(&ns, &repo).await;
     let app = apps.get("shop").await.unwrap();
     let error = tether_controller::adopt::records_to_adopt(&app, false).unwrap_err();

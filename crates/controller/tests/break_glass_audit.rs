@@ -14,8 +14,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
-use support::break_glass::{opening, refused, restart, setup, window_where};
-use support::{Repo, create_app, eventually, status_where, web};
+use support::break_glass::{open_window, opening, refused, restart, setup, window_where};
+use support::{Repo, create_app, status_where, web};
 use tether_controller::api::BreakGlass;
 use tether_controller::api::break_glass::AuditChainStatus;
 use tether_controller::break_glass::audit::{
@@ -24,7 +24,7 @@ use tether_controller::break_glass::audit::{
 use tether_controller::break_glass::request;
 use tether_core::audit::{ChainState, chain_digest};
 use tether_core::window::DEFAULT_MAX_TTL;
-use tether_testkit::{TestNamespace, control_plane};
+use tether_testkit::{TestNamespace, control_plane, eventually};
 
 async fn recorded(ns: &TestNamespace, name: &str, count: u64) -> BreakGlass {
     window_where(ns, name, &format!("{count} change(s) recorded"), |w| {
@@ -166,13 +166,7 @@ async fn an_audit_record_with_an_overflowing_sequence_does_not_crash_the_control
         r#"{"data":{"greeting":"outside the window"}}"#,
     ]);
     eventually("the change outside the window reverted", || async {
-        let greeting = ns.kubectl_ok(&[
-            "get",
-            "configmap/settings",
-            "-o",
-            "jsonpath={.data.greeting}",
-        ]);
-        (greeting.trim() == "hello").then_some(())
+        (ns.jsonpath("configmap/settings", "{.data.greeting}") == "hello").then_some(())
     })
     .await;
     // The window keeps recording, around the squatted name.
@@ -191,10 +185,7 @@ async fn an_audit_record_with_an_overflowing_sequence_does_not_crash_the_control
 async fn a_deleted_audit_record_is_reported_as_a_gap() {
     let setup = setup("bga-gap", DEFAULT_MAX_TTL).await;
     let (ns, ctl) = (&setup.ns, &setup.ctl);
-    let name = request::open(&ns.client, opening(ns, &[], Duration::from_secs(600)))
-        .await
-        .unwrap()
-        .name_any();
+    let name = open_window(ns).await;
     for (count, replicas) in [(1, 3), (2, 4), (3, 5)] {
         ns.kubectl_ok(&["scale", "deployment/web", &format!("--replicas={replicas}")]);
         recorded(ns, &name, count).await;
@@ -224,10 +215,7 @@ async fn a_deleted_audit_record_is_reported_as_a_gap() {
 async fn a_forged_audit_record_with_a_recomputed_digest_is_reported() {
     let setup = setup("bga-forged", DEFAULT_MAX_TTL).await;
     let (ns, ctl) = (&setup.ns, &setup.ctl);
-    let name = request::open(&ns.client, opening(ns, &[], Duration::from_secs(600)))
-        .await
-        .unwrap()
-        .name_any();
+    let name = open_window(ns).await;
     ns.kubectl_ok(&["scale", "deployment/web", "--replicas=3"]);
     let window = recorded(ns, &name, 1).await;
     verdict_of(ns, &name, "Intact", 1).await;
@@ -264,10 +252,7 @@ async fn a_forged_audit_record_with_a_recomputed_digest_is_reported() {
 async fn a_tenant_cannot_create_or_change_audit_records() {
     let setup = setup("bga-tenant", DEFAULT_MAX_TTL).await;
     let (ns, ctl) = (&setup.ns, &setup.ctl);
-    let name = request::open(&ns.client, opening(ns, &[], Duration::from_secs(600)))
-        .await
-        .unwrap()
-        .name_any();
+    let name = open_window(ns).await;
     ns.kubectl_ok(&["scale", "deployment/web", "--replicas=3"]);
     let window = recorded(ns, &name, 1).await;
     let record = window.status.as_ref().unwrap().records[0].audit.clone();
@@ -363,10 +348,9 @@ async fn records_written_before_keying_are_reported_as_unkeyed_and_the_chain_goe
     // one namespace, as they were.
     tether_testkit::log_file();
     let ns = TestNamespace::create("bga-legacy").await;
-    let repo = Repo::new("bga-legacy");
+    let repo = Repo::new();
     repo.commit(&web(2, "hello"), "web");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    support::start_controller(&ns, &cache).await;
+    support::start_controller(&ns).await;
     let apps = create_app(&ns, &repo).await;
     status_where(&apps, "Synced", |s| {
         s.sync.status == "Synced" && !s.inventory.is_empty()

@@ -10,10 +10,10 @@ use std::time::{Duration, SystemTime};
 use kube::ResourceExt;
 use serde_json::json;
 use support::break_glass::{opening, refused, setup, window_where};
-use support::eventually;
 use tether_controller::api::break_glass::{Resolution, format_time};
 use tether_controller::break_glass::request::{self, RequestError};
 use tether_core::window::DEFAULT_MAX_TTL;
+use tether_testkit::eventually;
 
 #[tokio::test]
 async fn a_window_longer_than_the_cap_is_refused() {
@@ -89,8 +89,7 @@ async fn a_window_longer_than_the_cap_is_refused() {
         .unwrap();
     ns.kubectl_ok(&["scale", "deployment/web", "--replicas=5"]);
     eventually("the scale reverted despite the 2 h window", || async {
-        let replicas = ns.kubectl_ok(&["get", "deployment/web", "-o", "jsonpath={.spec.replicas}"]);
-        (replicas.trim() == "2").then_some(())
+        (ns.jsonpath("deployment/web", "{.spec.replicas}") == "2").then_some(())
     })
     .await;
 }

@@ -4,27 +4,20 @@
 
 mod support;
 
-use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
-use support::{Repo, start_controller, status_where, web};
-use tether_controller::api::Application;
+use support::{Repo, app, start_controller, status_where, web};
 use tether_testkit::TestNamespace;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_app_waits_for_its_repository_secret_and_never_shows_its_values() {
     let ns = TestNamespace::create("creds").await;
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     repo.commit(&web(2, "hello"), "first");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
-    let apps: Api<Application> = Api::namespaced(ns.client.clone(), &ns.name);
-    let app = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "Application",
-        "metadata": {"name": "shop", "namespace": ns.name},
-        "spec": {"source": {"repoURL": repo.url(), "path": "app", "secretRef": {"name": "repo-creds"}},
-                 "destination": {"namespace": ns.name}}});
-    apps.patch("shop", &PatchParams::apply("test"), &Patch::Apply(&app))
-        .await
-        .unwrap();
+    start_controller(&ns).await;
+    let apps = app(&ns, "shop", &repo, "app")
+        .secret_ref("repo-creds")
+        .apply(&ns.client)
+        .await;
     let failed = |needle: &'static str| {
         move |s: &tether_controller::api::ApplicationStatus| {
             s.conditions
@@ -47,12 +40,7 @@ async fn an_app_waits_for_its_repository_secret_and_never_shows_its_values() {
             "stringData": data})
     };
     let apply = |object: serde_json::Value| {
-        let output = ns.kubectl_with_stdin(&["apply", "-f", "-"], &object.to_string());
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        ns.kubectl_ok_with_stdin(&["apply", "-f", "-"], &object.to_string());
     };
     apply(secret(json!({"username": "bot", "pasword": "s3cr3t-typo"})));
     let status = status_where(

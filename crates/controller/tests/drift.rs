@@ -11,10 +11,10 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event, Service};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
 use serde_json::json;
-use support::{Repo, create_app_with, eventually, replicas, start_controller, status_where, web};
+use support::{Repo, create_app_with, replicas, start_controller, status_where, web};
 use tether_controller::api::application::DriftEntry;
 use tether_controller::api::{Application, ApplicationStatus};
-use tether_testkit::TestNamespace;
+use tether_testkit::{TestNamespace, eventually, has_condition, run_ok};
 
 fn service() -> (&'static str, String) {
     (
@@ -31,12 +31,11 @@ async fn synced_app(
     policy: serde_json::Value,
 ) -> (TestNamespace, Repo, Api<Application>) {
     let ns = TestNamespace::create(prefix).await;
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     let mut files = web(2, "hello");
     files.push(service());
     repo.commit(&files, "first");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
+    start_controller(&ns).await;
     let apps = create_app_with(&ns, &repo, policy).await;
     status_where(&apps, "Synced with 3 objects in the inventory", |s| {
         s.sync.status == "Synced" && s.inventory.len() == 3
@@ -152,15 +151,9 @@ async fn kubectl_patch_and_edit_of_a_config_value_are_reverted_and_attributed() 
     .await;
 
     // kubectl edit, driven by an editor that rewrites the value.
-    let output = ns
-        .kubectl_command(&["edit", "configmap/settings"])
-        .env("KUBE_EDITOR", "sed -i s/hello/edited/")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    run_ok(
+        ns.kubectl_command(&["edit", "configmap/settings"])
+            .env("KUBE_EDITOR", "sed -i s/hello/edited/"),
     );
     let status = status_where(&apps, "the edit recorded", |s| {
         record(&s.last_drift, "ConfigMap", "settings")
@@ -265,11 +258,7 @@ async fn a_writer_that_keeps_fighting_meets_back_off_and_a_condition_naming_it()
         patches += 1;
     }
     let status = status_where(&apps, "the back-off condition", backed_off).await;
-    let condition = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "SelfHealBackOff")
-        .unwrap();
+    let condition = tether_testkit::condition(&status, "SelfHealBackOff").unwrap();
     println!("after {patches} patches: {}", condition.message);
     assert!(
         condition
@@ -284,10 +273,7 @@ async fn a_writer_that_keeps_fighting_meets_back_off_and_a_condition_naming_it()
 }
 
 fn backed_off(status: &ApplicationStatus) -> bool {
-    status
-        .conditions
-        .iter()
-        .any(|c| c.type_ == "SelfHealBackOff" && c.status == "True")
+    has_condition(status, "SelfHealBackOff", "True")
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -362,21 +348,12 @@ async fn an_emptied_directory_trips_the_circuit_breaker_until_confirmed() {
     for path in ["app/config.yaml", "app/web.yaml", "app/service.yaml"] {
         repo.git(&["rm", "-q", path]);
     }
-    repo.commit(
-        &[("app/README.md", "moved elsewhere\n".into())],
-        "empty the app",
-    );
+    repo.commit(&[("app/README.md", "moved elsewhere\n")], "empty the app");
     let status = status_where(&apps, "the PruneBlocked condition", |s| {
-        s.conditions
-            .iter()
-            .any(|c| c.type_ == "PruneBlocked" && c.status == "True")
+        has_condition(s, "PruneBlocked", "True")
     })
     .await;
-    let condition = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "PruneBlocked")
-        .unwrap();
+    let condition = tether_testkit::condition(&status, "PruneBlocked").unwrap();
     assert!(
         condition.message.contains("--allow-mass-prune"),
         "{}",
@@ -436,12 +413,7 @@ async fn a_sync_that_stops_half_way_leaves_accidental_drift_until_it_completes()
             "matchResources": {"namespaceSelector": {"matchLabels":
                 {"kubernetes.io/metadata.name": ns.name}}}}});
     for object in [&policy, &binding] {
-        let output = ns.kubectl_with_stdin(&["apply", "-f", "-"], &object.to_string());
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        ns.kubectl_ok_with_stdin(&["apply", "-f", "-"], &object.to_string());
     }
     eventually("the test policy in force", || async {
         let output = ns.kubectl(&["annotate", "deployment/web", "probe=1"]);

@@ -26,16 +26,15 @@ const CHANGES: usize = 100;
 #[ignore = "benchmark: prints figures"]
 async fn drift_detection_and_self_heal_latency() {
     let ns = TestNamespace::create("bench-drift").await;
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     repo.commit(&web(2, "hello"), "first");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
     // The benchmark reverts one field 100 times on purpose: no flap guard.
     let config = Config {
         flap_policy: FlapPolicy {
             max_reverts: usize::MAX,
             ..FlapPolicy::default()
         },
-        ..config_for(&ns, &cache)
+        ..config_for(&ns)
     };
     start_controller_with(&ns, config).await;
     let apps = create_app_with(&ns, &repo, json!({})).await;
@@ -103,7 +102,6 @@ async fn drift_detection_and_self_heal_latency() {
             println!("  {:>6.2}  {key}", delta / CHANGES as f64);
         }
     }
-    let _ = std::fs::remove_dir_all(&cache);
 }
 
 fn percentiles(samples: &mut [Duration]) -> String {

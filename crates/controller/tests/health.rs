@@ -24,36 +24,30 @@ use support::{
 use tether_controller::api::application::HealthInfo;
 use tether_controller::api::{Application, ApplicationStatus};
 use tether_controller::observe::health::RULES_CONFIGMAP;
-use tether_testkit::TestNamespace;
+use tether_testkit::{TestNamespace, has_condition};
 
-/// One test's namespace, repository and controller cache.
+/// One test's namespace and repository.
 struct Setup {
     ns: TestNamespace,
     repo: Repo,
-    cache: std::path::PathBuf,
 }
 
 impl Setup {
-    fn new(prefix: &str, ns: TestNamespace) -> Setup {
-        let repo = Repo::new(&ns.name);
-        let cache = std::env::temp_dir().join(format!("tether-cache-{prefix}-{}", ns.name));
-        Setup { ns, repo, cache }
+    async fn new(prefix: &str) -> Setup {
+        let ns = TestNamespace::create(prefix).await;
+        Setup {
+            ns,
+            repo: Repo::new(),
+        }
     }
 
     /// Starts the controller with a resync long enough never to fire.
     async fn start_controller(&self) {
         let config = tether_controller::Config {
             resync: Duration::from_secs(3600),
-            ..config_for(&self.ns, &self.cache)
+            ..config_for(&self.ns)
         };
         start_controller_with(&self.ns, config).await;
-    }
-}
-
-impl Drop for Setup {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.repo.dir);
-        let _ = std::fs::remove_dir_all(&self.cache);
     }
 }
 
@@ -122,7 +116,7 @@ fn record_statuses(apps: &Api<Application>) -> Arc<Mutex<Vec<ApplicationStatus>>
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_deployment_rolls_out_from_progressing_to_healthy_and_the_app_converges() {
-    let setup = Setup::new("rollout", TestNamespace::create("health-rollout").await);
+    let setup = Setup::new("health-rollout").await;
     // minReadySeconds keeps the rollout visibly in progress for a while.
     setup.repo.commit(
         &[deployment(
@@ -166,7 +160,7 @@ async fn a_deployment_rolls_out_from_progressing_to_healthy_and_the_app_converge
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_image_that_cannot_be_pulled_is_applied_but_failing_until_git_fixes_it() {
-    let setup = Setup::new("pull", TestNamespace::create("health-pull").await);
+    let setup = Setup::new("health-pull").await;
     let deadline = "  progressDeadlineSeconds: 5\n";
     setup.repo.commit(
         &[deployment(
@@ -179,7 +173,7 @@ async fn an_image_that_cannot_be_pulled_is_applied_but_failing_until_git_fixes_i
     );
     // Git is polled on the resync (no webhook here), so this test keeps
     // the ordinary short one to notice the fixing commit.
-    start_controller(&setup.ns, &setup.cache).await;
+    start_controller(&setup.ns).await;
     let apps = create_app(&setup.ns, &setup.repo).await;
 
     let status = status_where(&apps, "Synced + Degraded", |s| {
@@ -222,7 +216,7 @@ async fn an_image_that_cannot_be_pulled_is_applied_but_failing_until_git_fixes_i
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_crashing_container_is_degraded_with_its_growing_restart_count() {
-    let setup = Setup::new("crash", TestNamespace::create("health-crash").await);
+    let setup = Setup::new("health-crash").await;
     let pod = |name: &str, image: &str| {
         format!(
             "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  containers:\n    - name: app\n      image: {image}\n"
@@ -288,7 +282,7 @@ async fn a_crashing_container_is_degraded_with_its_growing_restart_count() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failed_job_is_degraded_a_suspended_cronjob_suspended_and_an_unbound_claim_progressing() {
-    let setup = Setup::new("batch", TestNamespace::create("health-batch").await);
+    let setup = Setup::new("health-batch").await;
     setup.repo.commit(
         &[
             file(
@@ -338,7 +332,7 @@ async fn a_failed_job_is_degraded_a_suspended_cronjob_suspended_and_an_unbound_c
 
 #[tokio::test(flavor = "multi_thread")]
 async fn cluster_rules_from_a_configmap_and_application_rules_judge_live_objects() {
-    let setup = Setup::new("rules", TestNamespace::create("health-rules").await);
+    let setup = Setup::new("health-rules").await;
     setup.repo.commit(
         &[file(
             "app/settings.yaml",
@@ -367,11 +361,7 @@ async fn cluster_rules_from_a_configmap_and_application_rules_judge_live_objects
     .await;
     let settings = resource_health(&status, "ConfigMap", "settings").unwrap();
     assert_eq!(settings.message, "ConfigMap settings: in maintenance");
-    let condition = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "HealthRules")
-        .unwrap();
+    let condition = tether_testkit::condition(&status, "HealthRules").unwrap();
     assert_eq!(condition.status, "True");
 
     // The Application's own rule takes precedence.
@@ -403,16 +393,10 @@ async fn cluster_rules_from_a_configmap_and_application_rules_judge_live_objects
     // the cluster's rule judges again.
     patch(own("self.data.(")).await;
     let status = status_where(&apps, "the HealthRules condition False", |s| {
-        s.conditions
-            .iter()
-            .any(|c| c.type_ == "HealthRules" && c.status == "False")
+        has_condition(s, "HealthRules", "False")
     })
     .await;
-    let condition = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "HealthRules")
-        .unwrap();
+    let condition = tether_testkit::condition(&status, "HealthRules").unwrap();
     assert_eq!(condition.reason, "RulesLeftOut");
     assert!(
         condition.message.starts_with(&format!(

@@ -7,11 +7,11 @@
 mod support;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use serde_json::{Value, json};
-use support::{Repo, eventually, start_controller};
+use support::{Repo, app, start_controller};
 use tether_controller::api::Application;
-use tether_testkit::TestNamespace;
+use tether_testkit::{TestNamespace, alias_bomb, condition, eventually};
 
 /// Resident memory of this process, in MB (from /proc/self/status).
 fn rss_mb() -> f64 {
@@ -21,18 +21,6 @@ fn rss_mb() -> f64 {
     kb / 1024.0
 }
 
-fn alias_document(index: usize) -> String {
-    let list = |item: &str| [item; 10].join(",");
-    format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: b{index}}}\na: &a [{}]\nb: &b [{}]\nc: &c [{}]\nd: &d [{}]\ne: [{}]\n",
-        list("x"),
-        list("*a"),
-        list("*b"),
-        list("*c"),
-        list("*d"),
-    )
-}
-
 fn greeting(text: &str) -> String {
     format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: greeting\ndata:\n  text: \"{text}\"\n"
@@ -40,14 +28,10 @@ fn greeting(text: &str) -> String {
 }
 
 async fn create(ns: &TestNamespace, name: &str, repo: &Repo, path: &str, renderer: Value) {
-    let apps: Api<Application> = Api::namespaced(ns.client.clone(), &ns.name);
-    let app = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "Application",
-        "metadata": {"name": name, "namespace": ns.name},
-        "spec": {"source": {"repoURL": repo.url(), "path": path, "renderer": renderer},
-                 "destination": {"namespace": ns.name}}});
-    apps.patch(name, &PatchParams::apply("test"), &Patch::Apply(&app))
-        .await
-        .unwrap();
+    app(ns, name, repo, path)
+        .renderer(renderer)
+        .apply(&ns.client)
+        .await;
 }
 
 /// The message of `name`'s failed `Reconciled` condition, once there is one.
@@ -55,10 +39,8 @@ async fn failure(ns: &TestNamespace, name: &str) -> String {
     let apps: Api<Application> = Api::namespaced(ns.client.clone(), &ns.name);
     eventually(&format!("{name} fails"), || async {
         let status = apps.get(name).await.ok()?.status?;
-        status
-            .conditions
-            .iter()
-            .find(|c| c.type_ == "Reconciled" && c.status == "False")
+        condition(&status, "Reconciled")
+            .filter(|c| c.status == "False")
             .map(|c| c.message.clone())
     })
     .await
@@ -76,14 +58,12 @@ async fn greeting_is(ns: &TestNamespace, text: &str) {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_alias_file_and_a_jsonnet_bomb_leave_the_controller_small_and_other_apps_syncing() {
     let ns = TestNamespace::create("hostile").await;
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
-    let repo = Repo::new(&ns.name);
-    let aliases: Vec<String> = (0..40).map(alias_document).collect();
+    start_controller(&ns).await;
+    let repo = Repo::new();
     repo.commit(
         &[
             ("good/greeting.yaml", greeting("hello")),
-            ("aliases/bomb.yaml", aliases.join("---\n")),
+            ("aliases/bomb.yaml", alias_bomb(40)),
             (
                 "jsonnet/main.jsonnet",
                 "local x = std.foldl(function(a, b) a + [b], std.range(1, 20000000), []); x\n"

@@ -33,7 +33,7 @@ async fn only_one_of_two_controllers_leads_and_the_other_takes_over_when_it_dies
             lease_namespace: ns.name.clone(),
             identity: identity.to_string(),
             watch_namespace: Some(ns.name.clone()),
-            cache_dir: std::env::temp_dir().join(format!("tether-cache-{}-{identity}", ns.name)),
+            cache_dir: ns.cache_dir().join(identity),
             ..Config::default()
         };
         tokio::spawn(tether_controller::run(ns.client.clone(), config))

@@ -13,11 +13,11 @@ use kube::CustomResourceExt;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
-use support::{Repo, config_for, eventually, status_where, web};
+use support::{Repo, config_for, status_where, web};
 use tether_controller::api::Application;
 use tether_controller::serve::probe::Verdict;
 use tether_controller::{Probe, Trigger, install};
-use tether_testkit::TestNamespace;
+use tether_testkit::{TestNamespace, eventually};
 
 /// The Application CRD as it was before it had a structural schema for
 /// its spec: the API server stored any spec.
@@ -81,7 +81,7 @@ async fn a_malformed_application_among_good_ones_gets_its_own_condition_across_a
     .unwrap();
 
     // The good app and the review's malformed ones, stored under the old CRD.
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     repo.commit(&web(1, "hello"), "first");
     let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(
         "tether.dev",
@@ -107,11 +107,10 @@ async fn a_malformed_application_among_good_ones_gets_its_own_condition_across_a
     assert!(apps.list(&Default::default()).await.is_err());
 
     // The controller starts (as after a restart), installing today's CRD.
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
     tether_testkit::log_file();
     install::install(ns.client.clone(), &ns.name).await.unwrap();
     let probe = Probe::default();
-    let (client, config, running) = (ns.client.clone(), config_for(&ns, &cache), probe.clone());
+    let (client, config, running) = (ns.client.clone(), config_for(&ns), probe.clone());
     tokio::spawn(async move {
         let stopped =
             tether_controller::run_with(client, config, Trigger::default(), running).await;

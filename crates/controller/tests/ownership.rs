@@ -6,9 +6,9 @@
 mod support;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use serde_json::{Value, json};
-use support::{Repo, start_controller, status_where};
+use support::{Repo, app, started, status_where};
 use tether_controller::api::{Application, ApplicationStatus};
 use tether_testkit::TestNamespace;
 
@@ -19,33 +19,6 @@ fn config_map(name: &str, namespace: Option<&str>, value: &str) -> String {
     format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n{namespace}data:\n  owner: \"{value}\"\n"
     )
-}
-
-/// Creates Application `name` in `ns` for `path` of `repo` with `policy`.
-async fn create(
-    ns: &TestNamespace,
-    name: &str,
-    repo: &Repo,
-    path: &str,
-    policy: Value,
-) -> Api<Application> {
-    let apps: Api<Application> = Api::namespaced(ns.client.clone(), &ns.name);
-    let app = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "Application",
-        "metadata": {"name": name, "namespace": ns.name},
-        "spec": {"source": {"repoURL": repo.url(), "path": path},
-                 "destination": {"namespace": ns.name},
-                 "syncPolicy": policy}});
-    apps.patch(name, &PatchParams::apply("test"), &Patch::Apply(&app))
-        .await
-        .unwrap();
-    apps
-}
-
-async fn started(prefix: &str) -> TestNamespace {
-    let ns = TestNamespace::create(prefix).await;
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
-    ns
 }
 
 fn refused_with(status: &ApplicationStatus, reason: &str) -> Option<String> {
@@ -64,8 +37,21 @@ async fn owner_value(ns: &TestNamespace, namespace: &str, name: &str) -> Option<
     Some(found.data?.get("owner")?.clone())
 }
 
-/// The status of Application `name` once `check` holds (as
-/// [`status_where`] does for `shop`).
+/// Creates Application `name` in `ns` for `path` of `repo` with `policy`.
+async fn create(
+    ns: &TestNamespace,
+    name: &str,
+    repo: &Repo,
+    path: &str,
+    policy: Value,
+) -> Api<Application> {
+    app(ns, name, repo, path)
+        .sync_policy(policy)
+        .apply(&ns.client)
+        .await
+}
+
+/// The status of Application `name` once `check` holds.
 async fn status_of(
     ns: &TestNamespace,
     name: &str,
@@ -73,28 +59,13 @@ async fn status_of(
     check: impl Fn(&ApplicationStatus) -> bool,
 ) -> ApplicationStatus {
     let apps: Api<Application> = Api::namespaced(ns.client.clone(), &ns.name);
-    let deadline = std::time::Instant::now() + tether_testkit::PATIENCE;
-    loop {
-        let status = apps.get(name).await.ok().and_then(|app| app.status);
-        if let Some(status) = &status
-            && check(status)
-        {
-            return status.clone();
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting for {name}: {what}; last status: {}\n{}",
-            serde_json::to_string_pretty(&status).unwrap(),
-            tether_testkit::log_tail("", 30)
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    tether_testkit::status_of(&apps, name, what, check).await
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_object_another_app_manages_is_a_conflict_naming_both_apps() {
     let ns = started("takeover").await;
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     repo.commit(
         &[
             ("bob/config.yaml", config_map("bob-config", None, "bob")),
@@ -139,7 +110,7 @@ async fn an_object_made_by_hand_is_adopted_only_on_opt_in_and_never_pruned() {
         "victim",
         "--from-literal=owner=admin",
     ]);
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     repo.commit(
         &[
             ("app/victim.yaml", config_map("victim", None, "admin")),
@@ -185,7 +156,7 @@ async fn an_object_made_by_hand_is_adopted_only_on_opt_in_and_never_pruned() {
 
     // Removed from Git with prune on: kept, because Tether did not create it.
     std::fs::remove_file(repo.dir.join("app/victim.yaml")).unwrap();
-    repo.commit(&[], "stop declaring it");
+    repo.commit_all("stop declaring it");
     let kept = status_where(&apps, "the adopted orphan kept", |s| {
         s.orphans
             .iter()
@@ -202,7 +173,7 @@ async fn an_object_made_by_hand_is_adopted_only_on_opt_in_and_never_pruned() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_object_outside_the_destination_namespace_is_refused() {
     let ns = started("outside").await;
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     let name = format!("victim-{}", ns.name);
     repo.commit(
         &[

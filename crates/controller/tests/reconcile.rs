@@ -10,21 +10,17 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
-use support::{Repo, create_app, eventually, start_controller, status_where, web};
+use support::{Repo, create_app, start_controller, status_where, web, web_app};
 use tether_controller::api::Application;
 use tether_controller::install;
 use tether_core::Action;
 use tether_core::tracking::{APP_LABEL, TRACKING_ANNOTATION};
-use tether_testkit::{Requests, TestNamespace};
+use tether_testkit::{Requests, TestNamespace, eventually, has_condition};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_new_application_reaches_synced_and_healthy_and_follows_new_commits() {
-    let ns = TestNamespace::create("loop").await;
-    let repo = Repo::new(&ns.name);
-    let first = repo.commit(&web(2, "hello"), "first");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
-    let apps = create_app(&ns, &repo).await;
+    let (ns, repo, apps) = web_app("loop", json!({})).await;
+    let first = repo.head();
 
     let status = status_where(&apps, "Synced + Healthy at the first commit", |s| {
         s.sync.status == "Synced"
@@ -65,19 +61,13 @@ async fn a_new_application_reaches_synced_and_healthy_and_follows_new_commits() 
         .await
         .unwrap();
     assert_eq!(config.data.unwrap()["greeting"], "hello again");
-    let _ = std::fs::remove_dir_all(&cache);
 }
 
 use kube::ResourceExt;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn kubectl_scale_is_reverted_and_a_foreign_label_is_not_drift() {
-    let ns = TestNamespace::create("heal").await;
-    let repo = Repo::new(&ns.name);
-    repo.commit(&web(2, "hello"), "first");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
-    let apps = create_app(&ns, &repo).await;
+    let (ns, _repo, apps) = web_app("heal", json!({})).await;
     status_where(&apps, "Synced", |s| s.sync.status == "Synced").await;
 
     // Someone else's label is not drift: the app stays Synced, the label stays.
@@ -93,12 +83,7 @@ async fn kubectl_scale_is_reverted_and_a_foreign_label_is_not_drift() {
     assert_eq!(config.labels()["team"], "payments");
 
     // kubectl scale is reverted.
-    let output = ns.kubectl(&["scale", "deployment/web", "--replicas=5"]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=5"]);
     let deployments = Api::<Deployment>::namespaced(ns.client.clone(), &ns.name);
     eventually("spec.replicas reverted to 2", || async {
         let replicas = deployments.get("web").await.ok()?.spec?.replicas?;
@@ -110,17 +95,11 @@ async fn kubectl_scale_is_reverted_and_a_foreign_label_is_not_drift() {
     })
     .await;
     assert_eq!(status.history[0].initiator, "self-heal");
-    let _ = std::fs::remove_dir_all(&cache);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_commit_with_one_invalid_object_applies_nothing_and_the_next_good_commit_recovers() {
-    let ns = TestNamespace::create("bad-commit").await;
-    let repo = Repo::new(&ns.name);
-    repo.commit(&web(2, "hello"), "first");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
-    let apps = create_app(&ns, &repo).await;
+    let (ns, repo, apps) = web_app("bad-commit", json!({})).await;
     status_where(&apps, "Synced", |s| s.sync.status == "Synced").await;
 
     // One good change and one invalid object in the same commit.
@@ -131,17 +110,11 @@ async fn a_commit_with_one_invalid_object_applies_nothing_and_the_next_good_comm
     ));
     repo.commit(&files, "bad");
     let status = status_where(&apps, "the failure to be reported", |s| {
-        s.conditions
-            .iter()
-            .any(|c| c.type_ == "Reconciled" && c.status == "False")
+        has_condition(s, "Reconciled", "False")
     })
     .await;
     assert_eq!(status.sync.status, "OutOfSync");
-    let condition = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Reconciled")
-        .unwrap();
+    let condition = tether_testkit::condition(&status, "Reconciled").unwrap();
     assert_eq!(condition.reason, "ApplyFailed");
     assert!(
         condition
@@ -166,18 +139,15 @@ async fn a_commit_with_one_invalid_object_applies_nothing_and_the_next_good_comm
     status_where(&apps, "Synced at the fixed commit", |s| {
         s.sync.status == "Synced"
             && s.sync.revision.as_deref() == Some(good.as_str())
-            && s.conditions
-                .iter()
-                .any(|c| c.type_ == "Reconciled" && c.status == "True")
+            && has_condition(s, "Reconciled", "True")
     })
     .await;
-    let _ = std::fs::remove_dir_all(&cache);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn server_defaulted_fields_never_show_as_drift() {
     let ns = TestNamespace::create("defaults").await;
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     // No strategy on the Deployment, no sessionAffinity/type on the Service:
     // the API server fills them in.
     let mut files = web(1, "hello");
@@ -186,8 +156,7 @@ async fn server_defaulted_fields_never_show_as_drift() {
         "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  selector: {app: web}\n  ports:\n    - port: 80\n".to_string(),
     ));
     repo.commit(&files, "first");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
+    start_controller(&ns).await;
     let apps = create_app(&ns, &repo).await;
     let status = status_where(&apps, "Synced", |s| s.sync.status == "Synced").await;
     assert!(
@@ -208,7 +177,6 @@ async fn server_defaulted_fields_never_show_as_drift() {
         "no sync after the first: {:?}",
         status.history
     );
-    let _ = std::fs::remove_dir_all(&cache);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -216,7 +184,7 @@ async fn applications_created_at_once_all_reach_synced() {
     // Several reconciles then wait together for the first list of a newly
     // watched kind; every one of them must be woken.
     let ns = TestNamespace::create("burst").await;
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     let mut files = Vec::new();
     for i in 0..8 {
         for (path, text) in web(1, "hi") {
@@ -227,8 +195,7 @@ async fn applications_created_at_once_all_reach_synced() {
     }
     let files: Vec<(&str, String)> = files.iter().map(|(p, t)| (p.as_str(), t.clone())).collect();
     repo.commit(&files, "eight apps");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
+    start_controller(&ns).await;
     let apps: Api<Application> = Api::namespaced(ns.client.clone(), &ns.name);
     for i in 0..8 {
         let name = format!("app-{i}");
@@ -241,7 +208,7 @@ async fn applications_created_at_once_all_reach_synced() {
             .unwrap();
     }
     let last = std::sync::Mutex::new(String::new());
-    let waited = tokio::time::timeout(support::PATIENCE, eventually(
+    let waited = tokio::time::timeout(tether_testkit::PATIENCE, eventually(
         "all eight Applications Synced, with revision and history",
         || async {
             let list = apps.list(&Default::default()).await.ok()?;
@@ -281,17 +248,11 @@ async fn applications_created_at_once_all_reach_synced() {
         "not all Synced; last:\n{}",
         last.lock().unwrap()
     );
-    let _ = std::fs::remove_dir_all(&cache);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_application_deleted_and_created_again_gets_a_status_of_its_own() {
-    let ns = TestNamespace::create("recreate").await;
-    let repo = Repo::new(&ns.name);
-    repo.commit(&web(2, "hello"), "first");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
-    let apps = create_app(&ns, &repo).await;
+    let (ns, repo, apps) = web_app("recreate", json!({})).await;
     let first = status_where(&apps, "Synced", |s| s.sync.status == "Synced").await;
     let first_uid = apps.get("shop").await.unwrap().uid();
 
@@ -316,7 +277,7 @@ async fn an_application_deleted_and_created_again_gets_a_status_of_its_own() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_commit_elsewhere_in_a_monorepo_is_recorded_without_a_sync() {
     let ns = TestNamespace::create("mono").await;
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     let other = |value: &str| {
         (
             "other/cm.yaml",
@@ -328,8 +289,7 @@ async fn a_commit_elsewhere_in_a_monorepo_is_recorded_without_a_sync() {
     let mut files = web(1, "hello");
     files.push(other("1"));
     let first = repo.commit(&files, "first");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    start_controller(&ns, &cache).await;
+    start_controller(&ns).await;
     let apps = create_app(&ns, &repo).await;
     let synced = status_where(&apps, "Synced at the first commit", |s| {
         s.sync.status == "Synced" && s.sync.revision.as_deref() == Some(first.as_str())
@@ -358,7 +318,6 @@ async fn a_commit_elsewhere_in_a_monorepo_is_recorded_without_a_sync() {
     assert_eq!(status.history.len(), 2);
     assert_eq!(status.operation_state.unwrap().revision, third);
     assert_ne!(status.sync.objects_digest, synced.sync.objects_digest);
-    let _ = std::fs::remove_dir_all(&cache);
 }
 
 /// What a sync costs in API requests: the comparison's dry-run validates a
@@ -367,7 +326,7 @@ async fn a_commit_elsewhere_in_a_monorepo_is_recorded_without_a_sync() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_commit_changing_one_object_of_twenty_costs_one_dry_run_and_one_apply() {
     let ns = TestNamespace::create("cost").await;
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     let files = |changed: &str| -> Vec<(String, String)> {
         (0..20)
             .map(|i| {
@@ -380,10 +339,9 @@ async fn a_commit_changing_one_object_of_twenty_costs_one_dry_run_and_one_apply(
             .collect()
     };
     let first = repo.commit(&as_refs(&files("one")), "first");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
     install::install(ns.client.clone(), &ns.name).await.unwrap();
     let (client, requests) = tether_testkit::recording_client(&ns.kubeconfig).await;
-    let config = support::config_for(&ns, &cache);
+    let config = support::config_for(&ns);
     tokio::spawn(async move { tether_controller::run(client, config).await });
     let apps = create_app(&ns, &repo).await;
     status_where(&apps, "Synced at the first commit", |s| {
@@ -425,7 +383,6 @@ async fn a_commit_changing_one_object_of_twenty_costs_one_dry_run_and_one_apply(
         .await
         .unwrap();
     assert_eq!(live.data.unwrap()["v"], "two");
-    let _ = std::fs::remove_dir_all(&cache);
 }
 
 fn as_refs(files: &[(String, String)]) -> Vec<(&str, String)> {

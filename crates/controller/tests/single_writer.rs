@@ -18,12 +18,12 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
-use support::{Repo, config_for, create_app_with, eventually, replicas, status_where, web};
+use support::{Repo, config_for, create_app_with, replicas, status_where, web};
 use tether_controller::api::{Application, BreakGlass};
 use tether_controller::break_glass::request::{self, Opening};
 use tether_controller::install;
 use tether_controller::single_writer::{self, SingleWriter, service_account_user};
-use tether_testkit::{TestNamespace, client_for, control_plane};
+use tether_testkit::{TestNamespace, client_for, control_plane, eventually, run_ok};
 
 /// The kube-local admin: the tests' own identity, and the one kube-local's
 /// controller-manager and kubelet run as (a real cluster's run as
@@ -65,7 +65,7 @@ struct Guarded {
 
 async fn guarded_app(prefix: &str, policy: serde_json::Value) -> Guarded {
     let ns = TestNamespace::create(prefix).await;
-    let repo = Repo::new(&ns.name);
+    let repo = Repo::new();
     repo.commit(&web(2, "hello"), "first");
 
     // Run the controller as Tether's service account would authenticate.
@@ -82,25 +82,20 @@ async fn guarded_app(prefix: &str, policy: serde_json::Value) -> Guarded {
         names: vec![format!("clusterrolebinding/{binding}")],
         kubeconfig: ns.kubeconfig.clone(),
     };
-    kubectl_ok(
-        &ns,
-        None,
-        &[
-            "create",
-            "clusterrolebinding",
-            &binding,
-            "--clusterrole=tether-controller",
-            &format!("--serviceaccount={}:tether-controller", ns.name),
-        ],
-    );
+    ns.kubectl_ok(&[
+        "create",
+        "clusterrolebinding",
+        &binding,
+        "--clusterrole=tether-controller",
+        &format!("--serviceaccount={}:tether-controller", ns.name),
+    ]);
     // RBAC sees new bindings through an informer: wait for it.
     let everywhere: Api<ConfigMap> = Api::all(client.clone());
     eventually("RBAC for the service account", || async {
         everywhere.list(&Default::default()).await.ok().map(|_| ())
     })
     .await;
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    let config = config_for(&ns, &cache);
+    let config = config_for(&ns);
     tokio::spawn(async move {
         if let Err(error) = tether_controller::run(client, config).await {
             panic!("controller stopped: {error}");
@@ -117,18 +112,14 @@ async fn guarded_app(prefix: &str, policy: serde_json::Value) -> Guarded {
     let subject = |path: &PathBuf| {
         path.file_name().unwrap().to_str().unwrap()["kubeconfig-".len()..].to_string()
     };
-    kubectl_ok(
-        &ns,
-        None,
-        &[
-            "create",
-            "rolebinding",
-            "people",
-            "--clusterrole=edit",
-            &format!("--user={}", subject(&alice)),
-            &format!("--user={}", subject(&bob)),
-        ],
-    );
+    ns.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "people",
+        "--clusterrole=edit",
+        &format!("--user={}", subject(&alice)),
+        &format!("--user={}", subject(&bob)),
+    ]);
 
     let rule = SingleWriter {
         name: format!("tether-single-writer-{}", ns.name),
@@ -145,8 +136,7 @@ async fn guarded_app(prefix: &str, policy: serde_json::Value) -> Guarded {
     // The API server picks a new policy up from its informer: wait until a
     // (dry-run) change by alice is refused.
     eventually("the policy in force", || async {
-        let probe = kubectl_as(
-            &ns,
+        let probe = ns.kubectl_as(
             &alice,
             &["label", "configmap/settings", "probe=1", "--dry-run=server"],
         );
@@ -161,36 +151,6 @@ async fn guarded_app(prefix: &str, policy: serde_json::Value) -> Guarded {
         bob,
         _cluster_objects: cluster_objects,
     }
-}
-
-fn kubectl_as(ns: &TestNamespace, user: &PathBuf, args: &[&str]) -> Output {
-    kubectl_command_as(ns, user, args)
-        .output()
-        .expect("kubectl is installed")
-}
-
-/// A `kubectl` command in `ns` as the user of kubeconfig `user`.
-fn kubectl_command_as(ns: &TestNamespace, user: &PathBuf, args: &[&str]) -> Command {
-    let mut command = Command::new("kubectl");
-    command
-        .arg("--kubeconfig")
-        .arg(user)
-        .args(["--namespace", &ns.name])
-        .args(args);
-    command
-}
-
-fn kubectl_ok(ns: &TestNamespace, user: Option<&PathBuf>, args: &[&str]) -> String {
-    let output = match user {
-        Some(user) => kubectl_as(ns, user, args),
-        None => ns.kubectl(args),
-    };
-    assert!(
-        output.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// Runs a command that the policy must refuse; returns kubectl's stderr.
@@ -221,7 +181,8 @@ async fn a_plain_users_edit_patch_and_delete_are_rejected_and_a_break_glass_memb
     let ns = &g.ns;
 
     // kubectl edit, driven by an editor that rewrites the image.
-    let edit = kubectl_command_as(ns, &g.alice, &["edit", "deployment/web"])
+    let edit = ns
+        .kubectl_command_as(&g.alice, &["edit", "deployment/web"])
         .env("KUBE_EDITOR", "sed -i s/nginx:1.27/nginx:1.28/")
         .output()
         .unwrap();
@@ -234,8 +195,7 @@ async fn a_plain_users_edit_patch_and_delete_are_rejected_and_a_break_glass_memb
         )),
         "{stderr}"
     );
-    let patch = kubectl_as(
-        ns,
+    let patch = ns.kubectl_as(
         &g.alice,
         &[
             "patch",
@@ -245,8 +205,7 @@ async fn a_plain_users_edit_patch_and_delete_are_rejected_and_a_break_glass_memb
         ],
     );
     refused(ns, patch, "kubectl patch by alice");
-    let patch = kubectl_as(
-        ns,
+    let patch = ns.kubectl_as(
         &g.alice,
         &[
             "patch",
@@ -256,37 +215,28 @@ async fn a_plain_users_edit_patch_and_delete_are_rejected_and_a_break_glass_memb
         ],
     );
     refused(ns, patch, "kubectl patch of the ConfigMap by alice");
-    let delete = kubectl_as(ns, &g.alice, &["delete", "configmap/settings"]);
+    let delete = ns.kubectl_as(&g.alice, &["delete", "configmap/settings"]);
     refused(ns, delete, "kubectl delete by alice");
     assert_eq!(greeting(ns).await.as_deref(), Some("hello"));
 
     // The Scale object `kubectl scale` sends carries no labels, so no label
     // selector sees it: the API server lets it through and self-heal
     // reverts it (and attributes it).
-    kubectl_ok(
-        ns,
-        Some(&g.alice),
-        &["scale", "deployment/web", "--replicas=5"],
-    );
+    ns.kubectl_ok_as(&g.alice, &["scale", "deployment/web", "--replicas=5"]);
     eventually("the scale reverted", || async {
         (replicas(ns).await == 2).then_some(())
     })
     .await;
 
     // Objects Tether does not manage are not the policy's business.
-    kubectl_ok(ns, Some(&g.alice), &["create", "configmap", "scratch"]);
-    kubectl_ok(
-        ns,
-        Some(&g.alice),
-        &["label", "configmap/scratch", "team=payments"],
-    );
-    kubectl_ok(ns, Some(&g.alice), &["delete", "configmap/scratch"]);
+    ns.kubectl_ok_as(&g.alice, &["create", "configmap", "scratch"]);
+    ns.kubectl_ok_as(&g.alice, &["label", "configmap/scratch", "team=payments"]);
+    ns.kubectl_ok_as(&g.alice, &["delete", "configmap/scratch"]);
 
     // A break-glass member's change passes, is recorded as drift with its
     // writer, and self-heal (Tether writing under the policy) reverts it.
-    kubectl_ok(
-        ns,
-        Some(&g.bob),
+    ns.kubectl_ok_as(
+        &g.bob,
         &[
             "patch",
             "configmap/settings",
@@ -339,14 +289,9 @@ async fn a_plain_users_edit_patch_and_delete_are_rejected_and_a_break_glass_memb
         "{:?}",
         window.spec.opened_by
     );
-    let edit = kubectl_command_as(ns, &g.bob, &["edit", "deployment/web"])
-        .env("KUBE_EDITOR", "sed -i s/nginx:1.27/nginx:1.28/")
-        .output()
-        .unwrap();
-    assert!(
-        edit.status.success(),
-        "bob's edit: {}",
-        String::from_utf8_lossy(&edit.stderr)
+    run_ok(
+        ns.kubectl_command_as(&g.bob, &["edit", "deployment/web"])
+            .env("KUBE_EDITOR", "sed -i s/nginx:1.27/nginx:1.28/"),
     );
     let windows: Api<BreakGlass> = Api::namespaced(ns.client.clone(), &ns.name);
     eventually("bob's edit recorded as Emergency", || async {
@@ -389,7 +334,7 @@ async fn tethers_own_sync_self_heal_and_prune_still_work_under_the_policy() {
     let ns = &g.ns;
 
     // Self-heal: an admin's scale (let through as a writer) is reverted.
-    kubectl_ok(ns, None, &["scale", "deployment/web", "--replicas=4"]);
+    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=4"]);
     eventually("the scale reverted", || async {
         (replicas(ns).await == 2).then_some(())
     })
@@ -426,12 +371,7 @@ async fn tethers_own_sync_self_heal_and_prune_still_work_under_the_policy() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn another_writer_is_listed_in_status_until_self_heal_takes_its_fields_back() {
-    let ns = TestNamespace::create("writers").await;
-    let repo = Repo::new(&ns.name);
-    repo.commit(&web(2, "hello"), "first");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
-    support::start_controller(&ns, &cache).await;
-    let apps = create_app_with(&ns, &repo, json!({"selfHeal": false})).await;
+    let (ns, _repo, apps) = support::web_app("writers", json!({"selfHeal": false})).await;
     status_where(&apps, "Synced", |s| {
         s.sync.status == "Synced" && s.inventory.len() == 2
     })
@@ -446,16 +386,12 @@ async fn another_writer_is_listed_in_status_until_self_heal_takes_its_fields_bac
         status.other_writers
     );
 
-    kubectl_ok(
-        &ns,
-        None,
-        &[
-            "patch",
-            "configmap/settings",
-            "-p",
-            r#"{"data":{"greeting":"hijacked"}}"#,
-        ],
-    );
+    ns.kubectl_ok(&[
+        "patch",
+        "configmap/settings",
+        "-p",
+        r#"{"data":{"greeting":"hijacked"}}"#,
+    ]);
     let status = status_where(&apps, "kubectl-patch listed as another writer", |s| {
         !s.other_writers.is_empty()
     })

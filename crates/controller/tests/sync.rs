@@ -11,7 +11,7 @@ use tether_controller::{SyncError, sync_manifests};
 use tether_core::Action;
 use tether_core::tracking::{APP_LABEL, AppRef, TRACKING_ANNOTATION};
 use tether_source::Manifest;
-use tether_testkit::TestNamespace;
+use tether_testkit::{TestNamespace, crd};
 
 /// Renders `objects` the way Git content is rendered: one file each.
 fn manifests(objects: Vec<Value>) -> Vec<Manifest> {
@@ -67,14 +67,11 @@ async fn a_crd_and_its_custom_resource_sync_in_one_pass() {
     let ns = TestNamespace::create("crd-sync").await;
     let applier = Applier::new(Resources::new(ns.client.clone()), ns.name.clone());
     let group = format!("{}.example.com", ns.name);
-    let crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("gadgets.{group}")},
-        "spec": {"group": group, "scope": "Namespaced",
-            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
-    });
+    let crd = crd(
+        &group,
+        "Gadget",
+        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+    );
     let gadget = json!({"apiVersion": format!("{group}/v1"), "kind": "Gadget",
         "metadata": {"name": "g1"}, "spec": {"colour": "red"}});
     // The custom resource comes first in Git; apply order fixes that.

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use serde_json::json;
 use support::{Repo, create_app_with, start_controller, status_where};
-use tether_testkit::TestNamespace;
+use tether_testkit::{TestNamespace, condition};
 
 /// Wave 0: Deployment `web` running `image`; wave 1: ConfigMap `after-web`.
 fn two_waves(image: &str) -> Vec<(&'static str, String)> {
@@ -29,10 +29,9 @@ fn two_waves(image: &str) -> Vec<(&'static str, String)> {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_wave_that_never_becomes_healthy_holds_back_the_next_and_is_named() {
     let ns = TestNamespace::create("waves-blocked").await;
-    let repo = Repo::new(&ns.name);
-    let cache = std::env::temp_dir().join(format!("tether-cache-waves-{}", ns.name));
+    let repo = Repo::new();
     repo.commit(&two_waves("tether.test/crashloop:1"), "a crashing wave 0");
-    start_controller(&ns, &cache).await;
+    start_controller(&ns).await;
     let apps = create_app_with(
         &ns,
         &repo,
@@ -65,23 +64,17 @@ async fn a_wave_that_never_becomes_healthy_holds_back_the_next_and_is_named() {
         )),
         "{message}"
     );
-    let reconciled = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Reconciled")
-        .unwrap();
+    let reconciled = condition(&status, "Reconciled").unwrap();
     assert_eq!(reconciled.reason, "ApplyFailed");
     assert!(config_maps.get_opt("after-web").await.unwrap().is_none());
-    let _ = std::fs::remove_dir_all(&cache);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_healthy_wave_lets_the_next_one_apply_after_it() {
     let ns = TestNamespace::create("waves-healthy").await;
-    let repo = Repo::new(&ns.name);
-    let cache = std::env::temp_dir().join(format!("tether-cache-waves-{}", ns.name));
+    let repo = Repo::new();
     let commit = repo.commit(&two_waves("nginx:1.27"), "a healthy wave 0");
-    start_controller(&ns, &cache).await;
+    start_controller(&ns).await;
     let apps = create_app_with(&ns, &repo, json!({"waitForWaves": true})).await;
 
     let status = status_where(&apps, "Synced and Healthy", |s| {
@@ -127,5 +120,4 @@ async fn a_healthy_wave_lets_the_next_one_apply_after_it() {
         created >= available,
         "created {created}, available {available}"
     );
-    let _ = std::fs::remove_dir_all(&cache);
 }

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 use tether_core::ObjectRef;
 use tether_core::ownership::mark_adopted;
-use tether_core::prune::{Breaker, KeepReason, PruneDecision, PruneOptions, plan_prune};
+use tether_core::prune::{Breaker, KeepReason, PruneDecision, PruneOptions, PrunePlan, plan_prune};
 use tether_core::tracking::{AppRef, stamp};
 
 fn config_map(name: &str) -> (ObjectRef, Value) {
@@ -30,6 +30,23 @@ fn live(objects: &[(ObjectRef, Value)]) -> Vec<(ObjectRef, &Value)> {
         .collect()
 }
 
+/// The plan for an app whose inventory is all of `objects` (all live) and
+/// whose desired state is the first `kept` of them.
+fn plan_kept(
+    app: &AppRef,
+    objects: &[(ObjectRef, Value)],
+    kept: usize,
+    options: &PruneOptions,
+) -> PrunePlan {
+    plan_prune(
+        app,
+        &ids(objects),
+        &ids(&objects[..kept]),
+        &live(objects),
+        options,
+    )
+}
+
 const PRUNE: PruneOptions = PruneOptions {
     prune: true,
     max_share: 0.5,
@@ -41,13 +58,7 @@ const PRUNE: PruneOptions = PruneOptions {
 fn an_orphan_is_reported_but_kept_when_prune_is_off() {
     let app = AppRef::new("tether", "shop");
     let objects = [tracked(&app, "a"), tracked(&app, "b"), tracked(&app, "c")];
-    let plan = plan_prune(
-        &app,
-        &ids(&objects),
-        &ids(&objects[..2]),
-        &live(&objects),
-        &PruneOptions::default(),
-    );
+    let plan = plan_kept(&app, &objects, 2, &PruneOptions::default());
     assert_eq!(
         plan.orphans,
         [(
@@ -62,13 +73,7 @@ fn an_orphan_is_reported_but_kept_when_prune_is_off() {
 fn a_tracked_orphan_in_the_inventory_is_deleted_when_prune_is_on() {
     let app = AppRef::new("tether", "shop");
     let objects = [tracked(&app, "a"), tracked(&app, "b"), tracked(&app, "c")];
-    let plan = plan_prune(
-        &app,
-        &ids(&objects),
-        &ids(&objects[..2]),
-        &live(&objects),
-        &PRUNE,
-    );
+    let plan = plan_kept(&app, &objects, 2, &PRUNE);
     assert_eq!(plan.deletions().collect::<Vec<_>>(), [&objects[2].0]);
 }
 
@@ -105,13 +110,7 @@ fn an_object_annotated_prune_disabled_is_kept() {
     let app = AppRef::new("tether", "shop");
     let mut objects = vec![tracked(&app, "a"), tracked(&app, "b"), tracked(&app, "c")];
     objects[2].1["metadata"]["annotations"]["tether.dev/prune"] = json!("disabled");
-    let plan = plan_prune(
-        &app,
-        &ids(&objects),
-        &ids(&objects[..2]),
-        &live(&objects),
-        &PRUNE,
-    );
+    let plan = plan_kept(&app, &objects, 2, &PRUNE);
     assert_eq!(plan.orphans[0].1, PruneDecision::Keep(KeepReason::OptedOut));
 }
 
@@ -122,13 +121,7 @@ fn an_object_another_app_took_over_after_a_rename_is_not_deleted() {
         AppRef::new("tether", "shop-v2"),
     );
     let objects = [tracked(&old, "a"), tracked(&new, "b"), tracked(&old, "c")];
-    let plan = plan_prune(
-        &old,
-        &ids(&objects),
-        &ids(&objects[..1]),
-        &live(&objects),
-        &PRUNE,
-    );
+    let plan = plan_kept(&old, &objects, 1, &PRUNE);
     assert_eq!(
         plan.orphans[0],
         (
@@ -172,21 +165,9 @@ fn deleting_more_than_half_the_inventory_trips_the_breaker_and_half_does_not() {
         tracked(&app, "c"),
         tracked(&app, "d"),
     ];
-    let half = plan_prune(
-        &app,
-        &ids(&objects),
-        &ids(&objects[..2]),
-        &live(&objects),
-        &PRUNE,
-    );
+    let half = plan_kept(&app, &objects, 2, &PRUNE);
     assert_eq!((half.deletions().count(), half.breaker), (2, None));
-    let most = plan_prune(
-        &app,
-        &ids(&objects),
-        &ids(&objects[..1]),
-        &live(&objects),
-        &PRUNE,
-    );
+    let most = plan_kept(&app, &objects, 1, &PRUNE);
     assert_eq!(
         most.breaker,
         Some(Breaker::MassPrune {
@@ -222,13 +203,7 @@ fn an_adopted_object_is_deleted_only_when_the_app_prunes_adopted_objects() {
         tracked(&app, "victim"),
     ];
     mark_adopted(&mut objects[2].1);
-    let plan = plan_prune(
-        &app,
-        &ids(&objects),
-        &ids(&objects[..2]),
-        &live(&objects),
-        &PRUNE,
-    );
+    let plan = plan_kept(&app, &objects, 2, &PRUNE);
     assert_eq!(
         plan.orphans,
         [(
@@ -240,12 +215,6 @@ fn an_adopted_object_is_deleted_only_when_the_app_prunes_adopted_objects() {
         prune_adopted: true,
         ..PRUNE
     };
-    let plan = plan_prune(
-        &app,
-        &ids(&objects),
-        &ids(&objects[..2]),
-        &live(&objects),
-        &opted_in,
-    );
+    let plan = plan_kept(&app, &objects, 2, &opted_in);
     assert_eq!(plan.deletions().collect::<Vec<_>>(), [&objects[2].0]);
 }

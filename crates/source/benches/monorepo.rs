@@ -10,12 +10,10 @@
 //!
 //! Run: `cargo bench -p tether-source --bench monorepo` (APPS=… to resize).
 
-use std::net::{TcpListener, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tether_source::{Repositories, Source};
+use tether_testkit::{GitDaemon, Repo, git};
 
 const OBJECTS_PER_APP: usize = 10;
 const ROUNDS: usize = 5;
@@ -26,24 +24,16 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000);
     let temp = tempfile::tempdir().unwrap();
-    let work = temp.path().join("work");
-    let served = temp.path().join("served");
     println!("monorepo benchmark: {apps} apps x {OBJECTS_PER_APP} objects");
 
     // Make the monorepo and serve it.
-    git(temp.path(), &["init", "-q", "-b", "main", "work"]);
+    let repo = Repo::new();
     for app in 0..apps {
-        write_app(&work, app, 0);
+        write_app(&repo, app, 0);
     }
-    git(&work, &["add", "-A"]);
-    git(&work, &["commit", "-q", "-m", "apps"]);
-    std::fs::create_dir_all(&served).unwrap();
-    git(
-        temp.path(),
-        &["clone", "-q", "--bare", "work", "served/mono.git"],
-    );
-    let daemon = Daemon::start(&served);
-    let url = format!("git://127.0.0.1:{}/mono.git", daemon.port);
+    repo.commit_all("apps");
+    let daemon = GitDaemon::start(&repo.publish("mono"));
+    let url = daemon.url("mono");
     let sources: Vec<Source> = (0..apps)
         .map(|app| Source {
             repo_url: url.clone(),
@@ -82,17 +72,9 @@ fn main() {
     let (mut cached_renders, mut uncached_renders, mut fetches) =
         (Vec::new(), Vec::new(), Vec::new());
     for round in 1..=ROUNDS {
-        write_app(&work, round * 7 % apps, round);
-        git(&work, &["commit", "-q", "-am", "change one app"]);
-        git(
-            &work,
-            &[
-                "push",
-                "-q",
-                served.join("mono.git").to_str().unwrap(),
-                "main",
-            ],
-        );
+        write_app(&repo, round * 7 % apps, round);
+        repo.commit_all("change one app");
+        repo.publish("mono");
         git_fetches.push(time(|| {
             git(
                 &mirror,
@@ -171,19 +153,17 @@ fn main() {
     );
 }
 
-fn write_app(work: &Path, app: usize, generation: usize) {
-    let dir = work.join(format!("apps/app-{app:04}"));
-    std::fs::create_dir_all(&dir).unwrap();
+fn write_app(repo: &Repo, app: usize, generation: usize) {
     let mut text = String::new();
     for object in 0..OBJECTS_PER_APP {
         text.push_str(&format!(
             "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{object}\n  namespace: app-{app}\ndata:\n  generation: \"{generation}\"\n"
         ));
     }
-    std::fs::write(dir.join("objects.yaml"), text).unwrap();
+    repo.write(&format!("apps/app-{app:04}/objects.yaml"), &text);
 }
 
-fn time(f: impl FnOnce()) -> Duration {
+fn time<T>(f: impl FnOnce() -> T) -> Duration {
     let started = Instant::now();
     f();
     started.elapsed()
@@ -192,76 +172,4 @@ fn time(f: impl FnOnce()) -> Duration {
 fn median_ms(samples: &mut [Duration]) -> f64 {
     samples.sort();
     samples[samples.len() / 2].as_secs_f64() * 1000.0
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let output = Command::new("git")
-        .args([
-            "-c",
-            "user.name=Bench",
-            "-c",
-            "user.email=bench@example.com",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-struct Daemon {
-    child: Child,
-    port: u16,
-    log: tempfile::NamedTempFile,
-}
-
-impl Daemon {
-    fn start(base: &Path) -> Daemon {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let log = tempfile::NamedTempFile::new().unwrap();
-        let child = Command::new("git")
-            .args([
-                "daemon",
-                "--verbose",
-                "--reuseaddr",
-                "--export-all",
-                "--listen=127.0.0.1",
-            ])
-            .arg(format!("--port={port}"))
-            .arg(format!("--base-path={}", base.display()))
-            .arg(base)
-            .stdout(Stdio::null())
-            .stderr(log.reopen().unwrap())
-            .spawn()
-            .unwrap();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Daemon { child, port, log }
-    }
-
-    /// Connections that asked for `upload-pack` so far (`--verbose` logs one
-    /// `Request upload-pack` line for each).
-    fn upload_pack_requests(&self) -> usize {
-        std::fs::read_to_string(self.log.path())
-            .unwrap_or_default()
-            .matches("Request upload-pack")
-            .count()
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }

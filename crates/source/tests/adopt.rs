@@ -1,17 +1,15 @@
 //! `tether adopt` against real repositories (`git` CLI, file:// remotes),
 //! `kubectl kustomize` and `helm template`.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{Repo, git};
 use serde_json::{Value, json};
 use tether_core::ObjectRef;
 use tether_source::adopt::{AdoptError, Adopted, AdoptedField, Adoption, Author, Request, adopt};
 use tether_source::render::Sandbox;
 use tether_source::spec::{HelmOptions, KustomizeOptions, Renderer};
 use tether_source::{Source, render_local};
+use tether_testkit::{Repo, git, run_ok, write_script};
 
 const DEPLOYMENT: &str = "# The web frontend.
 apiVersion: apps/v1
@@ -80,9 +78,23 @@ fn shop_repo() -> (Repo, String) {
     repo.write("shop/web.yaml", DEPLOYMENT)
         .write("shop/settings.yaml", SETTINGS)
         .write("README.md", "shop\n");
-    repo.commit("shop");
+    repo.commit_all("shop");
     let url = repo.file_url("shop");
     (repo, url)
+}
+
+/// The `shop/` directory of the repository at `url`, on its default branch.
+fn shop_source(url: &str) -> Source {
+    Source {
+        repo_url: url.to_string(),
+        path: "shop".into(),
+        ..Default::default()
+    }
+}
+
+/// The commit `main` of the published repository at `url`.
+fn main_of(url: &str) -> String {
+    git(&bare(url), &["rev-parse", "main"])
 }
 
 fn author() -> Author {
@@ -129,7 +141,7 @@ fn adopting_makes_one_commit_whose_diff_is_exactly_the_adopted_fields() {
         path: "shop".into(),
         ..Default::default()
     };
-    let before = git(&bare(&url), &["rev-parse", "main"]);
+    let before = main_of(&url);
     let adopted = run(&source, &drift(), None).unwrap();
     assert_eq!(adopted.branch, "main");
     assert_eq!(adopted.files, vec!["shop/settings.yaml", "shop/web.yaml"]);
@@ -172,12 +184,8 @@ fn adopting_makes_one_commit_whose_diff_is_exactly_the_adopted_fields() {
 #[test]
 fn adopting_onto_a_new_branch_leaves_the_tracked_branch_alone() {
     let (_repo, url) = shop_repo();
-    let source = Source {
-        repo_url: url.clone(),
-        path: "shop".into(),
-        ..Default::default()
-    };
-    let main = git(&bare(&url), &["rev-parse", "main"]);
+    let source = shop_source(&url);
+    let main = main_of(&url);
     let adopted = run(&source, &drift(), Some("adopt/inc-1234")).unwrap();
     assert_eq!(adopted.branch, "adopt/inc-1234");
     let remote = bare(&url);
@@ -192,21 +200,13 @@ fn adopting_onto_a_new_branch_leaves_the_tracked_branch_alone() {
 #[test]
 fn a_refused_push_keeps_the_commit_and_says_where_and_why() {
     let (_repo, url) = shop_repo();
-    let hook = bare(&url).join("hooks/pre-receive");
-    std::fs::write(
-        &hook,
+    write_script(
+        &bare(&url),
+        "hooks/pre-receive",
         "#!/bin/sh\necho 'protected branch: open a pull request' >&2\nexit 1\n",
-    )
-    .unwrap();
-    let mut permissions = std::fs::metadata(&hook).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&hook, permissions).unwrap();
-    let source = Source {
-        repo_url: url.clone(),
-        path: "shop".into(),
-        ..Default::default()
-    };
-    let before = git(&bare(&url), &["rev-parse", "main"]);
+    );
+    let source = shop_source(&url);
+    let before = main_of(&url);
     let error = run(&source, &drift(), None).unwrap_err();
     let AdoptError::PushRefused {
         commit,
@@ -224,19 +224,15 @@ fn a_refused_push_keeps_the_commit_and_says_where_and_why() {
         error.to_string().contains(&dir.display().to_string()),
         "{error}"
     );
-    assert_eq!(git(&bare(&url), &["rev-parse", "main"]), before);
+    assert_eq!(main_of(&url), before);
     std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
 }
 
 #[test]
 fn adopting_nothing_is_an_error_and_writes_nothing() {
     let (_repo, url) = shop_repo();
-    let source = Source {
-        repo_url: url.clone(),
-        path: "shop".into(),
-        ..Default::default()
-    };
-    let before = git(&bare(&url), &["rev-parse", "main"]);
+    let source = shop_source(&url);
+    let before = main_of(&url);
     let empty = vec![Adoption {
         object: object("apps", "Deployment", "web"),
         fields: Vec::new(),
@@ -245,18 +241,14 @@ fn adopting_nothing_is_an_error_and_writes_nothing() {
         let error = run(&source, &objects, None).unwrap_err();
         assert!(matches!(error, AdoptError::NoDrift), "{error}");
     }
-    assert_eq!(git(&bare(&url), &["rev-parse", "main"]), before);
+    assert_eq!(main_of(&url), before);
 }
 
 #[test]
 fn an_object_no_file_declares_is_an_error_that_names_it() {
     let (_repo, url) = shop_repo();
-    let source = Source {
-        repo_url: url.clone(),
-        path: "shop".into(),
-        ..Default::default()
-    };
-    let before = git(&bare(&url), &["rev-parse", "main"]);
+    let source = shop_source(&url);
+    let before = main_of(&url);
     let objects = vec![Adoption {
         object: object("apps", "Deployment", "api"),
         fields: vec![field("spec.replicas", json!(1), json!(2))],
@@ -266,15 +258,15 @@ fn an_object_no_file_declares_is_an_error_that_names_it() {
         error,
         "Deployment shop/api: not declared in any manifest of \"shop\""
     );
-    assert_eq!(git(&bare(&url), &["rev-parse", "main"]), before);
+    assert_eq!(main_of(&url), before);
 }
 
 #[test]
 fn sources_pinned_to_a_commit_a_range_or_a_tag_cannot_be_written() {
     let (repo, url) = shop_repo();
-    git(&repo.work(), &["tag", "v1.0.0"]);
+    git(&repo.dir, &["tag", "v1.0.0"]);
     repo.publish("shop");
-    let sha = git(&bare(&url), &["rev-parse", "main"]);
+    let sha = main_of(&url);
     for (revision, expected) in [
         (sha.as_str(), "is an exact commit"),
         (">=1.0.0 <2.0.0", "is a semver range"),
@@ -293,17 +285,13 @@ fn sources_pinned_to_a_commit_a_range_or_a_tag_cannot_be_written() {
         );
         assert!(error.contains(expected), "{error}");
     }
-    assert_eq!(git(&bare(&url), &["rev-parse", "main"]), sha);
+    assert_eq!(main_of(&url), sha);
 }
 
 #[test]
 fn secret_values_are_never_adopted_nor_printed() {
     let (_repo, url) = shop_repo();
-    let source = Source {
-        repo_url: url,
-        path: "shop".into(),
-        ..Default::default()
-    };
+    let source = shop_source(&url);
     let objects = vec![Adoption {
         object: object("", "Secret", "db"),
         fields: vec![field("data.password", json!("b2xk"), json!("c2VjcmV0"))],
@@ -385,18 +373,12 @@ fn a_kustomize_patch_renders_to_the_live_values() {
     assert!(patch.contains("replicas: 5"), "{patch}");
     assert!(!patch.contains("side"), "{patch}");
     // kubectl kustomize (kustomize built into kubectl) renders the live values.
-    let output = std::process::Command::new("kubectl")
-        .arg("kustomize")
-        .arg(&app)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let rendered = run_ok(
+        std::process::Command::new("kubectl")
+            .arg("kustomize")
+            .arg(&app),
     );
-    let deployment: Value =
-        serde_saphyr::from_str(&String::from_utf8_lossy(&output.stdout)).unwrap();
+    let deployment: Value = serde_saphyr::from_str(&rendered).unwrap();
     assert_eq!(deployment["metadata"]["namespace"], "shop");
     assert_eq!(deployment["spec"]["replicas"], 5);
     let containers = deployment["spec"]["template"]["spec"]["containers"]

@@ -6,8 +6,9 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{Repo, config_map};
+use common::config_map;
 use tether_source::{Credentials, Repositories, Source};
+use tether_testkit::Repo;
 use tether_testkit::git_server::sshd::{KeyPair, Sshd};
 use tether_testkit::git_server::{HttpBackend, TestCa};
 
@@ -36,7 +37,7 @@ fn fetch(url: &str, credentials: Option<&Credentials>) -> Result<Vec<String>, St
 fn shop() -> Repo {
     let repo = Repo::new();
     repo.write("cm.yaml", &config_map("web"));
-    repo.commit("first");
+    repo.commit_all("first");
     repo.publish("shop");
     repo
 }

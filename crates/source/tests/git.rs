@@ -3,9 +3,10 @@
 
 mod common;
 
-use common::{GitDaemon, Repo, config_map, git};
+use common::config_map;
 use tether_source::{Credentials, Repositories, Secret, Source};
 use tether_testkit::git_server::HttpBackend;
+use tether_testkit::{GitDaemon, Repo, git};
 
 fn source(url: &str, revision: &str, path: &str) -> Source {
     Source {
@@ -31,7 +32,7 @@ fn a_file_url_renders_and_an_unchanged_remote_is_not_fetched_again() {
         "apps/web/a.yaml",
         &format!("# header\n{}---\n{}", config_map("a"), config_map("b")),
     );
-    let first = repo.commit("first");
+    let first = repo.commit_all("first");
     let url = repo.file_url("shop");
     let cache = tempfile::tempdir().unwrap();
     let repositories = Repositories::new(cache.path().into());
@@ -52,7 +53,7 @@ fn a_file_url_renders_and_an_unchanged_remote_is_not_fetched_again() {
     );
     assert_eq!(
         rendered.tree,
-        git(&repo.work(), &["rev-parse", "HEAD:apps/web"])
+        git(&repo.dir, &["rev-parse", "HEAD:apps/web"])
     );
     assert!(!rendered.empty);
 
@@ -60,7 +61,7 @@ fn a_file_url_renders_and_an_unchanged_remote_is_not_fetched_again() {
     assert!(!again.fetched, "nothing changed, so nothing is fetched");
 
     repo.write("apps/web/c.yaml", &config_map("c"));
-    let second = repo.commit("second");
+    let second = repo.commit_all("second");
     repo.publish("shop");
     let update = repositories.update(&url, None).unwrap();
     assert!(update.fetched);
@@ -75,18 +76,18 @@ fn a_file_url_renders_and_an_unchanged_remote_is_not_fetched_again() {
 fn git_daemon_serves_branches_tags_semver_ranges_and_exact_commits() {
     let repo = Repo::new();
     repo.write("app/cm.yaml", &config_map("v1"));
-    let v1 = repo.commit("v1");
-    git(&repo.work(), &["tag", "-a", "-m", "release", "v1.2.0"]);
+    let v1 = repo.commit_all("v1");
+    git(&repo.dir, &["tag", "-a", "-m", "release", "v1.2.0"]);
     repo.write("app/cm.yaml", &config_map("v14"));
-    let v14 = repo.commit("v1.4");
-    git(&repo.work(), &["tag", "v1.4.3"]);
+    let v14 = repo.commit_all("v1.4");
+    git(&repo.dir, &["tag", "v1.4.3"]);
     repo.publish("shop");
     repo.write("app/cm.yaml", &config_map("v2"));
-    git(&repo.work(), &["checkout", "-q", "-b", "next"]);
-    let next = repo.commit("v2");
-    git(&repo.work(), &["tag", "v2.0.0"]);
+    git(&repo.dir, &["checkout", "-q", "-b", "next"]);
+    let next = repo.commit_all("v2");
+    git(&repo.dir, &["tag", "v2.0.0"]);
     git(
-        &repo.work(),
+        &repo.dir,
         &[
             "push",
             "-q",
@@ -94,7 +95,7 @@ fn git_daemon_serves_branches_tags_semver_ranges_and_exact_commits() {
             "next",
         ],
     );
-    git(&repo.work(), &["checkout", "-q", "main"]);
+    git(&repo.dir, &["checkout", "-q", "main"]);
     let daemon = GitDaemon::start(&repo.publish("shop"));
     let url = daemon.url("shop");
     let cache = tempfile::tempdir().unwrap();
@@ -135,7 +136,7 @@ fn git_daemon_serves_branches_tags_semver_ranges_and_exact_commits() {
 fn smart_http_fetches_and_credentials_are_never_sent_or_printed_in_clear_text() {
     let repo = Repo::new();
     repo.write("cm.yaml", &config_map("web"));
-    repo.commit("first");
+    repo.commit_all("first");
     let served = repo.publish("shop");
     let open = HttpBackend::start(&served, None);
     let cache = tempfile::tempdir().unwrap();
@@ -183,7 +184,7 @@ fn a_monorepo_commit_re_renders_only_the_app_it_touches() {
     for app in ["a", "b", "c"] {
         repo.write(&format!("apps/{app}/cm.yaml"), &config_map(app));
     }
-    repo.commit("apps");
+    repo.commit_all("apps");
     let url = repo.file_url("mono");
     let cache = tempfile::tempdir().unwrap();
     let repositories = Repositories::new(cache.path().into());
@@ -198,7 +199,7 @@ fn a_monorepo_commit_re_renders_only_the_app_it_touches() {
     let before = render_all(&repositories);
     assert_eq!(repositories.renders(), 3);
     repo.write("apps/b/cm2.yaml", &config_map("b2"));
-    repo.commit("touch b");
+    repo.commit_all("touch b");
     repo.publish("mono");
     let after = render_all(&repositories);
     assert_eq!(repositories.renders(), 4, "only app b is rendered again");
@@ -216,7 +217,7 @@ fn an_empty_render_is_reported_as_empty_not_as_an_error() {
     let repo = Repo::new();
     repo.write("apps/web/README.md", "no manifests here\n");
     repo.write("apps/web/empty.yaml", "# nothing yet\n---\n");
-    repo.commit("empty");
+    repo.commit_all("empty");
     let url = repo.file_url("empty");
     let cache = tempfile::tempdir().unwrap();
     let rendered = Repositories::new(cache.path().into())
@@ -302,7 +303,7 @@ fn ls_refs_exchanges(server: &HttpBackend) -> usize {
 fn served_shop() -> (Repo, HttpBackend, tempfile::TempDir, Repositories) {
     let repo = Repo::new();
     repo.write("cm.yaml", &config_map("web"));
-    repo.commit("first");
+    repo.commit_all("first");
     let server = HttpBackend::start(&repo.publish("shop"), None);
     let cache = tempfile::tempdir().unwrap();
     let repositories = Repositories::new(cache.path().into());

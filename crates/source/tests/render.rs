@@ -7,12 +7,7 @@ use std::time::Duration;
 
 use tether_source::spec::{HelmOptions, KustomizeOptions};
 use tether_source::{DirectoryOptions, Renderer, Sandbox, render_local};
-
-fn write(root: &Path, path: &str, text: &str) {
-    let file = root.join(path);
-    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    std::fs::write(file, text).unwrap();
-}
+use tether_testkit::{write_file, write_script};
 
 fn cm(name: &str) -> String {
     format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n")
@@ -25,19 +20,19 @@ fn plain(dir: &Path) -> Result<tether_source::Rendered, tether_source::SourceErr
 #[test]
 fn plain_directories_are_read_recursively_in_sorted_order_ignoring_other_files() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "b/z.yml", &cm("z"));
-    write(
+    write_file(dir.path(), "b/z.yml", &cm("z"));
+    write_file(
         dir.path(),
         "a.json",
         r#"{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}]}"#,
     );
-    write(
+    write_file(
         dir.path(),
         "b/a.yaml",
         &format!("{}---\n{}", cm("a1"), cm("a2")),
     );
-    write(dir.path(), "README.md", "not: [a manifest");
-    write(dir.path(), "notes.txt", "ignored");
+    write_file(dir.path(), "README.md", "not: [a manifest");
+    write_file(dir.path(), "notes.txt", "ignored");
     let rendered = plain(dir.path()).unwrap();
     let seen: Vec<String> = rendered
         .manifests
@@ -58,9 +53,9 @@ fn plain_directories_are_read_recursively_in_sorted_order_ignoring_other_files()
 #[test]
 fn include_and_exclude_globs_select_files() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "prod/a.yaml", &cm("a"));
-    write(dir.path(), "prod/test-b.yaml", &cm("b"));
-    write(dir.path(), "dev/c.yaml", &cm("c"));
+    write_file(dir.path(), "prod/a.yaml", &cm("a"));
+    write_file(dir.path(), "prod/test-b.yaml", &cm("b"));
+    write_file(dir.path(), "dev/c.yaml", &cm("c"));
     let options = DirectoryOptions {
         include: vec!["prod/**".into()],
         exclude: vec!["**/test-*".into()],
@@ -103,8 +98,8 @@ fn bad_input_is_an_error_naming_file_and_line_and_nothing_is_rendered() {
     ];
     for (file, text, expected) in cases {
         let dir = tempfile::tempdir().unwrap();
-        write(dir.path(), "0-fine.yaml", &cm("fine"));
-        write(dir.path(), file, &text);
+        write_file(dir.path(), "0-fine.yaml", &cm("fine"));
+        write_file(dir.path(), file, &text);
         let error = plain(dir.path()).unwrap_err().to_string();
         assert!(
             error.starts_with(expected),
@@ -116,8 +111,8 @@ fn bad_input_is_an_error_naming_file_and_line_and_nothing_is_rendered() {
 #[test]
 fn the_same_object_declared_twice_names_both_places() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "a.yaml", &cm("web"));
-    write(dir.path(), "b/c.yaml", &format!("# x\n{}", cm("web")));
+    write_file(dir.path(), "a.yaml", &cm("web"));
+    write_file(dir.path(), "b/c.yaml", &format!("# x\n{}", cm("web")));
     let error = plain(dir.path()).unwrap_err().to_string();
     assert_eq!(
         error,
@@ -128,7 +123,7 @@ fn the_same_object_declared_twice_names_both_places() {
 #[test]
 fn symlinks_that_escape_the_repository_are_rejected() {
     let dir = tempfile::tempdir().unwrap();
-    write(
+    write_file(
         dir.path(),
         "app/kustomization.yaml",
         "resources: [cm.yaml]\n",
@@ -152,13 +147,13 @@ fn symlinks_that_escape_the_repository_are_rejected() {
 #[test]
 fn kustomize_renders_through_kubectl_or_kustomize() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "base/cm.yaml", &cm("web"));
-    write(
+    write_file(dir.path(), "base/cm.yaml", &cm("web"));
+    write_file(
         dir.path(),
         "base/kustomization.yaml",
         "resources: [cm.yaml]\n",
     );
-    write(
+    write_file(
         dir.path(),
         "prod/kustomization.yaml",
         "resources: [../base]\nnamespace: prod\nnamePrefix: prod-\n",
@@ -181,18 +176,18 @@ fn helm_template_renders_a_chart_with_values_files_and_inline_values() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    write(
+    write_file(
         dir.path(),
         "chart/Chart.yaml",
         "apiVersion: v2\nname: web\nversion: 0.1.0\n",
     );
-    write(
+    write_file(
         dir.path(),
         "chart/values.yaml",
         "replicas: 1\ncolor: blue\n",
     );
-    write(dir.path(), "chart/prod.yaml", "replicas: 3\n");
-    write(
+    write_file(dir.path(), "chart/prod.yaml", "replicas: 3\n");
+    write_file(
         dir.path(),
         "chart/templates/cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\n  namespace: {{ .Release.Namespace }}\ndata:\n  replicas: {{ .Values.replicas | quote }}\n  color: {{ .Values.color }}\n",
@@ -225,18 +220,14 @@ fn find_helm() -> Option<std::path::PathBuf> {
 /// A directory holding a fake `kustomize` shell script.
 fn fake_kustomize(script: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("kustomize");
-    std::fs::write(&file, format!("#!/bin/bash\n{script}\n")).unwrap();
-    let mut perms = std::fs::metadata(&file).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&file, perms).unwrap();
+    write_script(dir.path(), "kustomize", &format!("#!/bin/bash\n{script}\n"));
     dir
 }
 
 #[test]
 fn a_renderer_that_hangs_or_floods_output_is_stopped() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "kustomization.yaml", "resources: []\n");
+    write_file(dir.path(), "kustomization.yaml", "resources: []\n");
     let renderer = Renderer::Kustomize(KustomizeOptions {});
     let hang = fake_kustomize("sleep 30");
     let sandbox = Sandbox {
@@ -263,7 +254,7 @@ fn a_renderer_that_hangs_or_floods_output_is_stopped() {
 #[test]
 fn a_renderer_has_no_network() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "kustomization.yaml", "resources: []\n");
+    write_file(dir.path(), "kustomization.yaml", "resources: []\n");
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     // Exits 0 only if it can reach a server on the host's loopback.

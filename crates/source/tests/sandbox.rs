@@ -12,18 +12,13 @@ use tether_source::files::Files;
 use tether_source::render::{Limits, SandboxMode, render};
 use tether_source::spec::{HelmOptions, JsonnetOptions, KustomizeOptions};
 use tether_source::{DirectoryOptions, Renderer, Sandbox};
+use tether_testkit::{alias_bomb, alias_document, write_file, write_script};
 
 /// The secret every attack tries to read.
 const SECRET: &str = "tether-test-admin-token-5f3a9c";
 
 /// Tests that measure this process's memory run one at a time.
 static MEMORY: Mutex<()> = Mutex::new(());
-
-fn write(root: &Path, path: &str, text: &str) {
-    let file = root.join(path);
-    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    std::fs::write(file, text).unwrap();
-}
 
 fn symlink(root: &Path, path: &str, target: &str) {
     let link = root.join(path);
@@ -61,6 +56,18 @@ fn render_dir(
     render(renderer, &Files::read_dir(dir).unwrap(), path, sandbox)
 }
 
+/// `dir` as plain YAML under the required sandbox.
+fn render_plain(
+    dir: &Path,
+) -> Result<Vec<tether_source::Manifest>, tether_source::render::RenderError> {
+    render_dir(
+        dir,
+        &Renderer::default(),
+        "",
+        &sandbox(SandboxMode::Required),
+    )
+}
+
 fn helm_is_installed(sandbox: &Sandbox) -> bool {
     let found = sandbox.tool_dirs.iter().any(|d| d.join("helm").is_file());
     if !found {
@@ -70,12 +77,12 @@ fn helm_is_installed(sandbox: &Sandbox) -> bool {
 }
 
 fn chart(root: &Path, template: &str) {
-    write(
+    write_file(
         root,
         "chart/Chart.yaml",
         "apiVersion: v2\nname: web\nversion: 0.1.0\n",
     );
-    write(root, "chart/templates/cm.yaml", template);
+    write_file(root, "chart/templates/cm.yaml", template);
 }
 
 /// `kB`: peak resident memory of this process since the last reset.
@@ -156,11 +163,7 @@ fn prying_helm(secret: &Path) -> tempfile::TempDir {
          printf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata:\\n  name: probe\\ndata:\\n  secret: \"%s\"\\n  host: \"%s\"\\n' \"$secret\" \"$host\"\n",
         secret.display()
     );
-    let file = dir.path().join("helm");
-    std::fs::write(&file, script).unwrap();
-    let mut perms = std::fs::metadata(&file).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&file, perms).unwrap();
+    write_script(dir.path(), "helm", &script);
     dir
 }
 
@@ -203,16 +206,11 @@ fn a_sandbox_that_cannot_start_is_a_clear_error() {
     let repo = tempfile::tempdir().unwrap();
     chart(repo.path(), "unused: true\n");
     let broken = tempfile::tempdir().unwrap();
-    write(
+    write_script(
         broken.path(),
         "bwrap",
         "#!/bin/sh\necho 'no namespaces here' >&2\nexit 1\n",
     );
-    let mut perms = std::fs::metadata(broken.path().join("bwrap"))
-        .unwrap()
-        .permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(broken.path().join("bwrap"), perms).unwrap();
     let mut sandbox = sandbox(SandboxMode::Required);
     sandbox.tool_dirs.insert(0, broken.path().into());
     let error = render_dir(
@@ -236,22 +234,18 @@ fn a_sandbox_that_cannot_start_is_a_clear_error() {
 /// that fails therefore failed before kustomize ran.
 fn obliging_kustomize() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("kustomize");
-    std::fs::write(
-        &file,
+    write_script(
+        dir.path(),
+        "kustomize",
         "#!/bin/sh\nprintf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata:\\n  name: ran\\n'\n",
-    )
-    .unwrap();
-    let mut perms = std::fs::metadata(&file).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&file, perms).unwrap();
+    );
     dir
 }
 
 fn kustomize_error(files: &[(&str, &str)], links: &[(&str, &str)]) -> String {
     let repo = tempfile::tempdir().unwrap();
     for (path, text) in files {
-        write(repo.path(), path, text);
+        write_file(repo.path(), path, text);
     }
     for (path, target) in links {
         symlink(repo.path(), path, target);
@@ -400,7 +394,7 @@ fn kustomize_file_and_remote_bases_are_refused() {
 fn a_jsonnet_memory_bomb_is_stopped_by_the_memory_limit() {
     let _one_at_a_time = MEMORY.lock().unwrap_or_else(|e| e.into_inner());
     let repo = tempfile::tempdir().unwrap();
-    write(
+    write_file(
         repo.path(),
         "main.jsonnet",
         "local x = std.foldl(function(a, b) a + [b], std.range(1, 20000000), []); x\n",
@@ -431,7 +425,7 @@ fn a_jsonnet_memory_bomb_is_stopped_by_the_memory_limit() {
 fn a_jsonnet_loop_is_stopped_by_the_time_limit() {
     let repo = tempfile::tempdir().unwrap();
     // 2^40 calls, 40 deep: endless, in little memory.
-    write(
+    write_file(
         repo.path(),
         "apps/web/main.jsonnet",
         "local f(n) = if n == 0 then 0 else f(n - 1) + f(n - 1); f(40)\n",
@@ -458,17 +452,17 @@ fn a_jsonnet_loop_is_stopped_by_the_time_limit() {
 #[test]
 fn jsonnet_renders_in_the_child_with_imports_ext_vars_and_errors() {
     let repo = tempfile::tempdir().unwrap();
-    write(
+    write_file(
         repo.path(),
         "lib/cm.libsonnet",
         "function(name) {apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: name}}",
     );
-    write(
+    write_file(
         repo.path(),
         "apps/web/main.jsonnet",
         "local cm = import '../../lib/cm.libsonnet'; [cm('a'), cm(std.extVar('env'))]",
     );
-    write(repo.path(), "apps/bad/main.jsonnet", "{a: error 'broken'}");
+    write_file(repo.path(), "apps/bad/main.jsonnet", "{a: error 'broken'}");
     let options = JsonnetOptions {
         ext_vars: [("env".to_string(), "prod".to_string())].into(),
         ..Default::default()
@@ -505,38 +499,15 @@ fn jsonnet_renders_in_the_child_with_imports_ext_vars_and_errors() {
     }
 }
 
-/// One document of the alias bomb: `a` is 10 scalars, each further key 10
-/// aliases of the one before, so `e` alone expands to 10^5 nodes: under the
-/// budget of 200,000, but not twice.
-fn alias_document(index: usize) -> String {
-    let list = |item: &str| [item; 10].join(",");
-    format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: b{index}}}\na: &a [{}]\nb: &b [{}]\nc: &c [{}]\nd: &d [{}]\ne: [{}]\n",
-        list("x"),
-        list("*a"),
-        list("*b"),
-        list("*c"),
-        list("*d"),
-    )
-}
-
 #[test]
 fn forty_documents_of_aliases_share_one_budget() {
     let _one_at_a_time = MEMORY.lock().unwrap_or_else(|e| e.into_inner());
     let repo = tempfile::tempdir().unwrap();
-    let bomb: Vec<String> = (0..40).map(alias_document).collect();
-    let bomb = bomb.join("---\n");
+    let bomb = alias_bomb(40);
     assert!(bomb.len() < 12 * 1024, "{} bytes", bomb.len());
-    write(repo.path(), "bomb.yaml", &bomb);
+    write_file(repo.path(), "bomb.yaml", &bomb);
     let before = reset_peak_rss();
-    let error = render_dir(
-        repo.path(),
-        &Renderer::default(),
-        "",
-        &sandbox(SandboxMode::Required),
-    )
-    .unwrap_err()
-    .to_string();
+    let error = render_plain(repo.path()).unwrap_err().to_string();
     let after = peak_rss_kb();
     println!("alias bomb: test process peak RSS {before} kB -> {after} kB");
     // The first document fits; the second, which alone would, does not.
@@ -547,27 +518,15 @@ fn forty_documents_of_aliases_share_one_budget() {
     assert!(after - before < 150 * 1024, "{before} kB -> {after} kB");
     // The budget is the render's, not the file's: two files of one
     // document each do not fit either.
-    write(repo.path(), "bomb.yaml", &alias_document(0));
-    write(repo.path(), "bomb2.yaml", &alias_document(1));
-    let error = render_dir(
-        repo.path(),
-        &Renderer::default(),
-        "",
-        &sandbox(SandboxMode::Required),
-    )
-    .unwrap_err()
-    .to_string();
+    write_file(repo.path(), "bomb.yaml", &alias_document(0));
+    write_file(repo.path(), "bomb2.yaml", &alias_document(1));
+    let error = render_plain(repo.path()).unwrap_err().to_string();
     assert!(
         error.starts_with("bomb2.yaml:8: YAML aliases expand"),
         "{error}"
     );
     std::fs::remove_file(repo.path().join("bomb2.yaml")).unwrap();
-    let one = render_dir(
-        repo.path(),
-        &Renderer::default(),
-        "",
-        &sandbox(SandboxMode::Required),
-    );
+    let one = render_plain(repo.path());
     assert_eq!(one.unwrap().len(), 1);
 }
 
@@ -584,7 +543,7 @@ fn a_fifty_megabyte_file_is_refused_before_parsing() {
         index += 1;
     }
     text.truncate(50 * 1024 * 1024);
-    write(repo.path(), "big.yaml", &text);
+    write_file(repo.path(), "big.yaml", &text);
     drop(text);
     let files = Files::read_dir(repo.path()).unwrap();
     let before = reset_peak_rss();
@@ -615,12 +574,12 @@ fn too_many_objects_are_refused() {
     let cm =
         |name: String| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\n");
     let many: Vec<String> = (0..6000).map(|i| cm(format!("a{i}"))).collect();
-    write(repo.path(), "a.yaml", &many.join("---\n"));
+    write_file(repo.path(), "a.yaml", &many.join("---\n"));
     let items: Vec<serde_json::Value> = (0..4001)
         .map(|i| serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("b{i}")}}))
         .collect();
     let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
-    write(repo.path(), "b/list.json", &list.to_string());
+    write_file(repo.path(), "b/list.json", &list.to_string());
     let error = render_dir(
         repo.path(),
         &Renderer::Directory(DirectoryOptions::default()),
@@ -638,12 +597,12 @@ fn too_many_objects_are_refused() {
         ..Limits::default()
     };
     std::fs::remove_dir_all(repo.path().join("b")).unwrap();
-    write(
+    write_file(
         repo.path(),
         "a.yaml",
         &format!("{}---\n{}", cm("x".into()), cm("y".into())),
     );
-    write(
+    write_file(
         repo.path(),
         "c.yaml",
         &format!("{}---\n{}", cm("z".into()), cm("w".into())),

@@ -6,8 +6,9 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{Repo, config_map, git, git_command};
+use common::config_map;
 use tether_source::{Repositories, Source, Verification, VerifyMode};
+use tether_testkit::{Repo, git, git_command, run_ok};
 
 struct Keys {
     dir: tempfile::TempDir,
@@ -33,18 +34,12 @@ impl Keys {
     fn gpg_key(&self, email: &str) -> (String, String) {
         let home = self.gnupghome();
         let gpg = |args: &[&str]| {
-            let output = Command::new("gpg")
-                .env("GNUPGHOME", &home)
-                .args(["--batch", "--pinentry-mode", "loopback", "--passphrase", ""])
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(
-                output.status.success(),
-                "{}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-            String::from_utf8(output.stdout).unwrap()
+            run_ok(
+                Command::new("gpg")
+                    .env("GNUPGHOME", &home)
+                    .args(["--batch", "--pinentry-mode", "loopback", "--passphrase", ""])
+                    .args(args),
+            )
         };
         gpg(&[
             "--quick-gen-key",
@@ -99,12 +94,7 @@ impl Keys {
 }
 
 fn run(mut command: Command) {
-    let output = command.output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    run_ok(&mut command);
 }
 
 fn verified(
@@ -130,19 +120,33 @@ fn pgp(mode: VerifyMode, armored: &str) -> Verification {
     }
 }
 
+/// A repository whose one commit (a ConfigMap) `fingerprint` signed.
+fn signed_repo(keys: &Keys, fingerprint: &str, message: &str) -> Repo {
+    let repo = Repo::new();
+    repo.write("cm.yaml", &config_map("web"));
+    git(&repo.dir, &["add", "-A"]);
+    keys.gpg_git(
+        &repo.dir,
+        fingerprint,
+        &["commit", "-q", "-S", "-m", message],
+    );
+    repo
+}
+
+/// `repo`'s default branch, verified in `Head` mode against `armored`.
+fn verified_head(
+    repo: &Repo,
+    armored: &str,
+) -> Result<tether_source::Rendered, tether_source::SourceError> {
+    verified(&repo.file_url("shop"), "", pgp(VerifyMode::Head, armored))
+}
+
 #[test]
 fn a_commit_signed_with_a_trusted_openpgp_key_is_rendered() {
     let keys = Keys::new();
     let (fingerprint, armored) = keys.gpg_key("ops@example.com");
-    let repo = Repo::new();
-    repo.write("cm.yaml", &config_map("web"));
-    git(&repo.work(), &["add", "-A"]);
-    keys.gpg_git(
-        &repo.work(),
-        &fingerprint,
-        &["commit", "-q", "-S", "-m", "signed"],
-    );
-    let rendered = verified(&repo.file_url("shop"), "", pgp(VerifyMode::Head, &armored)).unwrap();
+    let repo = signed_repo(&keys, &fingerprint, "signed");
+    let rendered = verified_head(&repo, &armored).unwrap();
     assert_eq!(rendered.verified_by, vec![fingerprint]);
 }
 
@@ -152,8 +156,8 @@ fn an_unsigned_commit_is_refused_naming_the_commit() {
     let (_, armored) = keys.gpg_key("ops@example.com");
     let repo = Repo::new();
     repo.write("cm.yaml", &config_map("web"));
-    let commit = repo.commit("unsigned");
-    let error = verified(&repo.file_url("shop"), "", pgp(VerifyMode::Head, &armored)).unwrap_err();
+    let commit = repo.commit_all("unsigned");
+    let error = verified_head(&repo, &armored).unwrap_err();
     assert_eq!(
         error.to_string(),
         format!("commit {}: not signed", &commit[..12])
@@ -166,15 +170,8 @@ fn a_commit_signed_by_an_untrusted_key_is_refused_naming_the_key() {
     let keys = Keys::new();
     let (_, trusted) = keys.gpg_key("ops@example.com");
     let (stranger, _) = keys.gpg_key("stranger@example.com");
-    let repo = Repo::new();
-    repo.write("cm.yaml", &config_map("web"));
-    git(&repo.work(), &["add", "-A"]);
-    keys.gpg_git(
-        &repo.work(),
-        &stranger,
-        &["commit", "-q", "-S", "-m", "by a stranger"],
-    );
-    let error = verified(&repo.file_url("shop"), "", pgp(VerifyMode::Head, &trusted)).unwrap_err();
+    let repo = signed_repo(&keys, &stranger, "by a stranger");
+    let error = verified_head(&repo, &trusted).unwrap_err();
     let message = error.to_string();
     assert!(
         message.contains(&format!(
@@ -188,24 +185,17 @@ fn a_commit_signed_by_an_untrusted_key_is_refused_naming_the_key() {
 fn a_tampered_commit_whose_signature_does_not_verify_is_refused() {
     let keys = Keys::new();
     let (fingerprint, armored) = keys.gpg_key("ops@example.com");
-    let repo = Repo::new();
-    repo.write("cm.yaml", &config_map("web"));
-    git(&repo.work(), &["add", "-A"]);
-    keys.gpg_git(
-        &repo.work(),
-        &fingerprint,
-        &["commit", "-q", "-S", "-m", "signed"],
-    );
-    let raw = git(&repo.work(), &["cat-file", "commit", "HEAD"]);
+    let repo = signed_repo(&keys, &fingerprint, "signed");
+    let raw = git(&repo.dir, &["cat-file", "commit", "HEAD"]);
     let forged = format!("{}\n", raw.replace("signed", "forged"));
-    let path = repo.dir.path().join("forged");
+    let path = repo.root().join("forged");
     std::fs::write(&path, forged).unwrap();
     let id = git(
-        &repo.work(),
+        &repo.dir,
         &["hash-object", "-t", "commit", "-w", path.to_str().unwrap()],
     );
-    git(&repo.work(), &["update-ref", "refs/heads/main", &id]);
-    let error = verified(&repo.file_url("shop"), "", pgp(VerifyMode::Head, &armored)).unwrap_err();
+    git(&repo.dir, &["update-ref", "refs/heads/main", &id]);
+    let error = verified_head(&repo, &armored).unwrap_err();
     assert!(
         error.to_string().ends_with("signature does not verify"),
         "{error}"
@@ -224,18 +214,10 @@ fn ssh_signed_commits_and_tags_verify_against_allowed_signers() {
     let (key, public) = keys.ssh_key("ops");
     let repo = Repo::new();
     repo.write("cm.yaml", &config_map("web"));
-    git(&repo.work(), &["add", "-A"]);
-    keys.ssh_git(
-        &repo.work(),
-        &key,
-        &["commit", "-q", "-S", "-m", "ssh signed"],
-    );
-    keys.ssh_git(
-        &repo.work(),
-        &key,
-        &["tag", "-s", "-m", "release", "v1.0.0"],
-    );
-    git(&repo.work(), &["tag", "v1.0.1"]);
+    git(&repo.dir, &["add", "-A"]);
+    keys.ssh_git(&repo.dir, &key, &["commit", "-q", "-S", "-m", "ssh signed"]);
+    keys.ssh_git(&repo.dir, &key, &["tag", "-s", "-m", "release", "v1.0.0"]);
+    git(&repo.dir, &["tag", "v1.0.1"]);
     let url = repo.file_url("shop");
     let ssh = |mode| Verification {
         mode,
@@ -276,9 +258,9 @@ fn an_openpgp_signed_annotated_tag_verifies_in_tag_mode() {
     let (fingerprint, armored) = keys.gpg_key("ops@example.com");
     let repo = Repo::new();
     repo.write("cm.yaml", &config_map("web"));
-    repo.commit("unsigned commit");
+    repo.commit_all("unsigned commit");
     keys.gpg_git(
-        &repo.work(),
+        &repo.dir,
         &fingerprint,
         &["tag", "-s", "-m", "release", "v2.0.0"],
     );

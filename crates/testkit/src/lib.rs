@@ -1,5 +1,7 @@
 //! Test support: one real local control plane per test process, a fresh
-//! namespace per test, real Git repositories and waiting helpers.
+//! namespace per test, real Git repositories and servers, the real tools
+//! run so that a failure shows their own words, and waiting helpers. With
+//! the `controller` feature: Application fixtures and their status.
 //!
 //! The control plane is `tools/kube-local` (etcd, kube-apiserver,
 //! kube-controller-manager and a fake kubelet, built from upstream Go
@@ -12,19 +14,33 @@
 //! ordinary `KUBECONFIG` is deliberately not used: it usually points at a
 //! real cluster, and tests create and delete things.
 
+#[cfg(feature = "controller")]
+mod app;
+mod daemon;
+mod files;
+mod fixtures;
 pub mod git_server;
+mod hostile;
 mod log;
 mod modules;
 mod namespace;
 mod plane;
 mod repo;
 mod requests;
+mod run;
 mod wait;
 
+#[cfg(feature = "controller")]
+pub use app::{AppFixture, application, condition, has_condition, status_of, status_where};
+pub use daemon::{GitDaemon, free_port, wait_for};
+pub use files::{write_file, write_script};
+pub use fixtures::crd;
+pub use hostile::{alias_bomb, alias_document};
 pub use log::{log_file, log_tail};
 pub use modules::ModuleGraph;
 pub use namespace::{TestNamespace, client_for};
-pub use plane::{ControlPlane, control_plane, repo_root};
+pub use plane::{ControlPlane, Launch, control_plane, repo_root};
 pub use repo::Repo;
 pub use requests::{Requests, recording_client};
-pub use wait::{PATIENCE, eventually};
+pub use run::{git, git_command, run_ok, run_ok_with_stdin, run_with_stdin};
+pub use wait::{PATIENCE, eventually, object_where};

@@ -1,6 +1,6 @@
 //! A namespace of its own for each test, deleted when the test ends.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -10,6 +10,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
 use crate::control_plane;
+use crate::run::{run_ok, run_ok_with_stdin, run_with_stdin};
 
 /// A namespace created for one test on the shared control plane.
 pub struct TestNamespace {
@@ -43,56 +44,70 @@ impl TestNamespace {
 
     /// Runs the real `kubectl` against the control plane in this namespace.
     pub fn kubectl(&self, args: &[&str]) -> Output {
-        self.kubectl_command(args)
-            .output()
-            .expect("kubectl is installed")
+        self.kubectl_as(&self.kubeconfig, args)
     }
 
     /// Runs `kubectl ARGS`, which must succeed (else the test fails with
     /// kubectl's stderr); returns its stdout.
     pub fn kubectl_ok(&self, args: &[&str]) -> String {
-        let output = self.kubectl(args);
-        assert!(
-            output.status.success(),
-            "kubectl {args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8_lossy(&output.stdout).into_owned()
+        self.kubectl_ok_as(&self.kubeconfig, args)
+    }
+
+    /// Runs `kubectl ARGS` in this namespace as the user of `kubeconfig`.
+    pub fn kubectl_as(&self, kubeconfig: &Path, args: &[&str]) -> Output {
+        self.kubectl_command_as(kubeconfig, args)
+            .output()
+            .expect("kubectl is installed")
+    }
+
+    /// [`Self::kubectl_ok`] as the user of `kubeconfig`.
+    pub fn kubectl_ok_as(&self, kubeconfig: &Path, args: &[&str]) -> String {
+        run_ok(&mut self.kubectl_command_as(kubeconfig, args))
+    }
+
+    /// `kubectl get OBJECT -o jsonpath=PATH`, trimmed (empty if kubectl fails,
+    /// e.g. while the object does not exist yet).
+    pub fn jsonpath(&self, object: &str, path: &str) -> String {
+        let output = self.kubectl(&["get", object, "-o", &format!("jsonpath={path}")]);
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
     }
 
     /// Runs `kubectl` with `input` on its standard input (`create -f -`).
     pub fn kubectl_with_stdin(&self, args: &[&str], input: &str) -> Output {
-        use std::io::Write;
-        let mut child = self
-            .kubectl_command(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("kubectl is installed");
-        child
-            .stdin
-            .take()
-            .expect("piped stdin")
-            .write_all(input.as_bytes())
-            .expect("kubectl reads stdin");
-        child.wait_with_output().expect("kubectl runs")
+        run_with_stdin(&mut self.kubectl_command(args), input)
+    }
+
+    /// [`Self::kubectl_with_stdin`], which must succeed; returns its stdout.
+    pub fn kubectl_ok_with_stdin(&self, args: &[&str], input: &str) -> String {
+        run_ok_with_stdin(&mut self.kubectl_command(args), input)
     }
 
     /// A `kubectl` command for this namespace, to add environment or stdin.
     pub fn kubectl_command(&self, args: &[&str]) -> Command {
+        self.kubectl_command_as(&self.kubeconfig, args)
+    }
+
+    /// A `kubectl` command in this namespace as the user of `kubeconfig`.
+    pub fn kubectl_command_as(&self, kubeconfig: &Path, args: &[&str]) -> Command {
         let mut command = Command::new("kubectl");
         command
             .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
+            .arg(kubeconfig)
             .args(["--namespace", &self.name])
             .args(args);
         command
+    }
+
+    /// The Git cache directory of a controller run for this namespace,
+    /// removed with the namespace.
+    pub fn cache_dir(&self) -> PathBuf {
+        std::env::temp_dir().join(format!("tether-cache-{}", self.name))
     }
 }
 
 impl Drop for TestNamespace {
     fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(self.cache_dir());
         let _ = Command::new("kubectl")
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
@@ -102,12 +117,16 @@ impl Drop for TestNamespace {
 }
 
 /// A kube client for the cluster in `kubeconfig`.
-pub async fn client_for(kubeconfig: &std::path::Path) -> Client {
+pub async fn client_for(kubeconfig: &Path) -> Client {
+    Client::try_from(config_for(kubeconfig).await).expect("client builds")
+}
+
+/// The client configuration in `kubeconfig`.
+pub(crate) async fn config_for(kubeconfig: &Path) -> Config {
     let file = Kubeconfig::read_from(kubeconfig).expect("kubeconfig readable");
-    let config = Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
+    Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
         .await
-        .expect("kubeconfig valid");
-    Client::try_from(config).expect("client builds")
+        .expect("kubeconfig valid")
 }
 
 fn unique_name(prefix: &str) -> String {

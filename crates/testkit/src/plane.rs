@@ -1,4 +1,5 @@
-//! Starting (or finding) the control plane the tests run against.
+//! Starting (or finding) a local control plane: kube-local, the one the
+//! tests share and the one the benchmark measures.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -6,20 +7,89 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Mutex, OnceLock, mpsc};
 use std::time::Duration;
 
+use crate::run::run_ok;
+
 const START_TIMEOUT: Duration = Duration::from_secs(180);
 
-/// A running control plane and the kubeconfig of its admin user.
+/// How to start kube-local.
+#[derive(Clone, Debug, Default)]
+pub struct Launch {
+    /// Run kube-controller-manager and the fake kubelet too.
+    pub controller_manager: bool,
+    /// Write the API server's audit log (JSON lines) to this file.
+    pub audit_log: Option<PathBuf>,
+    /// Show kube-local's stderr (else it is dropped).
+    pub show_stderr: bool,
+}
+
+/// A running control plane and the kubeconfig of its admin user. One this
+/// process started stops when dropped, or when the process ends however it
+/// ends: kube-local watches its stdin, and the kernel closes that pipe.
 pub struct ControlPlane {
     kubeconfig: PathBuf,
-    dir: Option<PathBuf>,
-    binary: Option<PathBuf>,
-    // Held open for the life of the test process: kube-local stops when
-    // this pipe closes.
-    _stdin: Option<Mutex<ChildStdin>>,
-    _child: Option<Mutex<Child>>,
+    started: Option<Started>,
+}
+
+struct Started {
+    dir: PathBuf,
+    binary: PathBuf,
+    _stdin: Mutex<ChildStdin>,
+    _child: Mutex<Child>,
 }
 
 impl ControlPlane {
+    /// Builds (or finds in the cache) kube-local and starts it in `dir`;
+    /// returns once it is ready.
+    pub fn start(dir: &Path, launch: &Launch) -> ControlPlane {
+        let binary = build_kube_local();
+        let mut command = Command::new(&binary);
+        command.args(["up", "--dir"]).arg(dir);
+        if launch.controller_manager {
+            command.args(["--controller-manager", "--fake-kubelet"]);
+        }
+        if let Some(audit_log) = &launch.audit_log {
+            command.arg("--audit-log").arg(audit_log);
+        }
+        let stderr = match launch.show_stderr {
+            true => Stdio::inherit(),
+            false => Stdio::null(),
+        };
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|error| panic!("starting {}: {error}", binary.display()));
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (ready_tx, ready_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(path) = line.strip_prefix("READY ") {
+                    let _ = ready_tx.send(PathBuf::from(path));
+                }
+            }
+        });
+        let Ok(kubeconfig) = ready_rx.recv_timeout(START_TIMEOUT) else {
+            let _ = child.kill();
+            panic!(
+                "kube-local did not print READY within {}s; logs in {}/logs",
+                START_TIMEOUT.as_secs(),
+                dir.display()
+            );
+        };
+        let stdin = child.stdin.take().expect("piped stdin");
+        ControlPlane {
+            kubeconfig,
+            started: Some(Started {
+                dir: dir.to_path_buf(),
+                binary,
+                _stdin: Mutex::new(stdin),
+                _child: Mutex::new(child),
+            }),
+        }
+    }
+
+    /// The kubeconfig of the admin user.
     pub fn kubeconfig(&self) -> &Path {
         &self.kubeconfig
     }
@@ -27,11 +97,10 @@ impl ControlPlane {
     /// Writes a kubeconfig for a certificate user `user` in `groups`,
     /// signed by the control plane's CA. Only for a plane this process started.
     pub fn user_kubeconfig(&self, user: &str, groups: &[&str]) -> PathBuf {
-        let (dir, binary) = self
-            .dir
+        let Started { dir, binary, .. } = self
+            .started
             .as_ref()
-            .zip(self.binary.as_ref())
-            .expect("user kubeconfigs need a control plane started by the test harness");
+            .expect("user kubeconfigs need a control plane started by this process");
         let out = dir.join(format!("kubeconfig-{user}"));
         let mut command = Command::new(binary);
         command
@@ -41,12 +110,7 @@ impl ControlPlane {
         for group in groups {
             command.args(["--group", group]);
         }
-        let status = command
-            .arg("--out")
-            .arg(&out)
-            .status()
-            .expect("kube-local runs");
-        assert!(status.success(), "kube-local kubeconfig failed for {user}");
+        run_ok(command.arg("--out").arg(&out));
         out
     }
 }
@@ -59,69 +123,31 @@ pub fn repo_root() -> PathBuf {
         .expect("repository root exists")
 }
 
-/// The control plane for this test process, started on first call.
+/// The control plane for this test process, started on first call (with
+/// the controller-manager and the fake kubelet), or the one
+/// `TETHER_TEST_KUBECONFIG` names.
 pub fn control_plane() -> &'static ControlPlane {
     static PLANE: OnceLock<ControlPlane> = OnceLock::new();
     PLANE.get_or_init(|| match std::env::var_os("TETHER_TEST_KUBECONFIG") {
         Some(path) => ControlPlane {
             kubeconfig: path.into(),
-            dir: None,
-            binary: None,
-            _stdin: None,
-            _child: None,
+            started: None,
         },
-        None => start(),
+        None => ControlPlane::start(
+            &std::env::temp_dir().join(format!("tether-test-plane-{}", std::process::id())),
+            &Launch {
+                controller_manager: true,
+                audit_log: None,
+                show_stderr: true,
+            },
+        ),
     })
-}
-
-fn start() -> ControlPlane {
-    let binary = build_kube_local();
-    let dir = std::env::temp_dir().join(format!("tether-test-plane-{}", std::process::id()));
-    let mut child = Command::new(&binary)
-        .args(["up", "--controller-manager", "--fake-kubelet", "--dir"])
-        .arg(&dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap_or_else(|error| panic!("starting {}: {error}", binary.display()));
-    let stdout = child.stdout.take().expect("piped stdout");
-    let (ready_tx, ready_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(path) = line.strip_prefix("READY ") {
-                let _ = ready_tx.send(PathBuf::from(path));
-            }
-        }
-    });
-    let kubeconfig = match ready_rx.recv_timeout(START_TIMEOUT) {
-        Ok(path) => path,
-        Err(_) => {
-            let _ = child.kill();
-            panic!(
-                "kube-local did not print READY within {}s; logs in {}/logs",
-                START_TIMEOUT.as_secs(),
-                dir.display()
-            );
-        }
-    };
-    ControlPlane {
-        kubeconfig,
-        dir: Some(dir),
-        binary: Some(binary),
-        _stdin: child.stdin.take().map(Mutex::new),
-        _child: Some(Mutex::new(child)),
-    }
 }
 
 /// Builds (or finds in the cache) the kube-local binary.
 fn build_kube_local() -> PathBuf {
     let script = repo_root().join("scripts/build-kube-local.sh");
-    let output = Command::new("bash")
-        .arg(&script)
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap_or_else(|error| panic!("running {}: {error}", script.display()));
-    assert!(output.status.success(), "{} failed", script.display());
-    PathBuf::from(String::from_utf8(output.stdout).expect("utf-8 path").trim())
+    let mut command = Command::new("bash");
+    command.arg(&script).stderr(Stdio::inherit());
+    PathBuf::from(run_ok(&mut command).trim())
 }

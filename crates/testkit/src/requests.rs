@@ -3,9 +3,8 @@
 
 use std::sync::{Arc, Mutex};
 
+use kube::Client;
 use kube::client::{Body, ClientBuilder};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
 use tower::util::MapRequestLayer;
 
 /// The requests a [`recording_client`] sent, as `VERB path?query` lines.
@@ -30,10 +29,7 @@ impl Requests {
 
 /// A client for the cluster in `kubeconfig` that records its requests.
 pub async fn recording_client(kubeconfig: &std::path::Path) -> (Client, Requests) {
-    let file = Kubeconfig::read_from(kubeconfig).expect("kubeconfig readable");
-    let config = Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
-        .await
-        .expect("kubeconfig valid");
+    let config = crate::namespace::config_for(kubeconfig).await;
     let requests = Requests::default();
     let log = requests.0.clone();
     let layer = MapRequestLayer::new(move |request: http::Request<Body>| {

@@ -8,7 +8,8 @@
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 
-use tether_testkit::TestNamespace;
+use serde_json::Value;
+use tether_testkit::{TestNamespace, application, run_ok};
 
 pub use tether_testkit::Repo;
 
@@ -22,6 +23,12 @@ pub fn tether_command(ns: &TestNamespace, args: &[&str]) -> Command {
 /// Runs `tether ARGS` to the end.
 pub fn tether(ns: &TestNamespace, args: &[&str]) -> Output {
     tether_command(ns, args).output().expect("tether runs")
+}
+
+/// Runs `tether ARGS`, which must succeed (else the test fails with its
+/// stderr); returns its stdout.
+pub fn tether_ok(ns: &TestNamespace, args: &[&str]) -> String {
+    run_ok(&mut tether_command(ns, args))
 }
 
 /// Stdout and stderr, as one text.
@@ -72,7 +79,7 @@ impl Drop for Running {
 /// `tether run` for `ns` only, as replica `identity`, resyncing every 2 s;
 /// stopped (and its Git cache removed) when the returned process is dropped.
 pub fn run_controller(ns: &TestNamespace, identity: &str) -> Running {
-    let cache = std::env::temp_dir().join(format!("tether-cli-cache-{}-{identity}", ns.name));
+    let cache = ns.cache_dir().join(identity);
     let mut running = Running::spawn(tether_command(
         ns,
         &[
@@ -100,11 +107,9 @@ pub fn config_map(name: &str, greeting: &str) -> String {
     )
 }
 
-/// Application `shop` in `ns` for `repo`'s `app/` directory, as YAML.
-pub fn application(ns: &TestNamespace, repo: &Repo, sync_policy: &str) -> String {
-    format!(
-        "apiVersion: tether.dev/v1alpha1\nkind: Application\nmetadata:\n  name: shop\n  namespace: {ns}\nspec:\n  source:\n    repoURL: {url}\n    path: app\n  destination:\n    namespace: {ns}\n  syncPolicy: {sync_policy}\n",
-        ns = ns.name,
-        url = repo.url()
-    )
+/// Creates Application `shop` in `ns` for `repo`'s `app/` directory with
+/// `kubectl apply`, as an operator would.
+pub fn create_app(ns: &TestNamespace, repo: &Repo, sync_policy: Value) {
+    let app = application("shop", &ns.name, &repo.url(), "app").sync_policy(sync_policy);
+    ns.kubectl_ok_with_stdin(&["apply", "-f", "-"], &app.manifest().to_string());
 }

@@ -5,15 +5,16 @@
 use std::process::Output;
 use std::time::Duration;
 
+use kube::ResourceExt;
 use kube::api::Api;
 use tether_controller::api::BreakGlass;
 use tether_controller::break_glass::request::{self, Opening};
 use tether_controller::{Config, install};
 use tether_core::window::DEFAULT_MAX_TTL;
-use tether_testkit::TestNamespace;
+use tether_testkit::{TestNamespace, object_where};
 use tokio::task::JoinHandle;
 
-use super::{PATIENCE, Repo, config_for, create_app, eventually, status_where, web};
+use super::{Repo, config_for, create_app, spawn_controller, status_where, web};
 
 /// A tenant namespace with a synced app, and the controller's own.
 pub struct Setup {
@@ -33,15 +34,14 @@ pub async fn setup(prefix: &str, cap: Duration) -> Setup {
     install::install(ctl.client.clone(), &ctl.name)
         .await
         .unwrap();
-    let repo = Repo::new(prefix);
+    let repo = Repo::new();
     repo.commit(&web(2, "hello"), "web");
-    let cache = std::env::temp_dir().join(format!("tether-cache-{}", ns.name));
     let config = Config {
         lease_namespace: ctl.name.clone(),
         max_window_ttl: cap,
-        ..config_for(&ns, &cache)
+        ..config_for(&ns)
     };
-    let controller = start(&ns, config.clone());
+    let controller = spawn_controller(&ns, config.clone());
     let apps = create_app(&ns, &repo).await;
     status_where(&apps, "Synced", |s| {
         s.sync.status == "Synced" && !s.inventory.is_empty()
@@ -56,16 +56,6 @@ pub async fn setup(prefix: &str, cap: Duration) -> Setup {
     }
 }
 
-/// Runs a controller with `config` until aborted.
-pub fn start(ns: &TestNamespace, config: Config) -> JoinHandle<()> {
-    let client = ns.client.clone();
-    tokio::spawn(async move {
-        if let Err(error) = tether_controller::run(client, config).await {
-            panic!("controller stopped: {error}");
-        }
-    })
-}
-
 /// Stops the controller and starts a new one (a new process, a new Lease
 /// identity), as a crash-looping pod would.
 pub async fn restart(setup: &mut Setup, generation: u32) {
@@ -75,7 +65,7 @@ pub async fn restart(setup: &mut Setup, generation: u32) {
         identity: format!("{}-{generation}", setup.config.identity),
         ..setup.config.clone()
     };
-    setup.controller = start(&setup.ns, config);
+    setup.controller = spawn_controller(&setup.ns, config);
 }
 
 /// What `tether break-glass open shop` asks for, with the default cap.
@@ -93,6 +83,14 @@ pub fn opening(ns: &TestNamespace, resources: &[&str], ttl: Duration) -> Opening
     }
 }
 
+/// Opens a ten-minute window over all of app `shop` in `ns`; returns its name.
+pub async fn open_window(ns: &TestNamespace) -> String {
+    request::open(&ns.client, opening(ns, &[], Duration::from_secs(600)))
+        .await
+        .unwrap()
+        .name_any()
+}
+
 /// Window `name` once `check` holds (panics with the last seen after a while).
 pub async fn window_where(
     ns: &TestNamespace,
@@ -101,23 +99,7 @@ pub async fn window_where(
     check: impl Fn(&BreakGlass) -> bool,
 ) -> BreakGlass {
     let api: Api<BreakGlass> = Api::namespaced(ns.client.clone(), &ns.name);
-    let last = std::sync::Mutex::new(None);
-    let found = tokio::time::timeout(
-        PATIENCE,
-        eventually(what, || async {
-            let window = api.get(name).await.ok()?;
-            *last.lock().unwrap() = Some(window.clone());
-            check(&window).then_some(window)
-        }),
-    )
-    .await;
-    found.unwrap_or_else(|_| {
-        panic!(
-            "timed out waiting for {what}; last: {}\nlog:\n{}",
-            serde_json::to_string_pretty(&*last.lock().unwrap()).unwrap(),
-            tether_testkit::log_tail("", 30)
-        )
-    })
+    object_where(&api, name, what, check).await
 }
 
 /// Runs what must be refused; returns kubectl's stderr.

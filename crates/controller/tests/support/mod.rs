@@ -6,16 +6,16 @@
 //! it, so unused items are expected here.
 #![allow(dead_code)]
 
-use std::path::Path;
 use std::time::Duration;
 
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use serde_json::{Value, json};
-use tether_controller::api::{Application, ApplicationStatus};
+use tether_controller::api::Application;
 use tether_controller::{Config, install};
-use tether_testkit::TestNamespace;
+use tether_testkit::{AppFixture, TestNamespace, application};
+use tokio::task::JoinHandle;
 
-pub use tether_testkit::{PATIENCE, Repo, eventually};
+pub use tether_testkit::{Repo, status_where};
 
 pub mod break_glass;
 
@@ -38,10 +38,10 @@ pub fn web(replicas: u32, greeting: &str) -> Vec<(&'static str, String)> {
     ]
 }
 
-pub fn config_for(ns: &TestNamespace, cache: &Path) -> Config {
+pub fn config_for(ns: &TestNamespace) -> Config {
     Config {
         resync: Duration::from_secs(2),
-        cache_dir: cache.to_path_buf(),
+        cache_dir: ns.cache_dir(),
         lease_namespace: ns.name.clone(),
         identity: format!("test-{}", ns.name),
         watch_namespace: Some(ns.name.clone()),
@@ -50,20 +50,49 @@ pub fn config_for(ns: &TestNamespace, cache: &Path) -> Config {
 }
 
 /// Starts a controller for `ns` only, as `tether run --watch-namespace` would.
-pub async fn start_controller(ns: &TestNamespace, cache: &Path) {
-    start_controller_with(ns, config_for(ns, cache)).await;
+pub async fn start_controller(ns: &TestNamespace) {
+    start_controller_with(ns, config_for(ns)).await;
 }
 
 /// Installs Tether into `ns` and starts a controller with `config`.
 pub async fn start_controller_with(ns: &TestNamespace, config: Config) {
     tether_testkit::log_file();
     install::install(ns.client.clone(), &ns.name).await.unwrap();
+    spawn_controller(ns, config);
+}
+
+/// Runs a controller with `config` until aborted.
+pub fn spawn_controller(ns: &TestNamespace, config: Config) -> JoinHandle<()> {
     let client = ns.client.clone();
     tokio::spawn(async move {
         if let Err(error) = tether_controller::run(client, config).await {
             panic!("controller stopped: {error}");
         }
-    });
+    })
+}
+
+/// A namespace with a controller running for it.
+pub async fn started(prefix: &str) -> TestNamespace {
+    let ns = TestNamespace::create(prefix).await;
+    start_controller(&ns).await;
+    ns
+}
+
+/// A namespace with a running controller, a repository with the web app
+/// (2 replicas, greeting "hello") and Application `shop` for it with
+/// `sync_policy`.
+pub async fn web_app(prefix: &str, sync_policy: Value) -> (TestNamespace, Repo, Api<Application>) {
+    let ns = TestNamespace::create(prefix).await;
+    let repo = Repo::new();
+    repo.commit(&web(2, "hello"), "first");
+    start_controller(&ns).await;
+    let apps = create_app_with(&ns, &repo, sync_policy).await;
+    (ns, repo, apps)
+}
+
+/// Application `name` in `ns` for `path` of `repo`.
+pub fn app(ns: &TestNamespace, name: &str, repo: &Repo, path: &str) -> AppFixture {
+    application(name, &ns.name, &repo.url(), path)
 }
 
 /// Creates Application `shop` for the `app/` directory of `repo`.
@@ -77,42 +106,10 @@ pub async fn create_app_with(
     repo: &Repo,
     sync_policy: Value,
 ) -> Api<Application> {
-    let apps: Api<Application> = Api::namespaced(ns.client.clone(), &ns.name);
-    let app = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "Application",
-        "metadata": {"name": "shop", "namespace": ns.name},
-        "spec": {"source": {"repoURL": repo.url(), "path": "app"},
-                 "destination": {"namespace": ns.name},
-                 "syncPolicy": sync_policy}});
-    apps.patch("shop", &PatchParams::apply("test"), &Patch::Apply(&app))
+    app(ns, "shop", repo, "app")
+        .sync_policy(sync_policy)
+        .apply(&ns.client)
         .await
-        .unwrap();
-    apps
-}
-
-pub async fn status_where(
-    apps: &Api<Application>,
-    what: &str,
-    check: impl Fn(&ApplicationStatus) -> bool,
-) -> ApplicationStatus {
-    let last = std::sync::Mutex::new(None);
-    let found = tokio::time::timeout(
-        PATIENCE,
-        eventually(what, || async {
-            let status = apps.get("shop").await.ok()?.status?;
-            let matched = check(&status);
-            *last.lock().unwrap() = Some(status.clone());
-            matched.then_some(status)
-        }),
-    )
-    .await;
-    match found {
-        Ok(status) => status,
-        Err(_) => panic!(
-            "timed out waiting for {what}; last status: {}\nthe controller's last log lines:\n{}",
-            serde_json::to_string_pretty(&*last.lock().unwrap()).unwrap(),
-            tether_testkit::log_tail("", 40)
-        ),
-    }
 }
 
 /// `spec.replicas` of Deployment `web` in `ns`, as the API server has it.

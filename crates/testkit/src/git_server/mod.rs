@@ -6,15 +6,4 @@
 mod http;
 pub mod sshd;
 
-use std::net::TcpListener;
-
 pub use http::{HttpBackend, TestCa};
-
-/// A port nothing listens on right now.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}

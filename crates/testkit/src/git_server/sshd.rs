@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 
 use std::time::{Duration, Instant};
 
-use super::free_port;
+use crate::free_port;
 
 /// Where Debian's `openssh-server` (installed by `scripts/setup.sh`) puts it;
 /// sshd must be started by its absolute path.
