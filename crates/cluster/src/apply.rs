@@ -59,14 +59,7 @@ impl Applier {
     pub async fn apply(&self, object: &Value, dry_run: bool) -> Result<Applied, ClusterError> {
         let id = self.identify(object).await?;
         let api = self.api_for(&id, object).await?;
-        let request_error = |step: &'static str| {
-            let object = id.clone();
-            move |error| ClusterError::Request {
-                object,
-                step,
-                error,
-            }
-        };
+        let request_error = |step| request_error(&id, step);
         let before = api.get_opt(&id.name).await.map_err(request_error("read"))?;
         let mut params = PatchParams::apply(FIELD_MANAGER).force();
         if dry_run {
@@ -115,11 +108,7 @@ impl Applier {
         let predicted = api
             .patch(&id.name, &params, &Patch::Apply(&body))
             .await
-            .map_err(|error| ClusterError::Request {
-                object: id.clone(),
-                step: "dry-run apply",
-                error,
-            })?;
+            .map_err(request_error(&id, "dry-run apply"))?;
         Ok(serde_json::to_value(&predicted).unwrap_or(Value::Null))
     }
 
@@ -131,11 +120,7 @@ impl Applier {
         let live = api
             .get_opt(&id.name)
             .await
-            .map_err(|error| ClusterError::Request {
-                object: id.clone(),
-                step: "read",
-                error,
-            })?;
+            .map_err(request_error(&id, "read"))?;
         Ok(live.map(|live| serde_json::to_value(live).unwrap_or(Value::Null)))
     }
 
@@ -158,11 +143,7 @@ impl Applier {
                 &Patch::Apply(&body),
             )
             .await
-            .map_err(|error| ClusterError::Request {
-                object: id.clone(),
-                step: "apply",
-                error,
-            })?;
+            .map_err(request_error(&id, "apply"))?;
         let action = Action::of_apply(
             known_version,
             after
@@ -238,4 +219,17 @@ fn same_content(before: &DynamicObject, after: &DynamicObject) -> bool {
         value
     };
     strip(before) == strip(after)
+}
+
+/// The error of request `step` about `object`, for `map_err`.
+fn request_error(
+    object: &ObjectRef,
+    step: &'static str,
+) -> impl FnOnce(kube::Error) -> ClusterError {
+    let object = object.clone();
+    move |error| ClusterError::Request {
+        object,
+        step,
+        error,
+    }
 }

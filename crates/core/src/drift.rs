@@ -24,13 +24,13 @@ crate::vocabulary! {
     pub enum DriftKind("drift kind") {
         /// Someone changed a managed field outside the loop (`kubectl edit`,
         /// `scale`, `patch`, `apply`). Self-heal reverts it.
-        Manual = "Manual",
+        Manual,
         /// Partial state: the object is missing, or a sync stopped half-way.
         /// Self-heal converges it.
-        Accidental = "Accidental",
+        Accidental,
         /// A change made inside an open break-glass window. Not reverted while
         /// the window is open; adopted into Git or reverted afterwards.
-        Emergency = "Emergency",
+        Emergency,
     }
 }
 
@@ -38,13 +38,13 @@ crate::vocabulary! {
     /// What Tether did about a drifted object, as status records it.
     pub enum DriftOutcome("drift outcome") {
         /// Reverted to Git's state.
-        Healed = "Healed",
+        Healed,
         /// Left alone and reported: self-heal off, warn mode, opted out, or
         /// a break-glass window covers it.
-        Reported = "Reported",
+        Reported,
         /// Left alone for a while: Tether kept reverting it and another
         /// writer kept changing it back.
-        BackedOff = "BackedOff",
+        BackedOff,
     }
 }
 

@@ -6,11 +6,11 @@ crate::vocabulary! {
     /// Does live state match Git?
     #[derive(Default)]
     pub enum SyncStatus("sync status") {
-        Synced = "Synced",
-        OutOfSync = "OutOfSync",
+        Synced,
+        OutOfSync,
         /// Not compared yet (or the comparison failed).
         #[default]
-        Unknown = "Unknown",
+        Unknown,
     }
 }
 
@@ -18,14 +18,14 @@ crate::vocabulary! {
     /// The four operational states of the Synced × Healthy matrix.
     pub enum OperationalState("operational state") {
         /// Synced and working: nothing to do.
-        Converged = "Converged",
+        Converged,
         /// Synced but failing: Git itself is wrong; fix or revert the commit.
-        AppliedButFailing = "AppliedButFailing",
+        AppliedButFailing,
         /// Working, but not what Git says: a sync is pending or someone
         /// changed the cluster.
-        DriftedOrPending = "DriftedOrPending",
+        DriftedOrPending,
         /// Out of sync and failing: the sync failed or drift broke it.
-        Broken = "Broken",
+        Broken,
     }
 }
 
@@ -55,9 +55,9 @@ crate::vocabulary! {
     /// Where a sync operation stands.
     pub enum OperationPhase("operation phase") {
         /// Applying: a crash now leaves a sync that stopped half-way.
-        Running = "Running",
-        Succeeded = "Succeeded",
-        Failed = "Failed",
+        Running,
+        Succeeded,
+        Failed,
     }
 }
 

@@ -47,26 +47,32 @@ pub struct UnknownWord {
 pub use serde as __serde;
 
 /// Defines a closed vocabulary: an enum, what its words name, and each
-/// word's text.
+/// word's text — the word's own name unless given after `=`.
 ///
 /// ```
 /// tether_core::vocabulary! {
 ///     /// A light.
 ///     pub enum Light("light") {
-///         Red = "Red",
-///         Green = "Green",
+///         Red,
+///         Green = "green",
 ///     }
 /// }
 /// assert_eq!(Light::Red.to_string(), "Red");
-/// assert_eq!("Green".parse::<Light>(), Ok(Light::Green));
+/// assert_eq!("green".parse::<Light>(), Ok(Light::Green));
 /// assert!("Blue".parse::<Light>().is_err());
 /// ```
 #[macro_export]
 macro_rules! vocabulary {
+    (@text $word:ident $text:literal) => {
+        $text
+    };
+    (@text $word:ident) => {
+        stringify!($word)
+    };
     (
         $(#[$meta:meta])*
         $vis:vis enum $name:ident ($what:literal) {
-            $( $(#[$word_meta:meta])* $word:ident = $text:literal ),+ $(,)?
+            $( $(#[$word_meta:meta])* $word:ident $(= $text:literal)? ),+ $(,)?
         }
     ) => {
         $(#[$meta])*
@@ -82,7 +88,7 @@ macro_rules! vocabulary {
             /// The word's text, as status fields, the CLI and events write it.
             pub const fn as_str(self) -> &'static str {
                 match self {
-                    $($name::$word => $text),+
+                    $($name::$word => $crate::vocabulary!(@text $word $($text)?)),+
                 }
             }
         }
@@ -151,7 +157,7 @@ mod tests {
 
     crate::vocabulary! {
         enum Light("light") {
-            Red = "Red",
+            Red,
             Green = "green-ish",
         }
     }

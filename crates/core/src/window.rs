@@ -14,15 +14,15 @@ crate::vocabulary! {
     /// Where a window stands; the same words in status, CLI and events.
     pub enum WindowPhase("break-glass phase") {
         /// Self-heal is suspended for the window's scope.
-        Open = "Open",
+        Open,
         /// The time to live ran out; self-heal resumed.
-        Expired = "Expired",
+        Expired,
         /// Closed by an operator before expiry (adopted or reverted).
-        Closed = "Closed",
+        Closed,
         /// The window names no application, its times do not parse, or it
         /// was granted longer than allowed: it suspends nothing. Never the
         /// phase of [`WindowTimes`], which only valid windows have.
-        Invalid = "Invalid",
+        Invalid,
     }
 }
 

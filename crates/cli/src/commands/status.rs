@@ -6,6 +6,7 @@ use kube::ResourceExt;
 use tether_controller::api::Application;
 use tether_core::{OperationalState, SyncStatus};
 
+use super::columns::aligned;
 use super::selection::Selection;
 
 /// Show Applications' sync, health and operational state.
@@ -39,7 +40,8 @@ fn table(apps: &[Application]) -> String {
         [
             "NAME", "SYNC", "HEALTH", "STATE", "REVISION", "DRIFT", "AGE",
         ]
-        .map(String::from),
+        .map(String::from)
+        .to_vec(),
     ];
     for app in apps {
         // An Application no reconcile has reported on yet shows dashes.
@@ -52,7 +54,7 @@ fn table(apps: &[Application]) -> String {
             .filter(|r| r.sync != SyncStatus::Synced)
             .count();
         let revision = status.sync.revision.as_deref().unwrap_or("-");
-        rows.push([
+        rows.push(vec![
             app.name_any(),
             word(reported.map(|s| s.sync.status.as_str())),
             word(reported.map(|s| s.health.status.as_str())),
@@ -62,19 +64,7 @@ fn table(apps: &[Application]) -> String {
             age(app),
         ]);
     }
-    let widths: Vec<usize> = (0..7)
-        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
-        .collect();
-    rows.iter()
-        .map(|row| {
-            let cells: Vec<String> = row
-                .iter()
-                .zip(&widths)
-                .map(|(cell, w)| format!("{cell:<w$}"))
-                .collect();
-            format!("{}\n", cells.join("  ").trim_end())
-        })
-        .collect()
+    aligned(&rows)
 }
 
 /// Per app, the writers besides Tether still owning fields of its objects

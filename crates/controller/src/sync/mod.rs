@@ -29,7 +29,7 @@ use std::fmt;
 use std::time::Duration;
 
 use serde_json::Value;
-use tether_cluster::{Applier, ClusterError};
+use tether_cluster::{Applied, Applier, ClusterError};
 use tether_core::order::{BadSyncWave, apply_position, sync_wave};
 use tether_core::tracking::{AppRef, stamp};
 use tether_core::{Action, Initiator, ObjectRef};
@@ -53,6 +53,26 @@ pub struct SyncReport {
 }
 
 impl SyncReport {
+    /// Records an object sent and what the API server made of it.
+    fn record(&mut self, sent: Value, applied: Applied) {
+        self.results.push((applied.object.clone(), applied.action));
+        self.applied.push(AppliedObject {
+            id: applied.object,
+            sent,
+            live: applied.live,
+        });
+    }
+
+    /// Records an object already in sync, not sent: live as cached.
+    fn keep(&mut self, id: &ObjectRef, object: &Value, live: &Value) {
+        self.results.push((id.clone(), Action::Unchanged));
+        self.applied.push(AppliedObject {
+            id: id.clone(),
+            sent: object.clone(),
+            live: live.clone(),
+        });
+    }
+
     /// How many objects ended with `action`.
     pub fn count(&self, action: Action) -> usize {
         self.results.iter().filter(|(_, a)| *a == action).count()
@@ -260,14 +280,7 @@ pub async fn reapply(
             .await
             .map_err(SyncError::Apply)?;
         tracing::info!(object = %applied.object, action = %applied.action, "re-applied");
-        report
-            .results
-            .push((applied.object.clone(), applied.action));
-        report.applied.push(AppliedObject {
-            id: applied.object,
-            sent: object,
-            live: applied.live,
-        });
+        report.record(object, applied);
     }
     Ok(report)
 }
@@ -306,12 +319,7 @@ async fn apply_one(
         ..
     }) = compared
     {
-        report.results.push((id.clone(), Action::Unchanged));
-        report.applied.push(AppliedObject {
-            id: id.clone(),
-            sent: object.clone(),
-            live: live.clone(),
-        });
+        report.keep(id, object, live);
         return Ok(());
     }
     let applied = match compared {
@@ -335,14 +343,7 @@ async fn apply_one(
         .map_err(SyncError::Apply)?;
     }
     tracing::info!(object = %applied.object, action = %applied.action, "applied");
-    report
-        .results
-        .push((applied.object.clone(), applied.action));
-    report.applied.push(AppliedObject {
-        id: applied.object,
-        sent: object.clone(),
-        live: applied.live,
-    });
+    report.record(object.clone(), applied);
     Ok(())
 }
 

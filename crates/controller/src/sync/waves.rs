@@ -124,14 +124,15 @@ mod tests {
         }
     }
 
+    fn health(status: HealthStatus, message: &str) -> Option<Health> {
+        Some(Health::new(status, message))
+    }
+
     #[test]
     fn a_wave_is_done_when_every_object_is_healthy_suspended_or_unchecked() {
         let observed = [
-            (id("a"), Some(Health::new(HealthStatus::Healthy, ""))),
-            (
-                id("b"),
-                Some(Health::new(HealthStatus::Suspended, "paused")),
-            ),
+            (id("a"), health(HealthStatus::Healthy, "")),
+            (id("b"), health(HealthStatus::Suspended, "paused")),
             (id("c"), None),
         ];
         assert_eq!(blocking(&observed), None);
@@ -140,15 +141,12 @@ mod tests {
     #[test]
     fn the_first_unhealthy_object_blocks_the_wave_with_its_message() {
         let observed = [
-            (id("a"), Some(Health::new(HealthStatus::Healthy, ""))),
+            (id("a"), health(HealthStatus::Healthy, "")),
             (
                 id("b"),
-                Some(Health::new(HealthStatus::Progressing, "0/1 replicas ready")),
+                health(HealthStatus::Progressing, "0/1 replicas ready"),
             ),
-            (
-                id("c"),
-                Some(Health::new(HealthStatus::Degraded, "crashing")),
-            ),
+            (id("c"), health(HealthStatus::Degraded, "crashing")),
         ];
         let (object, message) = blocking(&observed).unwrap();
         assert_eq!(object.name, "b");

@@ -282,6 +282,20 @@ pub(crate) mod field {
             .unwrap_or(false)
     }
 
+    crate::vocabulary! {
+        /// A `status.phase` of the kinds judged by it: a Pod's (Pending,
+        /// Running, Succeeded, Failed, Unknown) or an Argo Workflow's
+        /// (Pending, Running, Succeeded, Failed, Error).
+        pub enum Phase("phase") {
+            Pending,
+            Running,
+            Succeeded,
+            Failed,
+            Error,
+            Unknown,
+        }
+    }
+
     /// Whether the controller has not yet observed the latest spec.
     pub fn generation_not_observed(object: &Value) -> bool {
         let generation = int(object, "/metadata/generation");

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::field::text;
+use super::field::{Phase, text};
 use super::{Health, Subject};
 use crate::conditions::find_condition;
 
@@ -31,30 +31,19 @@ pub(super) fn assess(object: &Value, subject: &Subject) -> Health {
         return subject.degraded(problem);
     }
     match phase.parse() {
-        Ok(PodPhase::Succeeded) => subject.healthy("completed"),
-        Ok(PodPhase::Failed) => subject.degraded(failure(object)),
-        Ok(PodPhase::Running) if long_running => match find_condition(object, "Ready") {
+        Ok(Phase::Succeeded) => subject.healthy("completed"),
+        Ok(Phase::Failed) => subject.degraded(failure(object)),
+        Ok(Phase::Running) if long_running => match find_condition(object, "Ready") {
             Some(ready) if ready.status == "True" => subject.healthy("running and ready"),
             Some(ready) if !ready.message.is_empty() => {
                 subject.progressing(format!("running, not ready: {}", ready.message))
             }
             _ => subject.progressing("running, not ready"),
         },
-        Ok(PodPhase::Running) => subject.progressing("running to completion"),
-        Ok(PodPhase::Pending) => pending(object, subject),
+        Ok(Phase::Running) => subject.progressing("running to completion"),
+        Ok(Phase::Pending) => pending(object, subject),
         _ if phase.is_empty() => subject.progressing("waiting for the kubelet to report status"),
         _ => subject.progressing(format!("phase {phase}")),
-    }
-}
-
-crate::vocabulary! {
-    /// A Pod's `status.phase`, as the kubelet reports it.
-    enum PodPhase("pod phase") {
-        Pending = "Pending",
-        Running = "Running",
-        Succeeded = "Succeeded",
-        Failed = "Failed",
-        Unknown = "Unknown",
     }
 }
 
@@ -86,16 +75,18 @@ fn container_problem(object: &Value) -> Option<String> {
                 "container {name} in {waiting} (restarts {restarts}){detail}"
             ));
         }
-        let terminated = container.pointer("/state/terminated")?;
-        let code = terminated
-            .get("exitCode")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        (code != 0).then(|| {
-            let reason = text(terminated, "/reason");
-            format!("container {name} exited with code {code} ({reason}, restarts {restarts})")
-        })
+        let (code, reason) = exited_with_error(container)?;
+        Some(format!(
+            "container {name} exited with code {code} ({reason}, restarts {restarts})"
+        ))
     })
+}
+
+/// The exit code and reason of a container that terminated with an error.
+fn exited_with_error(container: &Value) -> Option<(i64, &str)> {
+    let terminated = container.pointer("/state/terminated")?;
+    let code = terminated.get("exitCode").and_then(Value::as_i64)?;
+    (code != 0).then(|| (code, text(terminated, "/reason")))
 }
 
 /// Waiting reasons that mean the container cannot start without help:
@@ -122,18 +113,11 @@ fn failure(object: &Value) -> String {
     }
     containers(object)
         .find_map(|container| {
-            let terminated = container.pointer("/state/terminated")?;
-            let code = terminated
-                .get("exitCode")
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            (code != 0).then(|| {
-                format!(
-                    "failed: container {} exited with code {code} ({})",
-                    text(container, "/name"),
-                    text(terminated, "/reason")
-                )
-            })
+            let (code, reason) = exited_with_error(container)?;
+            let name = text(container, "/name");
+            Some(format!(
+                "failed: container {name} exited with code {code} ({reason})"
+            ))
         })
         .unwrap_or_else(|| "failed".to_string())
 }

@@ -14,19 +14,19 @@ crate::vocabulary! {
     #[derive(Default)]
     pub enum HealthStatus("health status") {
         /// Working as intended.
-        Healthy = "Healthy",
+        Healthy,
         /// Deliberately paused or not running (a suspended Job or CronJob, a
         /// paused Deployment).
-        Suspended = "Suspended",
+        Suspended,
         /// Not yet working, but expected to get there (a rollout in progress).
-        Progressing = "Progressing",
+        Progressing,
         /// Desired but absent from the cluster.
-        Missing = "Missing",
+        Missing,
         /// Failing (a crash loop, a failed Job, a rollout past its deadline).
-        Degraded = "Degraded",
+        Degraded,
         /// Could not be assessed (for example a health rule failed at run time).
         #[default]
-        Unknown = "Unknown",
+        Unknown,
     }
 }
 

@@ -182,6 +182,14 @@ impl<'a> Events<'_, 'a> {
         Ok(self.peeked.as_ref().expect("just peeked"))
     }
 
+    /// Consumes a collection's end: where its closing bracket is (flow
+    /// style only) and where the collection ends, given its last content.
+    fn close(&mut self, flow: bool, last: usize) -> Result<(Option<usize>, usize), ParseError> {
+        let (_, span) = self.next()?;
+        let close = flow.then(|| self.text.offset(&span.start));
+        Ok((close, close.map_or(last, |close| close + 1)))
+    }
+
     fn node(&mut self) -> Result<Node, ParseError> {
         let (event, span) = self.next()?;
         let start = self.text.offset(&span.start);
@@ -207,14 +215,9 @@ impl<'a> Events<'_, 'a> {
                 let mut last = start;
                 loop {
                     if matches!(self.peek()?.0, Event::MappingEnd) {
-                        let (_, span) = self.next()?;
-                        let close = flow.then(|| self.text.offset(&span.start));
-                        let end = close.map_or(last, |close| close + 1);
-                        return Ok(Node {
-                            kind: Kind::Map { entries, close },
-                            start,
-                            end,
-                        });
+                        let (close, end) = self.close(flow, last)?;
+                        let kind = Kind::Map { entries, close };
+                        return Ok(Node { kind, start, end });
                     }
                     let key = self.node()?;
                     let Kind::Scalar { value: name, .. } = &key.kind else {
@@ -245,14 +248,9 @@ impl<'a> Events<'_, 'a> {
                 let mut last = start;
                 loop {
                     if matches!(self.peek()?.0, Event::SequenceEnd) {
-                        let (_, span) = self.next()?;
-                        let close = flow.then(|| self.text.offset(&span.start));
-                        let end = close.map_or(last, |close| close + 1);
-                        return Ok(Node {
-                            kind: Kind::Seq { items, close },
-                            start,
-                            end,
-                        });
+                        let (close, end) = self.close(flow, last)?;
+                        let kind = Kind::Seq { items, close };
+                        return Ok(Node { kind, start, end });
                     }
                     let item = self.node()?;
                     last = last.max(item.end);

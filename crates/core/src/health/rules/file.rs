@@ -37,21 +37,15 @@ pub struct RuleSpec {
     /// Kinds the rule applies to; `*` matches any run of characters.
     pub kinds: Vec<String>,
     /// CEL: the object is deliberately paused.
-    #[serde(default)]
     pub suspended: Option<String>,
     /// CEL: the object is failing.
-    #[serde(default)]
     pub degraded: Option<String>,
     /// CEL: the object is on its way to working.
-    #[serde(default)]
     pub progressing: Option<String>,
     /// CEL: the object works.
-    #[serde(default)]
     pub healthy: Option<String>,
     /// The status when no expression is true; Progressing if not given.
-    #[serde(default)]
     pub otherwise: Option<String>,
     /// CEL: the message, a string (the object's `Kind name: ` is prefixed).
-    #[serde(default)]
     pub message: Option<String>,
 }
