@@ -22,15 +22,14 @@ use crate::tracking::FIELD_MANAGER;
 /// A field manager that wrote a field: `kubectl-edit` through an Update,
 /// `kubectl-scale` through the `scale` subresource, `kubectl` through a
 /// server-side Apply, a controller by its name…
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Writer {
     pub manager: String,
     pub operation: Operation,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subresource: Option<String>,
     /// When the manager last wrote (RFC 3339, as the server recorded it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time: Option<String>,
 }
 

@@ -50,6 +50,7 @@ crate::vocabulary! {
 
 /// One drifted field as recorded in status: where, desired and live values
 /// (Secret values already masked by the diff) and who last wrote it.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DriftedField {
@@ -57,11 +58,8 @@ pub struct DriftedField {
     pub path: String,
     /// JSON pointer into the live object: `/spec/template/spec/containers/0/image`.
     pub pointer: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub desired: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live: Option<Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writer: Option<Writer>,
 }
 

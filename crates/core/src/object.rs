@@ -12,13 +12,13 @@ use serde_json::Value;
 ///
 /// The version is not part of identity: `apps/v1` and `apps/v1beta2`
 /// Deployments with the same name are the same object.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ObjectRef {
     /// API group; empty for the core group (`v1`).
     pub group: String,
     pub kind: String,
     /// Namespace; `None` for cluster-scoped objects or when not yet defaulted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     pub name: String,
 }

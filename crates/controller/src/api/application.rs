@@ -105,6 +105,7 @@ impl Destination {
 }
 
 /// How Tether keeps live state tethered to Git.
+#[serde_with::skip_serializing_none]
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SyncPolicy {
@@ -117,17 +118,14 @@ pub struct SyncPolicy {
     pub self_heal: bool,
     /// What to do about drift: `heal` (revert it) or `warn` (record it,
     /// emit a Warning event, never revert). Overrides `selfHeal` when set.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift_response: Option<DriftResponse>,
     /// Delete objects removed from Git (default false: the footgun is off).
     #[serde(default)]
     pub prune: bool,
     /// How deletions propagate to dependents (default background).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prune_propagation: Option<PrunePropagation>,
     /// The largest share of the inventory, in percent, one prune may delete
     /// without `tether sync APP --allow-mass-prune` (default 50).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prune_max_percent: Option<u8>,
     #[serde(default)]
     pub retry: Retry,
@@ -138,7 +136,6 @@ pub struct SyncPolicy {
     pub wait_for_waves: bool,
     /// With `waitForWaves`: how long one wave may take to become healthy
     /// before the sync fails, naming the object (default 300).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wave_timeout_seconds: Option<u32>,
     /// Take over objects that exist already and that Tether did not create
     /// (default false: such an object refuses the commit with
@@ -250,6 +247,7 @@ impl Default for Retry {
 }
 
 /// Observed state, written by Tether through the status subresource.
+#[serde_with::skip_serializing_none]
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApplicationStatus {
@@ -259,7 +257,8 @@ pub struct ApplicationStatus {
     pub health: HealthInfo,
     /// The operational state named by the Synced × Healthy matrix:
     /// Converged, AppliedButFailing, DriftedOrPending or Broken.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    // Optional: a schema of its own does not say so.
+    #[serde(default)]
     #[schemars(schema_with = "word::<OperationalState>")]
     pub state: Option<OperationalState>,
     /// Sync and health per object: every object that is not Synced and
@@ -269,7 +268,6 @@ pub struct ApplicationStatus {
     pub resources: Vec<ResourceStatus>,
     /// How many objects the app has; more than `resources` lists when
     /// that list is cut.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_count: Option<usize>,
     /// Objects that differ from Git now, by kind (Manual, Accidental,
     /// Emergency), with the fields and their writers; at most 50.
@@ -303,18 +301,16 @@ pub struct ApplicationStatus {
     pub inventory: Vec<InventoryEntry>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operation_state: Option<OperationState>,
     /// The last 10 syncs, newest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<HistoryEntry>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reconciled_at: Option<String>,
 }
 
 /// Does live match Git, and at which revision?
+#[serde_with::skip_serializing_none]
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SyncInfo {
@@ -323,15 +319,12 @@ pub struct SyncInfo {
     #[schemars(schema_with = "word::<SyncStatus>")]
     pub status: SyncStatus,
     /// The commit live state was last synced to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision: Option<String>,
     /// The commit (and path tree) live state was last compared with.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compared_to: Option<String>,
     /// SHA-256 of the rendered objects synced at `revision`: a later commit
     /// rendering the same objects (a change elsewhere in a monorepo) is
     /// recorded as the synced revision without a sync.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub objects_digest: Option<String>,
 }
 
@@ -348,26 +341,25 @@ pub struct HealthInfo {
 }
 
 /// Sync and health of one managed object.
+#[serde_with::skip_serializing_none]
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceStatus {
     #[serde(default)]
     pub group: String,
     pub kind: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     pub name: String,
     #[schemars(schema_with = "word::<SyncStatus>")]
     pub sync: SyncStatus,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health: Option<HealthInfo>,
     /// A one-line drift summary: which fields differ and who wrote them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<String>,
 }
 
 /// A drift record (see `tether_core::drift::DriftRecord`) and what Tether
 /// did about it.
+#[serde_with::skip_serializing_none]
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct DriftEntry {
@@ -377,7 +369,6 @@ pub struct DriftEntry {
     /// or BackedOff (the flap guard stopped reverting).
     pub response: DriftOutcome,
     /// When the drift was reverted (or otherwise resolved).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved_at: Option<String>,
 }
 
@@ -404,6 +395,7 @@ pub struct OrphanStatus {
 
 /// A condition in the Kubernetes convention; one reason per failing step
 /// (FetchFailed, VerifyFailed, RenderFailed, DiffFailed, ApplyFailed …).
+#[serde_with::skip_serializing_none]
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Condition {
@@ -413,11 +405,11 @@ pub struct Condition {
     pub reason: String,
     #[serde(default)]
     pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_transition_time: Option<String>,
 }
 
 /// The last (or running) sync operation.
+#[serde_with::skip_serializing_none]
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OperationState {
@@ -428,7 +420,6 @@ pub struct OperationState {
     pub message: String,
     pub revision: String,
     pub started_at: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<String>,
     /// What the sync did to each object (for a failed sync: what it had
     /// applied before it stopped half-way): changes first, `unchanged`

@@ -69,13 +69,13 @@ pub struct BreakGlassSpec {
 
 /// One object in a window's scope. Namespace defaults to the
 /// application's destination namespace.
+#[serde_with::skip_serializing_none]
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ScopedResource {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub group: String,
     pub kind: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     pub name: String,
 }
@@ -135,19 +135,19 @@ pub enum Resolution {
 }
 
 /// Observed state, written by Tether.
+#[serde_with::skip_serializing_none]
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BreakGlassStatus {
     /// Open, Expired, Closed, or Invalid (the window names no application
     /// or its times do not parse; it suspends nothing).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    // Optional: a schema of its own does not say so.
+    #[serde(default)]
     #[schemars(schema_with = "word::<WindowPhase>")]
     pub phase: Option<WindowPhase>,
     /// The expiry in force.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
     /// When the "expires soon" warning was sent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warned_at: Option<String>,
     /// Extensions already announced (an Event each).
     #[serde(default)]
@@ -165,7 +165,6 @@ pub struct BreakGlassStatus {
     pub audit_digest: String,
     /// The controller's verdict on the audit log, checked with its key
     /// whenever the window or one of its records changes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit_chain: Option<AuditChainStatus>,
 }
 

@@ -64,12 +64,11 @@ impl Diff {
 
 /// One differing field: its desired value and its live value (`None` where
 /// that side does not have it). Secret values are masked.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FieldDiff {
     pub path: FieldPath,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub desired: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub live: Option<Value>,
 }
 

@@ -42,6 +42,7 @@ pub const SERVER_ANNOTATIONS: &[&str] = &[
 ///     "managedFieldsManagers": ["hpa-controller"]})).unwrap();
 /// assert_eq!(rule.json_pointers[0].as_str(), "/spec/replicas");
 /// ```
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct IgnoreRule {
@@ -50,10 +51,8 @@ pub struct IgnoreRule {
     pub group: String,
     pub kind: String,
     /// Only the object of this name (any when absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Only objects in this namespace (any when absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     /// Fields to ignore, as RFC 6901 pointers; a `*` segment matches every
     /// key or element (`/spec/template/spec/containers/*/image`).
