@@ -1,7 +1,6 @@
 //! `tether adopt`: write the live values of an app's emergency drift back
 //! into its Git source, as one commit by the operator.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -14,6 +13,8 @@ use tether_controller::api::Application;
 use tether_controller::break_glass::request;
 use tether_controller::credentials;
 use tether_source::adopt::Author;
+
+use super::kubeconfig::Kubeconfig;
 
 /// Adopt live changes into Git: the fields of the app's Emergency drift
 /// (changes made during a break-glass window) are written into the source
@@ -51,9 +52,8 @@ pub struct AdoptArgs {
     /// app's current Emergency drift); its reason becomes the commit's.
     #[arg(long)]
     pub window: Option<String>,
-    /// Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).
-    #[arg(long, env = "TETHER_KUBECONFIG")]
-    pub kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    pub kubeconfig: Kubeconfig,
 }
 
 pub async fn run(args: AdoptArgs) -> anyhow::Result<ExitCode> {
@@ -61,7 +61,7 @@ pub async fn run(args: AdoptArgs) -> anyhow::Result<ExitCode> {
         Some(text) => text.parse::<Author>().map_err(anyhow::Error::msg)?,
         None => git_identity()?,
     };
-    let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
+    let client = args.kubeconfig.connect().await?;
     let app = Api::<Application>::namespaced(client.clone(), &args.namespace)
         .get(&args.app)
         .await

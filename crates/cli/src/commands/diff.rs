@@ -15,6 +15,7 @@ use tether_core::diff::normalize;
 use tether_core::diff::secret::masked_for_display;
 use tether_core::tracking::AppRef;
 
+use super::kubeconfig::Kubeconfig;
 use super::local::{directory_name, repositories};
 
 /// Show what a sync would change: a unified diff per object of live state
@@ -38,13 +39,12 @@ pub struct DiffArgs {
     /// Never colour the output.
     #[arg(long)]
     pub no_color: bool,
-    /// Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).
-    #[arg(long, env = "TETHER_KUBECONFIG")]
-    pub kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    pub kubeconfig: Kubeconfig,
 }
 
 pub async fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
-    let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
+    let client = args.kubeconfig.connect().await?;
     let previews = match (&args.app, &args.path) {
         (Some(name), _) => {
             let namespace = args

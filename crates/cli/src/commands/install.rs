@@ -1,8 +1,9 @@
 //! `tether install`: the CRDs and the controller's identity and RBAC, and
 //! optionally the single-writer admission policy.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
+
+use super::kubeconfig::Kubeconfig;
 
 /// Install Tether's CRDs (Application, BreakGlass), its namespace, service
 /// account and RBAC into the cluster, with server-side apply, and the
@@ -58,9 +59,8 @@ pub struct InstallArgs {
     /// Print the manifests as JSON instead of applying them.
     #[arg(long)]
     pub print: bool,
-    /// Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).
-    #[arg(long, env = "TETHER_KUBECONFIG")]
-    pub kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    pub kubeconfig: Kubeconfig,
 }
 
 pub async fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
@@ -89,7 +89,7 @@ pub async fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
+    let client = args.kubeconfig.connect().await?;
     for (object, action) in
         tether_controller::install::install_with_cap(client.clone(), &args.namespace, cap).await?
     {

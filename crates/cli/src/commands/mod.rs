@@ -8,6 +8,7 @@ mod diff;
 mod drift;
 mod health;
 mod install;
+mod kubeconfig;
 mod local;
 mod render;
 mod run;

@@ -10,6 +10,8 @@ use tether_controller::serve::http;
 use tether_controller::{Config, Probe, Trigger};
 use tether_source::render::SandboxMode;
 
+use super::kubeconfig::Kubeconfig;
+
 /// Run the controller against the current kubeconfig: reconcile every
 /// Application continuously (Git changes, Application changes and changes
 /// to managed objects wake it; a periodic resync is the safety net). Only
@@ -47,9 +49,8 @@ pub struct RunArgs {
     /// Invalid and suspend nothing.
     #[arg(long, default_value = "24h")]
     pub max_break_glass_ttl: String,
-    /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster).
-    #[arg(long, env = "TETHER_KUBECONFIG")]
-    pub kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    pub kubeconfig: Kubeconfig,
     /// Serve HTTP (health, webhooks) on this address, e.g. 127.0.0.1:8080.
     #[arg(long)]
     pub http_addr: Option<SocketAddr>,
@@ -91,7 +92,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         // sources will fail with this same message in their status.
         eprintln!("tether: warning: {error}");
     }
-    let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
+    let client = args.kubeconfig.connect().await?;
     let trigger = Trigger::default();
     let probe = Probe::default();
     let serve_http = async {

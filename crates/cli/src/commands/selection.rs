@@ -1,12 +1,12 @@
 //! The Applications a read-only command looks at: one by name, or all in a
 //! namespace.
 
-use std::path::PathBuf;
-
 use anyhow::Context;
 use kube::ResourceExt;
 use kube::api::Api;
 use tether_controller::api::{Application, StoredApplication};
+
+use super::kubeconfig::Kubeconfig;
 
 #[derive(Debug, clap::Args)]
 pub struct Selection {
@@ -15,9 +15,8 @@ pub struct Selection {
     /// Namespace the Applications live in.
     #[arg(long, short = 'n', default_value = "tether-system")]
     pub namespace: String,
-    /// Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).
-    #[arg(long, env = "TETHER_KUBECONFIG")]
-    pub kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    pub kubeconfig: Kubeconfig,
 }
 
 impl Selection {
@@ -25,7 +24,7 @@ impl Selection {
     /// is not a valid Application is named on stderr with the field at
     /// fault and left out, so it cannot hide the others.
     pub async fn applications(&self) -> anyhow::Result<Vec<Application>> {
-        let client = tether_cluster::connect(self.kubeconfig.as_deref()).await?;
+        let client = self.kubeconfig.connect().await?;
         let api: Api<StoredApplication> = Api::namespaced(client, &self.namespace);
         let namespace = &self.namespace;
         Ok(match &self.app {

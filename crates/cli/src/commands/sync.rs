@@ -19,6 +19,7 @@ use tether_controller::sync::preview::{Preview, preview, preview_application};
 use tether_core::tracking::AppRef;
 use tether_core::{Action, OperationPhase};
 
+use super::kubeconfig::Kubeconfig;
 use super::local::{directory_name, repositories};
 
 /// Sync an Application now: the controller applies its whole desired state
@@ -66,13 +67,12 @@ pub struct SyncArgs {
     /// Application name the objects are tracked under.
     #[arg(long)]
     pub app: Option<String>,
-    /// Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).
-    #[arg(long, env = "TETHER_KUBECONFIG")]
-    pub kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    pub kubeconfig: Kubeconfig,
 }
 
 pub async fn run(args: SyncArgs) -> anyhow::Result<ExitCode> {
-    let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
+    let client = args.kubeconfig.connect().await?;
     let Some(path) = &args.path else {
         let name = args.application.as_deref().unwrap_or_default();
         let namespace = args.namespace.as_deref().unwrap_or("tether-system");

@@ -334,20 +334,27 @@ pub fn format_time(time: SystemTime) -> String {
         .to_string()
 }
 
+/// Window `shop/inc-1234` for app `web`, opened by alice (group oncall)
+/// at 10:00 on 2026-12-02 until `expires`: the unit tests' window.
+#[cfg(test)]
+pub(crate) fn test_window(expires: &str) -> BreakGlass {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "tether.dev/v1alpha1", "kind": "BreakGlass",
+        "metadata": {"name": "inc-1234", "namespace": "shop",
+                     "creationTimestamp": "2026-12-02T10:00:00Z"},
+        "spec": {"application": "web", "reason": "INC-1234: checkout down",
+                 "openedBy": {"username": "alice", "groups": ["oncall"]},
+                 "expiresAt": expires}
+    }))
+    .unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn window(expires: &str) -> BreakGlass {
-        serde_json::from_value(serde_json::json!({
-            "apiVersion": "tether.dev/v1alpha1", "kind": "BreakGlass",
-            "metadata": {"name": "inc-1234", "namespace": "shop",
-                         "creationTimestamp": "2026-12-02T10:00:00Z"},
-            "spec": {"application": "web", "reason": "INC-1234: checkout down",
-                     "openedBy": {"username": "alice", "groups": ["oncall"]},
-                     "expiresAt": expires}
-        }))
-        .unwrap()
+        test_window(expires)
     }
 
     #[test]

@@ -371,19 +371,16 @@ pub fn error_policy(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::break_glass::{BreakGlassStatus, Closing, Extension, parse_time};
+    use crate::api::break_glass::{BreakGlassStatus, Closing, Extension, parse_time, test_window};
 
+    /// The unit tests' window, by alice alone, for Deployment `web`.
     fn window(expires: &str) -> BreakGlass {
-        serde_json::from_value(serde_json::json!({
-            "apiVersion": "tether.dev/v1alpha1", "kind": "BreakGlass",
-            "metadata": {"name": "inc-1234", "namespace": "shop",
-                         "creationTimestamp": "2026-12-02T10:00:00Z"},
-            "spec": {"application": "web", "reason": "INC-1234: checkout down",
-                     "openedBy": {"username": "alice"},
-                     "resources": [{"kind": "Deployment", "name": "web"}],
-                     "expiresAt": expires}
-        }))
-        .unwrap()
+        let mut window = test_window(expires);
+        window.spec.opened_by.groups.clear();
+        window.spec.resources =
+            serde_json::from_value(serde_json::json!([{"kind": "Deployment", "name": "web"}]))
+                .unwrap();
+        window
     }
 
     const CAP: Duration = tether_core::window::DEFAULT_MAX_TTL;
@@ -400,18 +397,18 @@ mod tests {
         window
     }
 
+    /// The plan at `now` for a window whose app exists.
+    fn plan_at(window: &BreakGlass, now: &str) -> Plan {
+        plan(window, true, at(now), CAP)
+    }
+
     fn reasons(plan: &Plan) -> Vec<&str> {
         plan.notices.iter().map(|n| n.reason).collect()
     }
 
     #[test]
     fn a_new_window_is_announced_with_who_why_and_until_when() {
-        let plan = plan(
-            &window("2026-12-02T12:00:00Z"),
-            true,
-            at("2026-12-02T10:00:01Z"),
-            CAP,
-        );
+        let plan = plan_at(&window("2026-12-02T12:00:00Z"), "2026-12-02T10:00:01Z");
         assert_eq!(plan.lifecycle.phase, WindowPhase::Open);
         assert_eq!(reasons(&plan), ["BreakGlassOpened"]);
         assert_eq!(
@@ -424,7 +421,7 @@ mod tests {
     #[test]
     fn a_window_warns_once_before_it_expires() {
         let open = with_phase(window("2026-12-02T12:00:00Z"), WindowPhase::Open);
-        let plan = plan(&open, true, at("2026-12-02T11:56:00Z"), CAP);
+        let plan = plan_at(&open, "2026-12-02T11:56:00Z");
         assert_eq!(reasons(&plan), ["BreakGlassExpiring"]);
         assert!(plan.lifecycle.warned_at.is_some());
         assert_eq!(plan.next, Some(at("2026-12-02T12:00:00Z")));
@@ -433,13 +430,13 @@ mod tests {
     #[test]
     fn an_expired_window_says_so_once_and_looks_no_more() {
         let open = with_phase(window("2026-12-02T12:00:00Z"), WindowPhase::Open);
-        let plan = plan(&open, true, at("2026-12-02T12:00:00Z"), CAP);
+        let plan = plan_at(&open, "2026-12-02T12:00:00Z");
         assert_eq!(plan.lifecycle.phase, WindowPhase::Expired);
         assert!(reasons(&plan).contains(&"BreakGlassExpired"));
         assert_eq!(plan.lifecycle.condition.status, "False");
         assert_eq!(plan.next, None);
         let expired = with_phase(window("2026-12-02T12:00:00Z"), WindowPhase::Expired);
-        let again = super::plan(&expired, true, at("2026-12-02T12:00:10Z"), CAP);
+        let again = plan_at(&expired, "2026-12-02T12:00:10Z");
         assert!(!reasons(&again).contains(&"BreakGlassExpired"));
     }
 
@@ -452,7 +449,7 @@ mod tests {
             expires_at: "2026-12-02T14:00:00Z".into(),
             reason: "still mitigating".into(),
         });
-        let plan = plan(&open, true, at("2026-12-02T12:30:00Z"), CAP);
+        let plan = plan_at(&open, "2026-12-02T12:30:00Z");
         assert_eq!(plan.lifecycle.phase, WindowPhase::Open);
         assert_eq!(reasons(&plan), ["BreakGlassExtended"]);
         assert!(plan.notices[0].note.starts_with("bob extended"));
@@ -467,7 +464,7 @@ mod tests {
             at: "2026-12-02T11:00:00Z".into(),
             resolve: Resolution::Revert,
         });
-        let plan = plan(&open, true, at("2026-12-02T11:00:01Z"), CAP);
+        let plan = plan_at(&open, "2026-12-02T11:00:01Z");
         assert_eq!(plan.lifecycle.phase, WindowPhase::Closed);
         assert_eq!(reasons(&plan), ["BreakGlassClosed"]);
         assert_eq!(
@@ -493,12 +490,7 @@ mod tests {
 
     #[test]
     fn a_window_past_the_cap_is_invalid_and_suspends_nothing() {
-        let plan = plan(
-            &window("2999-01-01T00:00:00Z"),
-            true,
-            at("2026-12-02T10:00:01Z"),
-            CAP,
-        );
+        let plan = plan_at(&window("2999-01-01T00:00:00Z"), "2026-12-02T10:00:01Z");
         assert_eq!(plan.lifecycle.phase, WindowPhase::Invalid);
         assert_eq!(reasons(&plan), ["BreakGlassInvalid"]);
         assert!(
@@ -515,7 +507,7 @@ mod tests {
             expires_at: "2026-12-04T11:58:00Z".into(),
             reason: "forever".into(),
         });
-        let plan = super::plan(&open, true, at("2026-12-02T12:30:00Z"), CAP);
+        let plan = plan_at(&open, "2026-12-02T12:30:00Z");
         assert_eq!(plan.lifecycle.phase, WindowPhase::Invalid);
         assert!(plan.notices[0].note.contains("extension 1 lasts 2d"));
     }
@@ -524,14 +516,14 @@ mod tests {
     fn a_window_claiming_a_system_group_is_invalid() {
         let mut masters = window("2026-12-02T12:00:00Z");
         masters.spec.opened_by.groups = vec!["system:masters".into()];
-        let plan = plan(&masters, true, at("2026-12-02T10:00:01Z"), CAP);
+        let plan = plan_at(&masters, "2026-12-02T10:00:01Z");
         assert_eq!(plan.lifecycle.phase, WindowPhase::Invalid);
         assert!(plan.notices[0].note.contains("\"system:masters\""));
     }
 
     #[test]
     fn a_malformed_expiry_makes_the_window_invalid() {
-        let plan = plan(&window("soon"), true, at("2026-12-02T10:00:01Z"), CAP);
+        let plan = plan_at(&window("soon"), "2026-12-02T10:00:01Z");
         assert_eq!(plan.lifecycle.phase, WindowPhase::Invalid);
         assert!(plan.notices[0].note.contains("spec.expiresAt: \"soon\""));
     }

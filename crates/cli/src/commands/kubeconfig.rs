@@ -1,0 +1,18 @@
+//! The one flag every command that talks to a cluster has.
+
+use std::path::PathBuf;
+
+/// Which cluster, as the user running the command: `--kubeconfig`.
+#[derive(Debug, clap::Args)]
+pub struct Kubeconfig {
+    /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster).
+    #[arg(long, env = "TETHER_KUBECONFIG")]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+impl Kubeconfig {
+    /// A client with the user's own credentials.
+    pub async fn connect(&self) -> anyhow::Result<kube::Client> {
+        Ok(tether_cluster::connect(self.kubeconfig.as_deref()).await?)
+    }
+}
