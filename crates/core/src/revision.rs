@@ -46,6 +46,12 @@ pub fn revision_change(last: Option<LastSync<'_>>, commit: &str, digest: &str) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use RevisionChange::{New, Same, SameObjects};
+
+    /// How `commit` (rendering to `digest`) relates to the `synced` one.
+    fn after(synced: LastSync<'_>, commit: &str, digest: &str) -> RevisionChange {
+        revision_change(Some(synced), commit, digest)
+    }
 
     fn last(
         revision: &'static str,
@@ -61,34 +67,25 @@ mod tests {
 
     #[test]
     fn an_app_never_synced_has_a_new_revision() {
-        assert_eq!(revision_change(None, "c1", "d1"), RevisionChange::New);
+        assert_eq!(revision_change(None, "c1", "d1"), New);
     }
 
     #[test]
     fn the_synced_commit_is_the_same_revision() {
         let synced = last("c1", Some("d1"), true);
-        assert_eq!(
-            revision_change(Some(synced), "c1", "d1"),
-            RevisionChange::Same
-        );
+        assert_eq!(after(synced, "c1", "d1"), Same);
     }
 
     #[test]
     fn a_commit_elsewhere_in_the_repository_renders_the_same_objects() {
         let synced = last("c1", Some("d1"), true);
-        assert_eq!(
-            revision_change(Some(synced), "c2", "d1"),
-            RevisionChange::SameObjects
-        );
+        assert_eq!(after(synced, "c2", "d1"), SameObjects);
     }
 
     #[test]
     fn a_commit_that_changes_the_objects_is_new() {
         let synced = last("c1", Some("d1"), true);
-        assert_eq!(
-            revision_change(Some(synced), "c2", "d2"),
-            RevisionChange::New
-        );
+        assert_eq!(after(synced, "c2", "d2"), New);
     }
 
     #[test]
@@ -96,18 +93,12 @@ mod tests {
         // c2 failed half-way; c3 reverts to c1's objects: live may hold
         // part of c2, so c3 is synced, not just recorded.
         let synced = last("c1", Some("d1"), false);
-        assert_eq!(
-            revision_change(Some(synced), "c3", "d1"),
-            RevisionChange::New
-        );
+        assert_eq!(after(synced, "c3", "d1"), New);
     }
 
     #[test]
     fn status_without_a_digest_syncs_a_new_commit() {
         let synced = last("c1", None, true);
-        assert_eq!(
-            revision_change(Some(synced), "c2", "d1"),
-            RevisionChange::New
-        );
+        assert_eq!(after(synced, "c2", "d1"), New);
     }
 }

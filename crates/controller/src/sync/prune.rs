@@ -4,12 +4,10 @@
 
 use kube::api::{DeleteParams, PropagationPolicy};
 use serde_json::{Value, json};
-use tether_cluster::Applier;
+use tether_cluster::{Applier, ClusterError, Resources};
 use tether_core::ObjectRef;
 use tether_core::prune::{Breaker, KeepReason, PruneDecision, PruneFate, PruneOptions, plan_prune};
 use tether_core::tracking::AppRef;
-
-use tether_cluster::Resources;
 
 use crate::api::application::{InventoryEntry, PrunePropagation};
 use crate::observe::live::LiveCache;
@@ -103,16 +101,13 @@ async fn delete(
     id: &ObjectRef,
     live: &[(ObjectRef, Value)],
     propagation: PrunePropagation,
-) -> Result<(), String> {
+) -> Result<(), DeleteError> {
     let object = live
         .iter()
         .find(|(found, _)| found == id)
         .map(|(_, object)| object)
-        .ok_or("not found")?;
-    let api = applier
-        .api_for(id, object)
-        .await
-        .map_err(|error| error.to_string())?;
+        .ok_or_else(|| DeleteError::NotCached { object: id.clone() })?;
+    let api = applier.api_for(id, object).await?;
     let params = DeleteParams {
         propagation_policy: Some(match propagation {
             PrunePropagation::Foreground => PropagationPolicy::Foreground,
@@ -124,6 +119,20 @@ async fn delete(
     match api.delete(&id.name, &params).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
-        Err(error) => Err(tether_cluster::error::describe(&error)),
+        Err(error) => Err(ClusterError::Request {
+            object: id.clone(),
+            step: "delete",
+            error,
+        }
+        .into()),
     }
+}
+
+/// Why an orphan could not be deleted; it is kept.
+#[derive(Debug, thiserror::Error)]
+enum DeleteError {
+    #[error("{object}: no longer in the watch cache")]
+    NotCached { object: ObjectRef },
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
 }
