@@ -14,6 +14,7 @@
 mod audit;
 mod workload;
 
+use std::fmt::Debug;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
@@ -28,6 +29,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ListParams, Patch, PatchParams};
+use serde::de::DeserializeOwned;
 use serde_json::json;
 use sha2::Sha256;
 use tether_controller::api::Application;
@@ -394,21 +396,43 @@ impl Drop for Stop {
     }
 }
 
+/// Server-side applies `object` as `name` through `api`, as field manager
+/// `bench`.
+async fn apply<K>(api: &Api<K>, name: &str, object: &serde_json::Value) -> kube::Result<K>
+where
+    K: Clone + DeserializeOwned + Debug,
+{
+    api.patch(name, &PatchParams::apply("bench"), &Patch::Apply(object))
+        .await
+}
+
+/// Runs `requests`, at most `concurrency` at a time; the first error stops
+/// them.
+async fn run_all<T>(
+    concurrency: usize,
+    requests: impl Iterator<Item = impl Future<Output = anyhow::Result<T>>>,
+) -> anyhow::Result<()> {
+    futures::stream::iter(requests)
+        .buffer_unordered(concurrency)
+        .try_collect::<Vec<_>>()
+        .await?;
+    Ok(())
+}
+
 async fn create_namespaces(admin: &kube::Client, names: &[String]) -> anyhow::Result<()> {
     let api: Api<Namespace> = Api::all(admin.clone());
-    futures::stream::iter(names.iter().map(|name| {
-        let api = api.clone();
-        async move {
+    run_all(
+        16,
+        names.iter().map(|name| {
             let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-            api.patch(name, &PatchParams::apply("bench"), &Patch::Apply(&ns))
-                .await
-                .with_context(|| format!("namespace {name}"))
-        }
-    }))
-    .buffer_unordered(16)
-    .try_collect::<Vec<_>>()
-    .await?;
-    Ok(())
+            let api = &api;
+            async move {
+                let applied = apply(api, name, &ns).await;
+                applied.with_context(|| format!("namespace {name}"))
+            }
+        }),
+    )
+    .await
 }
 
 async fn wait_leading(admin: &kube::Client) -> anyhow::Result<()> {
@@ -425,27 +449,21 @@ async fn wait_leading(admin: &kube::Client) -> anyhow::Result<()> {
 }
 
 async fn create_apps(admin: &kube::Client, repo_url: &str, n: usize) -> anyhow::Result<()> {
-    futures::stream::iter((0..n).map(|i| {
-        let admin = admin.clone();
-        let ns = format!("tt-{i:03}");
-        let name = app_name(i);
-        let app =
-            application(&name, &ns, repo_url, &format!("apps/{name}")).label("bench", "initial");
-        async move {
-            let api: Api<Application> = Api::namespaced(admin, &ns);
-            api.patch(
-                &name,
-                &PatchParams::apply("bench"),
-                &Patch::Apply(app.manifest()),
-            )
-            .await
-            .with_context(|| format!("Application {ns}/{name}"))
-        }
-    }))
-    .buffer_unordered(8)
-    .try_collect::<Vec<_>>()
-    .await?;
-    Ok(())
+    run_all(
+        8,
+        (0..n).map(|i| {
+            let ns = format!("tt-{i:03}");
+            let name = app_name(i);
+            let app = application(&name, &ns, repo_url, &format!("apps/{name}"))
+                .label("bench", "initial");
+            let api: Api<Application> = Api::namespaced(admin.clone(), &ns);
+            async move {
+                let applied = apply(&api, &name, app.manifest()).await;
+                applied.with_context(|| format!("Application {ns}/{name}"))
+            }
+        }),
+    )
+    .await
 }
 
 /// Polls until `n` Applications matching `selector` are Synced at `revision`.
@@ -499,12 +517,7 @@ async fn latency(
     let api: Api<Application> = Api::namespaced(admin.clone(), "bench-latency");
     let app = application("latency", "bench-latency", &repo.url(), "apps/latency")
         .label("bench", "latency");
-    api.patch(
-        "latency",
-        &PatchParams::apply("bench"),
-        &Patch::Apply(app.manifest()),
-    )
-    .await?;
+    apply(&api, "latency", app.manifest()).await?;
     wait_synced(admin, "bench=latency", 1, head).await?;
     let mut latencies = Vec::with_capacity(commits);
     for round in first_round..first_round + commits {

@@ -145,34 +145,50 @@ async fn diff_and_dry_run_of_an_app_on_https_use_its_basic_auth_secret() {
     );
 }
 
-/// An SSH server that knows `key`, and the Secret's data for it.
-fn ssh_secret_data(key: &KeyPair, sshd: &Sshd) -> serde_json::Value {
-    json!({"sshPrivateKey": key.private, "knownHosts": sshd.known_hosts})
+/// What [`setup`] made, served by a real `sshd` that knows a new deploy
+/// key, with Application `shop` on it and the key in its Secret.
+struct OnSsh {
+    ns: TestNamespace,
+    served: tempfile::TempDir,
+    commit: String,
+    sshd: Sshd,
+    _repo: Repo,
+    _keys: tempfile::TempDir,
+}
+
+async fn setup_on_ssh(prefix: &str) -> OnSsh {
+    let (ns, repo, served, commit) = setup(prefix).await;
+    let keys = tempfile::tempdir().unwrap();
+    let key = KeyPair::generate(keys.path(), "deploy");
+    let sshd = Sshd::start(&[&key]);
+    apply(&ns, &application(&ns, &sshd.url(&bare(&served))));
+    let data = json!({"sshPrivateKey": key.private, "knownHosts": sshd.known_hosts});
+    apply(&ns, &secret(&ns, data));
+    OnSsh {
+        ns,
+        served,
+        commit,
+        sshd,
+        _repo: repo,
+        _keys: keys,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn diff_and_dry_run_of_an_app_on_ssh_use_its_key_secret() {
     require_sshd!();
-    let (ns, _repo, served, commit) = setup("cli-creds-ssh").await;
-    let keys = tempfile::tempdir().unwrap();
-    let key = KeyPair::generate(keys.path(), "deploy");
-    let sshd = Sshd::start(&[&key]);
-    apply(&ns, &application(&ns, &sshd.url(&bare(&served))));
-    apply(&ns, &secret(&ns, ssh_secret_data(&key, &sshd)));
+    let on_ssh = setup_on_ssh("cli-creds-ssh").await;
+    let (ns, sshd) = (&on_ssh.ns, &on_ssh.sshd);
 
-    previews_with_credentials(&ns, &commit, &["PRIVATE KEY"]);
+    previews_with_credentials(ns, &on_ssh.commit, &["PRIVATE KEY"]);
     assert!(sshd.log().contains("Accepted publickey"), "{}", sshd.log());
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn adopt_pushes_to_an_ssh_repository_with_the_apps_key() {
     require_sshd!();
-    let (ns, _repo, served, _) = setup("cli-creds-adopt").await;
-    let keys = tempfile::tempdir().unwrap();
-    let key = KeyPair::generate(keys.path(), "deploy");
-    let sshd = Sshd::start(&[&key]);
-    apply(&ns, &application(&ns, &sshd.url(&bare(&served))));
-    apply(&ns, &secret(&ns, ssh_secret_data(&key, &sshd)));
+    let on_ssh = setup_on_ssh("cli-creds-adopt").await;
+    let (ns, served) = (&on_ssh.ns, &on_ssh.served);
 
     // Live, the greeting was changed during an incident: Emergency drift.
     let n = ns.name.as_str();
@@ -198,7 +214,7 @@ async fn adopt_pushes_to_an_ssh_repository_with_the_apps_key() {
     ]);
 
     let adopted = tether(
-        &ns,
+        ns,
         &[
             "adopt",
             "shop",
@@ -212,12 +228,12 @@ async fn adopt_pushes_to_an_ssh_repository_with_the_apps_key() {
     );
     assert!(adopted.status.success(), "{}", text(&adopted));
     assert!(!text(&adopted).contains("PRIVATE KEY"));
-    let pushed = git(&bare(&served), &["log", "-1", "--format=%an: %s", "main"]);
+    let pushed = git(&bare(served), &["log", "-1", "--format=%an: %s", "main"]);
     assert!(
         pushed.starts_with("Operator: ") && pushed.ends_with("INC-7: keep hi"),
         "{pushed}"
     );
-    let file = git(&bare(&served), &["show", "main:app/settings.yaml"]);
+    let file = git(&bare(served), &["show", "main:app/settings.yaml"]);
     assert!(
         file.contains("greeting: \"hi\"") || file.contains("greeting: hi"),
         "{file}"

@@ -5,23 +5,21 @@ mod support;
 
 use support::{tether, tether_ok, text};
 
-use tether_testkit::TestNamespace;
+use tether_testkit::{TestNamespace, write_file};
+
+/// Deployment `web`, two replicas.
+const WEB: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.27\n";
+
+/// Secret `creds`, whose value must never be printed.
+const SECRET: &str =
+    "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\nstringData:\n  password: hunter2\n";
 
 #[tokio::test]
 async fn diff_exits_one_on_drift_and_zero_when_converged() {
     let ns = TestNamespace::create("cli-diff").await;
     let dir = std::env::temp_dir().join(format!("tether-cli-diff-{}", ns.name));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("web.yaml"),
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.27\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("secret.yaml"),
-        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\nstringData:\n  password: hunter2\n",
-    )
-    .unwrap();
+    write_file(&dir, "web.yaml", WEB);
+    write_file(&dir, "secret.yaml", SECRET);
     let path = dir.to_str().unwrap();
 
     let before = tether(&ns, &["diff", "--path", path, "--namespace", &ns.name]);

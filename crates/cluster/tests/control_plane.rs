@@ -4,7 +4,7 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kube::api::{Api, ListParams};
+use kube::api::ListParams;
 use serde_json::{Value, json};
 use tether_cluster::{Applier, Resources};
 use tether_core::Action;
@@ -37,10 +37,7 @@ async fn server_side_apply_creates_an_object_owned_by_tether_and_dry_run_changes
     assert_eq!(dry_run.action, Action::Configured);
     assert_eq!(dry_run.live["data"]["colour"], "green");
 
-    let live = Api::<ConfigMap>::namespaced(ns.client.clone(), &ns.name)
-        .get("settings")
-        .await
-        .unwrap();
+    let live: ConfigMap = ns.get("settings").await;
     assert_eq!(
         live.data.unwrap()["colour"],
         "blue",
@@ -75,10 +72,7 @@ async fn kubectl_edit_shows_up_in_managed_fields_under_kubectl_edit() {
             .env("KUBE_EDITOR", "sed -i s/blue/green/"),
     );
 
-    let live = Api::<ConfigMap>::namespaced(ns.client.clone(), &ns.name)
-        .get("settings")
-        .await
-        .unwrap();
+    let live: ConfigMap = ns.get("settings").await;
     assert_eq!(live.data.unwrap()["colour"], "green");
     let editor = live
         .metadata
@@ -136,14 +130,20 @@ fn deployment(name: &str, image: &str) -> Value {
                 "spec": {"containers": [{"name": "app", "image": image}]}}}})
 }
 
-#[tokio::test]
-async fn a_deployment_becomes_available_on_the_fake_kubelet() {
-    let ns = TestNamespace::create("deploy").await;
+/// A new namespace (`prefix`) with Deployment `name` of `image` applied.
+async fn deployed(prefix: &str, name: &str, image: &str) -> TestNamespace {
+    let ns = TestNamespace::create(prefix).await;
     applier(&ns)
-        .apply(&deployment("web", "nginx:1.27"), false)
+        .apply(&deployment(name, image), false)
         .await
         .unwrap();
-    let deployments = Api::<Deployment>::namespaced(ns.client.clone(), &ns.name);
+    ns
+}
+
+#[tokio::test]
+async fn a_deployment_becomes_available_on_the_fake_kubelet() {
+    let ns = deployed("deploy", "web", "nginx:1.27").await;
+    let deployments = ns.api::<Deployment>();
     eventually("Deployment web to have 2 available replicas", || async {
         let status = deployments.get("web").await.ok()?.status?;
         (status.available_replicas == Some(2)).then_some(())
@@ -153,12 +153,8 @@ async fn a_deployment_becomes_available_on_the_fake_kubelet() {
 
 #[tokio::test]
 async fn a_crashing_container_shows_crash_loop_back_off_in_its_pod_status() {
-    let ns = TestNamespace::create("crash").await;
-    applier(&ns)
-        .apply(&deployment("broken", "tether.test/crashloop:1"), false)
-        .await
-        .unwrap();
-    let pods = Api::<Pod>::namespaced(ns.client.clone(), &ns.name);
+    let ns = deployed("crash", "broken", "tether.test/crashloop:1").await;
+    let pods = ns.api::<Pod>();
     let (reason, restarts) = eventually("a pod in CrashLoopBackOff", || async {
         let list = pods
             .list(&ListParams::default().labels("app=broken"))

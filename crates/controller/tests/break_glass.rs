@@ -42,6 +42,17 @@ async fn synced(ns: &TestNamespace, repo: &Repo) -> Api<tether_controller::api::
     apps
 }
 
+/// A namespace with a running controller and app `shop` Synced from a new
+/// repository holding `files`.
+async fn synced_app(prefix: &str, files: &[(&str, String)]) -> (TestNamespace, Repo) {
+    let ns = TestNamespace::create(prefix).await;
+    let repo = Repo::new();
+    repo.commit(files, "the app");
+    start_controller(&ns).await;
+    synced(&ns, &repo).await;
+    (ns, repo)
+}
+
 fn opening(ns: &TestNamespace, resources: &[&str], ttl: Duration) -> Opening {
     Opening {
         reason: "INC-1234: checkout returns 500s".into(),
@@ -63,11 +74,7 @@ async fn event_reasons(ns: &TestNamespace, name: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn a_window_on_one_deployment_keeps_its_change_and_the_rest_of_the_app_heals() {
-    let ns = TestNamespace::create("bg-scope").await;
-    let repo = Repo::new();
-    repo.commit(&with_api(2), "two deployments");
-    start_controller(&ns).await;
-    synced(&ns, &repo).await;
+    let (ns, _repo) = synced_app("bg-scope", &with_api(2)).await;
 
     let window = request::open(
         &ns.client,
@@ -191,11 +198,7 @@ async fn api_get(ns: &TestNamespace, name: &str) -> BreakGlass {
 
 #[tokio::test]
 async fn an_expired_window_is_marked_expired_and_self_heal_reverts_its_change() {
-    let ns = TestNamespace::create("bg-expiry").await;
-    let repo = Repo::new();
-    repo.commit(&web(2, "hello"), "web");
-    start_controller(&ns).await;
-    synced(&ns, &repo).await;
+    let (ns, _repo) = synced_app("bg-expiry", &web(2, "hello")).await;
 
     let window = request::open(&ns.client, opening(&ns, &[], Duration::from_secs(12)))
         .await
@@ -333,11 +336,7 @@ async fn a_window_its_records_and_its_audit_log_survive_a_controller_restart() {
 
 #[tokio::test]
 async fn bad_break_glass_requests_are_refused_and_change_nothing() {
-    let ns = TestNamespace::create("bg-bad").await;
-    let repo = Repo::new();
-    repo.commit(&web(2, "hello"), "web");
-    start_controller(&ns).await;
-    synced(&ns, &repo).await;
+    let (ns, _repo) = synced_app("bg-bad", &web(2, "hello")).await;
     let windows: Api<BreakGlass> = Api::namespaced(ns.client.clone(), &ns.name);
 
     // A window for an unknown app.

@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{DeleteParams, ListParams, PostParams};
 use serde_json::json;
-use support::break_glass::{open_window, opening, refused, restart, setup, window_where};
+use support::break_glass::{Setup, open_window, opening, refused, restart, setup, window_where};
 use support::{Repo, create_app, status_where, web};
 use tether_controller::api::BreakGlass;
 use tether_controller::api::break_glass::AuditChainStatus;
@@ -31,6 +31,21 @@ async fn recorded(ns: &TestNamespace, name: &str, count: u64) -> BreakGlass {
         w.status.as_ref().is_some_and(|s| s.record_count == count)
     })
     .await
+}
+
+/// Scales Deployment `web` to `replicas` inside window `name`; the window
+/// once it holds `count` records.
+async fn scaled(ns: &TestNamespace, name: &str, replicas: u32, count: u64) -> BreakGlass {
+    ns.kubectl_ok(&["scale", "deployment/web", &format!("--replicas={replicas}")]);
+    recorded(ns, name, count).await
+}
+
+/// A synced app in its own namespace (see [`setup`]) with a ten-minute
+/// window open over all of it; the window's name.
+async fn with_window(prefix: &str) -> (Setup, String) {
+    let setup = setup(prefix, DEFAULT_MAX_TTL).await;
+    let name = open_window(&setup.ns).await;
+    (setup, name)
 }
 
 /// The controller's verdict once it reaches `state`.
@@ -61,7 +76,7 @@ async fn verdict_on(
 
 /// Waits for an Event with `reason` about window `name`.
 async fn event(ns: &TestNamespace, name: &str, reason: &str) {
-    let events: Api<Event> = Api::namespaced(ns.client.clone(), &ns.name);
+    let events = ns.api::<Event>();
     let selector = ListParams::default().fields(&format!("involvedObject.name={name}"));
     eventually(&format!("a {reason} event"), || async {
         let listed = events.list(&selector).await.ok()?.items;
@@ -131,8 +146,7 @@ async fn an_audit_record_with_an_overflowing_sequence_does_not_crash_the_control
     .await
     .unwrap();
     let name = window.name_any();
-    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=3"]);
-    let window = recorded(ns, &name, 1).await;
+    let window = scaled(ns, &name, 3, 1).await;
 
     // The review's record: sequence u64::MAX, under the name the next
     // record will want. In the window's namespace the admission policy
@@ -140,7 +154,7 @@ async fn an_audit_record_with_an_overflowing_sequence_does_not_crash_the_control
     let text = json!({"sequence": u64::MAX, "previousDigest": ""}).to_string();
     let squat = format!("audit-{}-00002", window.uid().unwrap());
     let evil = fake_record(&window, &squat, &text, "00");
-    let in_tenant: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
+    let in_tenant = ns.api::<ConfigMap>();
     let error = in_tenant
         .create(&PostParams::default(), &evil)
         .await
@@ -150,7 +164,7 @@ async fn an_audit_record_with_an_overflowing_sequence_does_not_crash_the_control
         "{error}"
     );
     // …and where records live only an administrator can put it.
-    let in_controller: Api<ConfigMap> = Api::namespaced(ctl.client.clone(), &ctl.name);
+    let in_controller = ctl.api::<ConfigMap>();
     in_controller
         .create(&PostParams::default(), &evil)
         .await
@@ -170,8 +184,7 @@ async fn an_audit_record_with_an_overflowing_sequence_does_not_crash_the_control
     })
     .await;
     // The window keeps recording, around the squatted name.
-    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=4"]);
-    let window = recorded(ns, &name, 2).await;
+    let window = scaled(ns, &name, 4, 2).await;
     let second = &window.status.as_ref().unwrap().records[1].audit;
     assert!(second.starts_with(&format!("{squat}-")), "{second}");
     // And the planted record is reported, by name, with a warning event.
@@ -183,19 +196,17 @@ async fn an_audit_record_with_an_overflowing_sequence_does_not_crash_the_control
 
 #[tokio::test]
 async fn a_deleted_audit_record_is_reported_as_a_gap() {
-    let setup = setup("bga-gap", DEFAULT_MAX_TTL).await;
+    let (setup, name) = with_window("bga-gap").await;
     let (ns, ctl) = (&setup.ns, &setup.ctl);
-    let name = open_window(ns).await;
     for (count, replicas) in [(1, 3), (2, 4), (3, 5)] {
-        ns.kubectl_ok(&["scale", "deployment/web", &format!("--replicas={replicas}")]);
-        recorded(ns, &name, count).await;
+        scaled(ns, &name, replicas, count).await;
     }
     verdict_of(ns, &name, "Intact", 3).await;
 
     // Record 2 removed (as a cluster administrator: nobody else may).
     let window = recorded(ns, &name, 3).await;
     let second = window.status.as_ref().unwrap().records[1].audit.clone();
-    Api::<ConfigMap>::namespaced(ctl.client.clone(), &ctl.name)
+    ctl.api::<ConfigMap>()
         .delete(&second, &DeleteParams::default())
         .await
         .unwrap();
@@ -213,11 +224,9 @@ async fn a_deleted_audit_record_is_reported_as_a_gap() {
 
 #[tokio::test]
 async fn a_forged_audit_record_with_a_recomputed_digest_is_reported() {
-    let setup = setup("bga-forged", DEFAULT_MAX_TTL).await;
+    let (setup, name) = with_window("bga-forged").await;
     let (ns, ctl) = (&setup.ns, &setup.ctl);
-    let name = open_window(ns).await;
-    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=3"]);
-    let window = recorded(ns, &name, 1).await;
+    let window = scaled(ns, &name, 3, 1).await;
     verdict_of(ns, &name, "Intact", 1).await;
 
     // A second record that chains to the first and carries the SHA-256
@@ -232,7 +241,7 @@ async fn a_forged_audit_record_with_a_recomputed_digest_is_reported() {
     .unwrap();
     let seal = chain_digest(&status.audit_digest, text.as_bytes());
     let forged = format!("audit-{}-00002", window.uid().unwrap());
-    Api::<ConfigMap>::namespaced(ctl.client.clone(), &ctl.name)
+    ctl.api::<ConfigMap>()
         .create(
             &PostParams::default(),
             &fake_record(&window, &forged, &text, &seal),
@@ -250,11 +259,9 @@ async fn a_forged_audit_record_with_a_recomputed_digest_is_reported() {
 
 #[tokio::test]
 async fn a_tenant_cannot_create_or_change_audit_records() {
-    let setup = setup("bga-tenant", DEFAULT_MAX_TTL).await;
+    let (setup, name) = with_window("bga-tenant").await;
     let (ns, ctl) = (&setup.ns, &setup.ctl);
-    let name = open_window(ns).await;
-    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=3"]);
-    let window = recorded(ns, &name, 1).await;
+    let window = scaled(ns, &name, 3, 1).await;
     let record = window.status.as_ref().unwrap().records[0].audit.clone();
     let text = json!({"sequence": 2, "previousDigest": ""}).to_string();
     let fake = serde_json::to_string(&fake_record(&window, "planted", &text, "00")).unwrap();
@@ -334,7 +341,7 @@ async fn a_tenant_cannot_create_or_change_audit_records() {
     // Records go only with their namespace.
     setup.controller.abort();
     ctl.kubectl_ok(&["delete", "namespace", &ctl.name, "--wait=false"]);
-    let records: Api<ConfigMap> = Api::namespaced(ctl.client.clone(), &ctl.name);
+    let records = ctl.api::<ConfigMap>();
     eventually("the record deleted with its namespace", || async {
         matches!(records.get_opt(&record).await, Ok(None)).then_some(())
     })
@@ -364,7 +371,7 @@ async fn records_written_before_keying_are_reported_as_unkeyed_and_the_chain_goe
 
     // Two records as the old controller wrote them: SHA-256 chained, in
     // the window's namespace, and the status that counted them.
-    let configmaps: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
+    let configmaps = ns.api::<ConfigMap>();
     let mut digest = String::new();
     for sequence in 1..=2u64 {
         let text = serde_json::to_string_pretty(&json!({
@@ -388,7 +395,7 @@ async fn records_written_before_keying_are_reported_as_unkeyed_and_the_chain_goe
             .await
             .unwrap();
     }
-    let windows: Api<BreakGlass> = Api::namespaced(ns.client.clone(), &ns.name);
+    let windows = ns.api::<BreakGlass>();
     windows
         .patch_status(
             &name,
@@ -410,8 +417,7 @@ async fn records_written_before_keying_are_reported_as_unkeyed_and_the_chain_goe
     );
 
     // The next change is keyed and chained to the last old record.
-    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=3"]);
-    recorded(&ns, &name, 3).await;
+    scaled(&ns, &name, 3, 3).await;
     let verdict = verdict_of(&ns, &name, "Unkeyed", 3).await;
     assert_eq!(
         verdict.message,

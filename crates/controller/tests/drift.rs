@@ -4,16 +4,21 @@
 
 mod support;
 
+use std::fmt::Debug;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Service};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams};
+use serde::de::DeserializeOwned;
 use serde_json::json;
-use support::{Repo, create_app_with, replicas, start_controller, status_where, web};
+use support::{
+    HIJACK_GREETING, Repo, create_app_with, replicas, start_controller, status_where, web,
+};
 use tether_controller::api::application::DriftEntry;
 use tether_controller::api::{Application, ApplicationStatus};
+use tether_core::drift::DriftedField;
 use tether_testkit::{TestNamespace, eventually, has_condition, run_ok};
 
 fn service() -> (&'static str, String) {
@@ -62,6 +67,33 @@ async fn events(ns: &TestNamespace, reason: &str) -> Vec<String> {
         .filter(|e| e.involved_object.kind.as_deref() == Some("Application"))
         .filter_map(|e| e.message)
         .collect()
+}
+
+/// The first field of ConfigMap `settings`' last recorded drift.
+fn settings_field(status: &ApplicationStatus) -> &DriftedField {
+    &record(&status.last_drift, "ConfigMap", "settings")
+        .unwrap()
+        .record
+        .fields[0]
+}
+
+/// Waits until ConfigMap `settings` has Git's greeting again.
+async fn greeting_reverted(ns: &TestNamespace) {
+    eventually("greeting reverted", || async {
+        (greeting(ns).await == "hello").then_some(())
+    })
+    .await;
+}
+
+/// Waits until object `name` is gone from `api`.
+async fn deleted<K>(api: &Api<K>, name: &str)
+where
+    K: Clone + DeserializeOwned + Debug,
+{
+    eventually(&format!("{name} deleted"), || async {
+        api.get_opt(name).await.ok()?.is_none().then_some(())
+    })
+    .await;
 }
 
 async fn greeting(ns: &TestNamespace) -> String {
@@ -126,29 +158,18 @@ async fn kubectl_scale_is_reverted_and_recorded_as_manual_with_its_writer() {
 #[tokio::test(flavor = "multi_thread")]
 async fn kubectl_patch_and_edit_of_a_config_value_are_reverted_and_attributed() {
     let (ns, _repo, apps) = synced_app("patch", json!({})).await;
-    ns.kubectl_ok(&[
-        "patch",
-        "configmap/settings",
-        "-p",
-        r#"{"data":{"greeting":"hijacked"}}"#,
-    ]);
+    ns.kubectl_ok(&HIJACK_GREETING);
     let status = status_where(&apps, "the patch recorded", |s| {
         record(&s.last_drift, "ConfigMap", "settings").is_some()
     })
     .await;
-    let field = &record(&status.last_drift, "ConfigMap", "settings")
-        .unwrap()
-        .record
-        .fields[0];
+    let field = settings_field(&status);
     assert_eq!(field.path, "data.greeting");
     assert_eq!(field.live, Some(json!("hijacked")));
     let manager = &field.writer.as_ref().unwrap().manager;
     println!("kubectl patch writes as manager {manager:?}");
     assert_eq!(manager, "kubectl-patch");
-    eventually("greeting reverted", || async {
-        (greeting(&ns).await == "hello").then_some(())
-    })
-    .await;
+    greeting_reverted(&ns).await;
 
     // kubectl edit, driven by an editor that rewrites the value.
     run_ok(
@@ -160,17 +181,11 @@ async fn kubectl_patch_and_edit_of_a_config_value_are_reverted_and_attributed() 
             .is_some_and(|e| e.record.fields[0].live == Some(json!("edited")))
     })
     .await;
-    let field = &record(&status.last_drift, "ConfigMap", "settings")
-        .unwrap()
-        .record
-        .fields[0];
+    let field = settings_field(&status);
     let manager = &field.writer.as_ref().unwrap().manager;
     println!("kubectl edit writes as manager {manager:?}");
     assert_eq!(manager, "kubectl-edit");
-    eventually("greeting reverted again", || async {
-        (greeting(&ns).await == "hello").then_some(())
-    })
-    .await;
+    greeting_reverted(&ns).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -321,16 +336,8 @@ async fn with_prune_on_an_orphan_is_deleted_but_a_lookalike_never() {
             .any(|o| o.object.ends_with("/settings") && o.prune == "Deleted")
     })
     .await;
-    let configs = Api::<ConfigMap>::namespaced(ns.client.clone(), &ns.name);
-    eventually("settings deleted", || async {
-        configs
-            .get_opt("settings")
-            .await
-            .ok()?
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    let configs = ns.api::<ConfigMap>();
+    deleted(&configs, "settings").await;
     let lookalike = status
         .orphans
         .iter()
@@ -372,16 +379,7 @@ async fn an_emptied_directory_trips_the_circuit_breaker_until_confirmed() {
         .await
         .unwrap();
     status_where(&apps, "everything pruned", |s| s.inventory.is_empty()).await;
-    let deployments = Api::<Deployment>::namespaced(ns.client.clone(), &ns.name);
-    eventually("the Deployment deleted", || async {
-        deployments
-            .get_opt("web")
-            .await
-            .ok()?
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    deleted(&ns.api::<Deployment>(), "web").await;
     // The handled request is cleared after the status is written.
     eventually("the mass-prune confirmation cleared", || async {
         let app = apps.get("shop").await.ok()?;

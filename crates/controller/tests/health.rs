@@ -49,6 +49,13 @@ impl Setup {
         };
         start_controller_with(&self.ns, config).await;
     }
+
+    /// Starts the controller (see [`Self::start_controller`]) and creates
+    /// Application `shop` for the repository.
+    async fn start_app(&self) -> Api<Application> {
+        self.start_controller().await;
+        create_app(&self.ns, &self.repo).await
+    }
 }
 
 /// A one-replica Deployment `name` at `path`, with `extra_spec` lines.
@@ -86,6 +93,21 @@ fn resource_health<'a>(
 
 fn has_health(status: &ApplicationStatus, kind: &str, name: &str, health: &str) -> bool {
     resource_health(status, kind, name).is_some_and(|h| h.status == health)
+}
+
+/// The status once resource `kind/name` has `health`.
+async fn health_where(
+    apps: &Api<Application>,
+    kind: &str,
+    name: &str,
+    health: &str,
+) -> ApplicationStatus {
+    let what = format!("{kind} {name} {health}");
+    status_where(apps, &what, |s| has_health(s, kind, name, health)).await
+}
+
+fn assert_starts_with(text: &str, prefix: &str) {
+    assert!(text.starts_with(prefix), "{text}");
 }
 
 /// Every status the Application `shop` is written with, in order, from a
@@ -185,12 +207,9 @@ async fn an_image_that_cannot_be_pulled_is_applied_but_failing_until_git_fixes_i
         Some("AppliedButFailing")
     );
     let web = resource_health(&status, "Deployment", "web").unwrap();
-    assert!(
-        web.message.starts_with(
-            "Deployment web: rollout exceeded its progress deadline (1/1 replicas updated, 0 available)"
-        ),
-        "{}",
-        web.message
+    assert_starts_with(
+        &web.message,
+        "Deployment web: rollout exceeded its progress deadline (1/1 replicas updated, 0 available)",
     );
     assert!(
         status
@@ -235,8 +254,7 @@ async fn a_crashing_container_is_degraded_with_its_growing_restart_count() {
         ],
         "pods that do not work",
     );
-    setup.start_controller().await;
-    let apps = create_app(&setup.ns, &setup.repo).await;
+    let apps = setup.start_app().await;
 
     // The restart count grows (the fake kubelet restarts every 10 s) and
     // each new count reaches the status through the Pod's watch.
@@ -247,30 +265,21 @@ async fn a_crashing_container_is_degraded_with_its_growing_restart_count() {
     })
     .await;
     let crash = resource_health(&status, "Pod", "crash").unwrap();
-    assert!(
-        crash.message.starts_with("Pod crash: container app in CrashLoopBackOff (restarts 2): back-off restarting failed container app"),
-        "{}",
-        crash.message
+    assert_starts_with(
+        &crash.message,
+        "Pod crash: container app in CrashLoopBackOff (restarts 2): back-off restarting failed container app",
     );
     let pull = resource_health(&status, "Pod", "pull").unwrap();
     assert_eq!(pull.status, "Degraded");
-    assert!(
-        pull.message
-            .starts_with("Pod pull: container app in ImagePullBackOff (restarts 0)"),
-        "{}",
-        pull.message
+    assert_starts_with(
+        &pull.message,
+        "Pod pull: container app in ImagePullBackOff (restarts 0)",
     );
-    let status = status_where(&apps, "the crash-looping Deployment Degraded", |s| {
-        has_health(s, "Deployment", "crashing", "Degraded")
-    })
-    .await;
+    let status = health_where(&apps, "Deployment", "crashing", "Degraded").await;
     let crashing = resource_health(&status, "Deployment", "crashing").unwrap();
-    assert!(
-        crashing.message.starts_with(
-            "Deployment crashing: rollout exceeded its progress deadline (1/1 replicas updated, 0 available)"
-        ),
-        "{}",
-        crashing.message
+    assert_starts_with(
+        &crashing.message,
+        "Deployment crashing: rollout exceeded its progress deadline (1/1 replicas updated, 0 available)",
     );
     assert_eq!(status.sync.status, "Synced");
     assert_eq!(status.health.status, "Degraded");
@@ -300,19 +309,11 @@ async fn a_failed_job_is_degraded_a_suspended_cronjob_suspended_and_an_unbound_c
         ],
         "batch work and storage",
     );
-    setup.start_controller().await;
-    let apps = create_app(&setup.ns, &setup.repo).await;
+    let apps = setup.start_app().await;
 
-    let status = status_where(&apps, "the Job Degraded", |s| {
-        has_health(s, "Job", "migrate", "Degraded")
-    })
-    .await;
+    let status = health_where(&apps, "Job", "migrate", "Degraded").await;
     let job = resource_health(&status, "Job", "migrate").unwrap();
-    assert!(
-        job.message.starts_with("Job migrate: failed: "),
-        "{}",
-        job.message
-    );
+    assert_starts_with(&job.message, "Job migrate: failed: ");
     let cronjob = resource_health(&status, "CronJob", "nightly").unwrap();
     assert_eq!(cronjob.status, "Suspended");
     assert_eq!(cronjob.message, "CronJob nightly: schedule suspended");
@@ -352,13 +353,9 @@ async fn cluster_rules_from_a_configmap_and_application_rules_judge_live_objects
         )
         .await
         .unwrap();
-    setup.start_controller().await;
-    let apps = create_app(&setup.ns, &setup.repo).await;
+    let apps = setup.start_app().await;
 
-    let status = status_where(&apps, "the cluster rule judging the ConfigMap", |s| {
-        has_health(s, "ConfigMap", "settings", "Suspended")
-    })
-    .await;
+    let status = health_where(&apps, "ConfigMap", "settings", "Suspended").await;
     let settings = resource_health(&status, "ConfigMap", "settings").unwrap();
     assert_eq!(settings.message, "ConfigMap settings: in maintenance");
     let condition = tether_testkit::condition(&status, "HealthRules").unwrap();
@@ -384,10 +381,7 @@ async fn cluster_rules_from_a_configmap_and_application_rules_judge_live_objects
         }
     };
     patch(own("has(self.data) && self.data.mode == 'maintenance'")).await;
-    status_where(&apps, "the Application's rule judging the ConfigMap", |s| {
-        has_health(s, "ConfigMap", "settings", "Degraded")
-    })
-    .await;
+    health_where(&apps, "ConfigMap", "settings", "Degraded").await;
 
     // A rule that does not compile is left out and named in a condition;
     // the cluster's rule judges again.
@@ -406,10 +400,7 @@ async fn cluster_rules_from_a_configmap_and_application_rules_judge_live_objects
         "{}",
         condition.message
     );
-    status_where(&apps, "the cluster rule judging again", |s| {
-        has_health(s, "ConfigMap", "settings", "Suspended")
-    })
-    .await;
+    health_where(&apps, "ConfigMap", "settings", "Suspended").await;
 
     // Deleting the cluster's rules is noticed through the ConfigMap's
     // watch: a ConfigMap has no built-in check, so it has no health.

@@ -10,7 +10,7 @@ use kube::api::Api;
 use serde_json::{Value, json};
 use support::{Repo, app, started, status_where};
 use tether_controller::api::{Application, ApplicationStatus};
-use tether_testkit::TestNamespace;
+use tether_testkit::{TestNamespace, status_of};
 
 fn config_map(name: &str, namespace: Option<&str>, value: &str) -> String {
     let namespace = namespace
@@ -51,17 +51,6 @@ async fn create(
         .await
 }
 
-/// The status of Application `name` once `check` holds.
-async fn status_of(
-    ns: &TestNamespace,
-    name: &str,
-    what: &str,
-    check: impl Fn(&ApplicationStatus) -> bool,
-) -> ApplicationStatus {
-    let apps: Api<Application> = Api::namespaced(ns.client.clone(), &ns.name);
-    tether_testkit::status_of(&apps, name, what, check).await
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn an_object_another_app_manages_is_a_conflict_naming_both_apps() {
     let ns = started("takeover").await;
@@ -75,10 +64,13 @@ async fn an_object_another_app_manages_is_a_conflict_naming_both_apps() {
         "alice declares bob's ConfigMap",
     );
     create(&ns, "bob", &repo, "bob", json!({})).await;
-    status_of(&ns, "bob", "bob Synced", |s| s.sync.status == "Synced").await;
+    status_of(&ns.api(), "bob", "bob Synced", |s| {
+        s.sync.status == "Synced"
+    })
+    .await;
 
     create(&ns, "alice", &repo, "alice", json!({"prune": true})).await;
-    let alice = status_of(&ns, "alice", "alice refused", |s| {
+    let alice = status_of(&ns.api(), "alice", "alice refused", |s| {
         refused_with(s, "OwnershipConflict").is_some()
     })
     .await;
@@ -94,7 +86,7 @@ async fn an_object_another_app_manages_is_a_conflict_naming_both_apps() {
         owner_value(&ns, &ns.name, "bob-config").await.as_deref(),
         Some("bob")
     );
-    let bob = status_of(&ns, "bob", "bob still Synced", |s| {
+    let bob = status_of(&ns.api(), "bob", "bob still Synced", |s| {
         s.sync.status == "Synced"
     })
     .await;

@@ -33,10 +33,7 @@ async fn a_new_application_reaches_synced_and_healthy_and_follows_new_commits() 
     assert_eq!(status.history.len(), 1);
 
     // The objects carry Tether's marks and field manager.
-    let config = Api::<ConfigMap>::namespaced(ns.client.clone(), &ns.name)
-        .get("settings")
-        .await
-        .unwrap();
+    let config: ConfigMap = ns.get("settings").await;
     assert_eq!(config.labels()[APP_LABEL], format!("{}.shop", ns.name));
     assert!(config.annotations().contains_key(TRACKING_ANNOTATION));
     let managers: Vec<_> = config
@@ -56,10 +53,7 @@ async fn a_new_application_reaches_synced_and_healthy_and_follows_new_commits() 
     .await;
     assert_eq!(status.history.len(), 2);
     assert_eq!(status.history[0].revision, second);
-    let config = Api::<ConfigMap>::namespaced(ns.client.clone(), &ns.name)
-        .get("settings")
-        .await
-        .unwrap();
+    let config: ConfigMap = ns.get("settings").await;
     assert_eq!(config.data.unwrap()["greeting"], "hello again");
 }
 
@@ -76,15 +70,12 @@ async fn kubectl_scale_is_reverted_and_a_foreign_label_is_not_drift() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     let status = apps.get("shop").await.unwrap().status.unwrap();
     assert_eq!(status.sync.status, "Synced");
-    let config = Api::<ConfigMap>::namespaced(ns.client.clone(), &ns.name)
-        .get("settings")
-        .await
-        .unwrap();
+    let config: ConfigMap = ns.get("settings").await;
     assert_eq!(config.labels()["team"], "payments");
 
     // kubectl scale is reverted.
     ns.kubectl_ok(&["scale", "deployment/web", "--replicas=5"]);
-    let deployments = Api::<Deployment>::namespaced(ns.client.clone(), &ns.name);
+    let deployments = ns.api::<Deployment>();
     eventually("spec.replicas reverted to 2", || async {
         let replicas = deployments.get("web").await.ok()?.spec?.replicas?;
         (replicas == 2).then_some(())
@@ -123,10 +114,7 @@ async fn a_commit_with_one_invalid_object_applies_nothing_and_the_next_good_comm
         "{}",
         condition.message
     );
-    let config = Api::<ConfigMap>::namespaced(ns.client.clone(), &ns.name)
-        .get("settings")
-        .await
-        .unwrap();
+    let config: ConfigMap = ns.get("settings").await;
     assert_eq!(
         config.data.unwrap()["greeting"],
         "hello",
@@ -378,10 +366,7 @@ async fn a_commit_changing_one_object_of_twenty_costs_one_dry_run_and_one_apply(
         1,
         "{changes:?}"
     );
-    let live = Api::<ConfigMap>::namespaced(ns.client.clone(), &ns.name)
-        .get("cm-07")
-        .await
-        .unwrap();
+    let live: ConfigMap = ns.get("cm-07").await;
     assert_eq!(live.data.unwrap()["v"], "two");
 }
 

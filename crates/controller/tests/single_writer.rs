@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
-use support::{Repo, config_for, create_app_with, replicas, status_where, web};
+use support::{HIJACK_GREETING, Repo, config_for, create_app_with, replicas, status_where, web};
 use tether_controller::api::{Application, BreakGlass};
 use tether_controller::break_glass::request::{self, Opening};
 use tether_controller::install;
@@ -205,15 +205,7 @@ async fn a_plain_users_edit_patch_and_delete_are_rejected_and_a_break_glass_memb
         ],
     );
     refused(ns, patch, "kubectl patch by alice");
-    let patch = ns.kubectl_as(
-        &g.alice,
-        &[
-            "patch",
-            "configmap/settings",
-            "-p",
-            r#"{"data":{"greeting":"hijacked"}}"#,
-        ],
-    );
+    let patch = ns.kubectl_as(&g.alice, &HIJACK_GREETING);
     refused(ns, patch, "kubectl patch of the ConfigMap by alice");
     let delete = ns.kubectl_as(&g.alice, &["delete", "configmap/settings"]);
     refused(ns, delete, "kubectl delete by alice");
@@ -386,12 +378,7 @@ async fn another_writer_is_listed_in_status_until_self_heal_takes_its_fields_bac
         status.other_writers
     );
 
-    ns.kubectl_ok(&[
-        "patch",
-        "configmap/settings",
-        "-p",
-        r#"{"data":{"greeting":"hijacked"}}"#,
-    ]);
+    ns.kubectl_ok(&HIJACK_GREETING);
     let status = status_where(&apps, "kubectl-patch listed as another writer", |s| {
         !s.other_writers.is_empty()
     })

@@ -40,6 +40,17 @@ fn replicas_written_by(manager: Option<&str>) -> DriftedField {
     }
 }
 
+/// A break-glass window of `app` over `objects` (all of the app when
+/// empty), open from 0 s to 3600 s.
+fn open_for_an_hour(app: AppRef, objects: Vec<ObjectRef>) -> WindowScope {
+    WindowScope {
+        app,
+        objects,
+        opened_at: at(0),
+        expires_at: at(3600),
+    }
+}
+
 fn observe<'a>(app: &'a AppRef, object: &'a ObjectRef, live: LiveState<'a>) -> Observation<'a> {
     Observation {
         app,
@@ -76,12 +87,7 @@ fn a_change_inside_an_open_break_glass_window_is_emergency_and_manual_after_it_e
     let (app, object) = (AppRef::new("tether", "shop"), web());
     let fields = [replicas_written_by(Some("kubectl-scale"))];
     let observation = observe(&app, &object, LiveState::Present(&fields));
-    let window = WindowScope {
-        app: app.clone(),
-        objects: vec![web()],
-        opened_at: at(0),
-        expires_at: at(3600),
-    };
+    let window = open_for_an_hour(app.clone(), vec![web()]);
     assert_eq!(
         classify(&observation, std::slice::from_ref(&window), at(60)),
         Some(DriftKind::Emergency)
@@ -97,21 +103,12 @@ fn a_window_for_another_object_or_app_does_not_cover_the_change() {
     let (app, object) = (AppRef::new("tether", "shop"), web());
     let fields = [replicas_written_by(Some("kubectl-scale"))];
     let observation = observe(&app, &object, LiveState::Present(&fields));
-    let other_object = WindowScope {
-        app: app.clone(),
-        objects: vec![ObjectRef {
-            name: "api".into(),
-            ..web()
-        }],
-        opened_at: at(0),
-        expires_at: at(3600),
+    let api = ObjectRef {
+        name: "api".into(),
+        ..web()
     };
-    let other_app = WindowScope {
-        app: AppRef::new("tether", "billing"),
-        objects: vec![],
-        opened_at: at(0),
-        expires_at: at(3600),
-    };
+    let other_object = open_for_an_hour(app.clone(), vec![api]);
+    let other_app = open_for_an_hour(AppRef::new("tether", "billing"), vec![]);
     assert_eq!(
         classify(&observation, &[other_object, other_app], at(60)),
         Some(DriftKind::Manual)

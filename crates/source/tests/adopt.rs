@@ -1,8 +1,11 @@
 //! `tether adopt` against real repositories (`git` CLI, file:// remotes),
 //! `kubectl kustomize` and `helm template`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
+use common::{chart, helm};
 use serde_json::{Value, json};
 use tether_core::ObjectRef;
 use tether_source::adopt::{AdoptError, Adopted, AdoptedField, Adoption, Author, Request, adopt};
@@ -51,6 +54,11 @@ fn field(path: &str, desired: Value, live: Value) -> AdoptedField {
         desired: Some(desired),
         live: Some(live),
     }
+}
+
+/// What adopting `fields` of `object` asks for.
+fn one_object(object: ObjectRef, fields: Vec<AdoptedField>) -> Vec<Adoption> {
+    vec![Adoption { object, fields }]
 }
 
 fn drift() -> Vec<Adoption> {
@@ -233,10 +241,7 @@ fn adopting_nothing_is_an_error_and_writes_nothing() {
     let (_repo, url) = shop_repo();
     let source = shop_source(&url);
     let before = main_of(&url);
-    let empty = vec![Adoption {
-        object: object("apps", "Deployment", "web"),
-        fields: Vec::new(),
-    }];
+    let empty = one_object(object("apps", "Deployment", "web"), Vec::new());
     for objects in [Vec::new(), empty] {
         let error = run(&source, &objects, None).unwrap_err();
         assert!(matches!(error, AdoptError::NoDrift), "{error}");
@@ -249,10 +254,10 @@ fn an_object_no_file_declares_is_an_error_that_names_it() {
     let (_repo, url) = shop_repo();
     let source = shop_source(&url);
     let before = main_of(&url);
-    let objects = vec![Adoption {
-        object: object("apps", "Deployment", "api"),
-        fields: vec![field("spec.replicas", json!(1), json!(2))],
-    }];
+    let objects = one_object(
+        object("apps", "Deployment", "api"),
+        vec![field("spec.replicas", json!(1), json!(2))],
+    );
     let error = run(&source, &objects, None).unwrap_err().to_string();
     assert_eq!(
         error,
@@ -292,10 +297,10 @@ fn sources_pinned_to_a_commit_a_range_or_a_tag_cannot_be_written() {
 fn secret_values_are_never_adopted_nor_printed() {
     let (_repo, url) = shop_repo();
     let source = shop_source(&url);
-    let objects = vec![Adoption {
-        object: object("", "Secret", "db"),
-        fields: vec![field("data.password", json!("b2xk"), json!("c2VjcmV0"))],
-    }];
+    let objects = one_object(
+        object("", "Secret", "db"),
+        vec![field("data.password", json!("b2xk"), json!("c2VjcmV0"))],
+    );
     let error = run(&source, &objects, None).unwrap_err().to_string();
     assert!(
         error.starts_with("Secret shop/db: data.password: Secret values are never written to Git"),
@@ -319,10 +324,10 @@ fn jsonnet_output_has_no_file_to_edit() {
         renderer: Renderer::Jsonnet(Default::default()),
         ..Default::default()
     };
-    let objects = vec![Adoption {
-        object: object("", "ConfigMap", "settings"),
-        fields: vec![field("data.LOG_LEVEL", json!("info"), json!("debug"))],
-    }];
+    let objects = one_object(
+        object("", "ConfigMap", "settings"),
+        vec![field("data.LOG_LEVEL", json!("info"), json!("debug"))],
+    );
     let error =
         tether_source::adopt::write(dir.path(), &source, "shop", &objects, &Sandbox::default())
             .unwrap_err()
@@ -389,14 +394,14 @@ fn a_kustomize_patch_renders_to_the_live_values() {
     assert_eq!(image("app"), "web:1.0-hotfix");
     assert_eq!(image("side"), "side:1");
     // A second adoption keeps the first one's fields.
-    let again = vec![Adoption {
-        object: object("apps", "Deployment", "web"),
-        fields: vec![field(
+    let again = one_object(
+        object("apps", "Deployment", "web"),
+        vec![field(
             "spec.template.spec.containers[name=side].image",
             json!("side:1"),
             json!("side:2"),
         )],
-    }];
+    );
     tether_source::adopt::write(dir.path(), &source, "shop", &again, &Sandbox::default()).unwrap();
     let rendered = render_local(&app, &source.renderer, &Sandbox::default()).unwrap();
     let object = &rendered.manifests[0].object;
@@ -411,45 +416,12 @@ fn a_kustomize_patch_renders_to_the_live_values() {
     );
 }
 
-fn find_helm() -> Option<PathBuf> {
-    let home = PathBuf::from(std::env::var_os("HOME")?);
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([home.join(".cache/tether/bin"), home.join("go/bin")])
-        .find(|dir| dir.join("helm").is_file())
-}
-
 #[test]
 fn a_helm_field_that_maps_to_a_value_is_adopted_as_a_values_override_and_others_are_explained() {
-    let Some(helm) = find_helm() else {
-        eprintln!(
-            "skipped: helm is not installed (scripts/setup.sh builds it into ~/.cache/tether/bin)"
-        );
-        return;
-    };
+    let Some(helm) = helm() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let chart = dir.path().join("chart");
-    std::fs::create_dir_all(chart.join("templates")).unwrap();
-    std::fs::write(
-        chart.join("Chart.yaml"),
-        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
-    )
-    .unwrap();
-    std::fs::write(
-        chart.join("values.yaml"),
-        "# Defaults.\nreplicas: 1\nimage:\n  tag: \"1.0\"\n",
-    )
-    .unwrap();
-    std::fs::write(
-        chart.join("prod.yaml"),
-        "# Production.\nreplicas: 2  # two zones\n",
-    )
-    .unwrap();
-    std::fs::write(
-        chart.join("templates/web.yaml"),
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  labels: {tier: front}\nspec:\n  replicas: {{ .Values.replicas }}\n  template:\n    spec:\n      containers:\n      - name: app\n        image: web:{{ .Values.image.tag }}\n",
-    )
-    .unwrap();
+    // Replicas 1 by default, 2 (commented) in prod.yaml.
+    let chart = chart("web-deployment", dir.path());
     let source = Source {
         path: "chart".into(),
         renderer: Renderer::Helm(HelmOptions {
@@ -463,10 +435,10 @@ fn a_helm_field_that_maps_to_a_value_is_adopted_as_a_values_override_and_others_
         tool_dirs: vec![helm],
         ..Sandbox::default()
     };
-    let objects = vec![Adoption {
-        object: object("apps", "Deployment", "web"),
-        fields: vec![field("spec.replicas", json!(2), json!(4))],
-    }];
+    let objects = one_object(
+        object("apps", "Deployment", "web"),
+        vec![field("spec.replicas", json!(2), json!(4))],
+    );
     let files =
         tether_source::adopt::write(dir.path(), &source, "shop", &objects, &sandbox).unwrap();
     assert_eq!(files, vec!["chart/prod.yaml"]);
@@ -474,10 +446,10 @@ fn a_helm_field_that_maps_to_a_value_is_adopted_as_a_values_override_and_others_
         std::fs::read_to_string(chart.join("prod.yaml")).unwrap(),
         "# Production.\nreplicas: 4  # two zones\n"
     );
-    let unmappable = vec![Adoption {
-        object: object("apps", "Deployment", "web"),
-        fields: vec![field("metadata.labels.tier", json!("front"), json!("back"))],
-    }];
+    let unmappable = one_object(
+        object("apps", "Deployment", "web"),
+        vec![field("metadata.labels.tier", json!("front"), json!("back"))],
+    );
     let error = tether_source::adopt::write(dir.path(), &source, "shop", &unmappable, &sandbox)
         .unwrap_err()
         .to_string();

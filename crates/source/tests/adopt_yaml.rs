@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use tether_source::adopt::{FieldEdit, Selector, edit_file};
+use tether_source::adopt::{EditError, FieldEdit, Selector, edit_file};
 use tether_source::manifest::parse_file;
 
 fn fixture(name: &str) -> PathBuf {
@@ -164,35 +164,25 @@ fn json_files_keep_their_key_order_and_layout() {
     );
 }
 
+/// Setting `spec.x` to 1 in document `document` of `apps/web.yaml` holding
+/// `text`, which must fail.
+fn set_spec_x(text: &str, document: usize) -> EditError {
+    let edit = FieldEdit {
+        path: Selector::parse("spec.x").unwrap(),
+        value: Some(json!(1)),
+    };
+    edit_file(Path::new("apps/web.yaml"), text, document, None, &[edit]).unwrap_err()
+}
+
 #[test]
 fn a_missing_document_is_an_error_that_names_the_file() {
-    let error = edit_file(
-        Path::new("apps/web.yaml"),
-        "kind: A\n",
-        3,
-        None,
-        &[FieldEdit {
-            path: Selector::parse("spec.x").unwrap(),
-            value: Some(json!(1)),
-        }],
-    )
-    .unwrap_err();
+    let error = set_spec_x("kind: A\n", 3);
     assert_eq!(error.to_string(), "apps/web.yaml:0: has no document 4");
 }
 
 #[test]
 fn a_field_below_a_scalar_cannot_be_written_and_says_where() {
-    let error = edit_file(
-        Path::new("apps/web.yaml"),
-        "kind: A\nspec: 3\n",
-        0,
-        None,
-        &[FieldEdit {
-            path: Selector::parse("spec.x").unwrap(),
-            value: Some(json!(1)),
-        }],
-    )
-    .unwrap_err();
+    let error = set_spec_x("kind: A\nspec: 3\n", 0);
     assert_eq!(error.line, 2, "{error}");
     assert!(error.to_string().contains("spec.x"), "{error}");
 }

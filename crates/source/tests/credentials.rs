@@ -42,6 +42,19 @@ fn shop() -> Repo {
     repo
 }
 
+/// [`shop`] served over HTTPS, with a certificate the returned CA signed,
+/// to `bot` with [`PASSWORD`] only.
+fn shop_over_https() -> (TestCa, HttpBackend, Repo) {
+    let (ca, repo) = (TestCa::new(), shop());
+    let server = HttpBackend::start_https(&repo.publish("shop"), Some(("bot", PASSWORD)), &ca);
+    (ca, server, repo)
+}
+
+/// Credentials of `bot` with `password` that trust `ca`, from a file.
+fn bot_credentials(password: &str, ca: &TestCa) -> Credentials {
+    http_credentials(&credentials_file("bot", password, Some(&ca.ca_pem)))
+}
+
 fn http_credentials(file_text: &str) -> Credentials {
     Credentials::from_file_text(file_text).unwrap()
 }
@@ -60,12 +73,10 @@ fn credentials_file(username: &str, password: &str, ca_pem: Option<&str>) -> Str
 
 #[test]
 fn https_with_basic_auth_fetches_with_a_credentials_file_and_a_secret() {
-    let repo = shop();
-    let ca = TestCa::new();
-    let server = HttpBackend::start_https(&repo.publish("shop"), Some(("bot", PASSWORD)), &ca);
+    let (ca, server, _repo) = shop_over_https();
     let url = server.url("shop");
 
-    let from_file = http_credentials(&credentials_file("bot", PASSWORD, Some(&ca.ca_pem)));
+    let from_file = bot_credentials(PASSWORD, &ca);
     assert_eq!(
         fetch(&url, Some(&from_file)).unwrap(),
         vec!["ConfigMap shop/web"]
@@ -87,31 +98,15 @@ fn https_with_basic_auth_fetches_with_a_credentials_file_and_a_secret() {
 
 #[test]
 fn https_with_a_wrong_or_missing_password_fails_naming_the_url_but_not_the_password() {
-    let repo = shop();
-    let ca = TestCa::new();
-    let server = HttpBackend::start_https(&repo.publish("shop"), Some(("bot", PASSWORD)), &ca);
+    let (ca, server, _repo) = shop_over_https();
     let wrong = "wrong-pa55word";
     let url = server.url("shop");
     // The password in the URL too, as some people write it.
     let url_with_password = url.replace("://", &format!("://bot:{wrong}@"));
 
     for (url, credentials) in [
-        (
-            &url,
-            Some(http_credentials(&credentials_file(
-                "bot",
-                wrong,
-                Some(&ca.ca_pem),
-            ))),
-        ),
-        (
-            &url_with_password,
-            Some(http_credentials(&credentials_file(
-                "bot",
-                wrong,
-                Some(&ca.ca_pem),
-            ))),
-        ),
+        (&url, Some(bot_credentials(wrong, &ca))),
+        (&url_with_password, Some(bot_credentials(wrong, &ca))),
     ] {
         let error = fetch(url, credentials.as_ref()).unwrap_err();
         assert!(!error.contains(wrong), "{error}");
@@ -133,10 +128,9 @@ fn https_with_a_wrong_or_missing_password_fails_naming_the_url_but_not_the_passw
 
 #[test]
 fn https_refuses_a_server_whose_certificate_the_credentials_do_not_trust() {
-    let repo = shop();
-    let (ca, other_ca) = (TestCa::new(), TestCa::new());
-    let server = HttpBackend::start_https(&repo.publish("shop"), Some(("bot", PASSWORD)), &ca);
-    let credentials = http_credentials(&credentials_file("bot", PASSWORD, Some(&other_ca.ca_pem)));
+    let (_ca, server, _repo) = shop_over_https();
+    let other_ca = TestCa::new();
+    let credentials = bot_credentials(PASSWORD, &other_ca);
     let error = fetch(&server.url("shop"), Some(&credentials)).unwrap_err();
     assert!(error.starts_with(&server.url("shop")), "{error}");
     assert!(error.to_lowercase().contains("certificate"), "{error}");
@@ -155,6 +149,12 @@ fn ssh_credentials(key: &KeyPair, known_hosts: &str) -> Credentials {
     .unwrap()
 }
 
+/// A new key pair `deploy`, and the directory it is kept in.
+fn deploy_key() -> (KeyPair, tempfile::TempDir) {
+    let keys = tempfile::tempdir().unwrap();
+    (KeyPair::generate(keys.path(), "deploy"), keys)
+}
+
 /// Skips (saying why) only when sshd is not installed.
 macro_rules! require_sshd {
     () => {
@@ -169,8 +169,7 @@ macro_rules! require_sshd {
 fn ssh_fetches_with_the_key_and_known_hosts_from_the_credentials() {
     require_sshd!();
     let repo = shop();
-    let keys = tempfile::tempdir().unwrap();
-    let key = KeyPair::generate(keys.path(), "deploy");
+    let (key, _keys) = deploy_key();
     let sshd = Sshd::start(&[&key]);
     let bare = repo.publish("shop").join("shop.git");
     let credentials = ssh_credentials(&key, &sshd.known_hosts);
@@ -189,8 +188,7 @@ fn ssh_fetches_with_the_key_and_known_hosts_from_the_credentials() {
 fn ssh_fetches_an_scp_like_url() {
     require_sshd!();
     let repo = shop();
-    let keys = tempfile::tempdir().unwrap();
-    let key = KeyPair::generate(keys.path(), "deploy");
+    let (key, _keys) = deploy_key();
     let Some(sshd) = Sshd::start_on_port_22(&[&key]) else {
         eprintln!(
             "skipped: 127.0.0.1:22 is taken or not ours to bind (scp-like URLs have no port)"
@@ -245,12 +243,10 @@ fn ssh_refuses_an_unknown_host_key_and_a_key_the_server_does_not_know() {
 /// caller without the credentials ride on one made with them.
 #[test]
 fn callers_with_other_credentials_never_share_an_update() {
-    let repo = shop();
-    let ca = TestCa::new();
-    let server = HttpBackend::start_https(&repo.publish("shop"), Some(("bot", PASSWORD)), &ca);
+    let (ca, server, _repo) = shop_over_https();
     let url = server.url("shop");
-    let right = http_credentials(&credentials_file("bot", PASSWORD, Some(&ca.ca_pem)));
-    let wrong = http_credentials(&credentials_file("bot", "wrong", Some(&ca.ca_pem)));
+    let right = bot_credentials(PASSWORD, &ca);
+    let wrong = bot_credentials("wrong", &ca);
     let cache = tempfile::tempdir().unwrap();
     let repositories = Repositories::new(cache.path().into());
 

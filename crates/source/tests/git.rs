@@ -25,6 +25,14 @@ fn names(rendered: &tether_source::Rendered) -> Vec<String> {
         .collect()
 }
 
+/// Updates `source`'s repository, which must fetch something new, and
+/// renders `source` from it.
+fn fetch_and_render(repositories: &Repositories, source: &Source) -> tether_source::Rendered {
+    let update = repositories.update(&source.repo_url, None).unwrap();
+    assert!(update.fetched);
+    repositories.render(source, &update).unwrap()
+}
+
 #[test]
 fn a_file_url_renders_and_an_unchanged_remote_is_not_fetched_again() {
     let repo = Repo::new();
@@ -37,11 +45,7 @@ fn a_file_url_renders_and_an_unchanged_remote_is_not_fetched_again() {
     let cache = tempfile::tempdir().unwrap();
     let repositories = Repositories::new(cache.path().into());
 
-    let update = repositories.update(&url, None).unwrap();
-    assert!(update.fetched);
-    let rendered = repositories
-        .render(&source(&url, "", "apps/web"), &update)
-        .unwrap();
+    let rendered = fetch_and_render(&repositories, &source(&url, "", "apps/web"));
     assert_eq!(rendered.commit, first);
     assert_eq!(
         names(&rendered),
@@ -63,11 +67,7 @@ fn a_file_url_renders_and_an_unchanged_remote_is_not_fetched_again() {
     repo.write("apps/web/c.yaml", &config_map("c"));
     let second = repo.commit_all("second");
     repo.publish("shop");
-    let update = repositories.update(&url, None).unwrap();
-    assert!(update.fetched);
-    let rendered = repositories
-        .render(&source(&url, "main", "apps/web"), &update)
-        .unwrap();
+    let rendered = fetch_and_render(&repositories, &source(&url, "main", "apps/web"));
     assert_eq!(rendered.commit, second);
     assert_eq!(rendered.manifests.len(), 3);
 }

@@ -2,9 +2,12 @@
 //! through kubectl, Helm when a `helm` binary exists, and the sandbox's
 //! limits.
 
+mod common;
+
 use std::path::Path;
 use std::time::Duration;
 
+use common::{chart, helm};
 use tether_source::spec::{HelmOptions, KustomizeOptions};
 use tether_source::{DirectoryOptions, Renderer, Sandbox, render_local};
 use tether_testkit::{write_file, write_script};
@@ -13,26 +16,31 @@ fn cm(name: &str) -> String {
     format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n")
 }
 
+/// A temporary directory holding `files` (path, text).
+fn layout(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, text) in files {
+        write_file(dir.path(), path, text);
+    }
+    dir
+}
+
 fn plain(dir: &Path) -> Result<tether_source::Rendered, tether_source::SourceError> {
     render_local(dir, &Renderer::default(), &Sandbox::default())
 }
 
 #[test]
 fn plain_directories_are_read_recursively_in_sorted_order_ignoring_other_files() {
-    let dir = tempfile::tempdir().unwrap();
-    write_file(dir.path(), "b/z.yml", &cm("z"));
-    write_file(
-        dir.path(),
-        "a.json",
-        r#"{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}]}"#,
-    );
-    write_file(
-        dir.path(),
-        "b/a.yaml",
-        &format!("{}---\n{}", cm("a1"), cm("a2")),
-    );
-    write_file(dir.path(), "README.md", "not: [a manifest");
-    write_file(dir.path(), "notes.txt", "ignored");
+    let dir = layout(&[
+        ("b/z.yml", &cm("z")),
+        (
+            "a.json",
+            r#"{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}]}"#,
+        ),
+        ("b/a.yaml", &format!("{}---\n{}", cm("a1"), cm("a2"))),
+        ("README.md", "not: [a manifest"),
+        ("notes.txt", "ignored"),
+    ]);
     let rendered = plain(dir.path()).unwrap();
     let seen: Vec<String> = rendered
         .manifests
@@ -146,18 +154,14 @@ fn symlinks_that_escape_the_repository_are_rejected() {
 
 #[test]
 fn kustomize_renders_through_kubectl_or_kustomize() {
-    let dir = tempfile::tempdir().unwrap();
-    write_file(dir.path(), "base/cm.yaml", &cm("web"));
-    write_file(
-        dir.path(),
-        "base/kustomization.yaml",
-        "resources: [cm.yaml]\n",
-    );
-    write_file(
-        dir.path(),
-        "prod/kustomization.yaml",
-        "resources: [../base]\nnamespace: prod\nnamePrefix: prod-\n",
-    );
+    let dir = layout(&[
+        ("base/cm.yaml", &cm("web")),
+        ("base/kustomization.yaml", "resources: [cm.yaml]\n"),
+        (
+            "prod/kustomization.yaml",
+            "resources: [../base]\nnamespace: prod\nnamePrefix: prod-\n",
+        ),
+    ]);
     let renderer = Renderer::Kustomize(KustomizeOptions {});
     let files = tether_source::files::Files::read_dir(dir.path()).unwrap();
     let manifests =
@@ -169,29 +173,10 @@ fn kustomize_renders_through_kubectl_or_kustomize() {
 
 #[test]
 fn helm_template_renders_a_chart_with_values_files_and_inline_values() {
-    let Some(helm) = find_helm() else {
-        println!(
-            "SKIPPED: no `helm` binary in PATH or ~/go/bin (go install helm.sh/helm/v3/cmd/helm)"
-        );
-        return;
-    };
+    let Some(helm) = helm() else { return };
     let dir = tempfile::tempdir().unwrap();
-    write_file(
-        dir.path(),
-        "chart/Chart.yaml",
-        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
-    );
-    write_file(
-        dir.path(),
-        "chart/values.yaml",
-        "replicas: 1\ncolor: blue\n",
-    );
-    write_file(dir.path(), "chart/prod.yaml", "replicas: 3\n");
-    write_file(
-        dir.path(),
-        "chart/templates/cm.yaml",
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\n  namespace: {{ .Release.Namespace }}\ndata:\n  replicas: {{ .Values.replicas | quote }}\n  color: {{ .Values.color }}\n",
-    );
+    // Replicas 1 and color blue by default, replicas 3 in prod.yaml.
+    chart("web-configmap", dir.path());
     let renderer = Renderer::Helm(HelmOptions {
         release_name: "shop".into(),
         namespace: "prod".into(),
@@ -207,14 +192,6 @@ fn helm_template_renders_a_chart_with_values_files_and_inline_values() {
     assert_eq!(manifests[0].id.to_string(), "ConfigMap prod/shop-cm");
     assert_eq!(manifests[0].object["data"]["replicas"], "3");
     assert_eq!(manifests[0].object["data"]["color"], "green");
-}
-
-fn find_helm() -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let home = std::path::PathBuf::from(std::env::var_os("HOME")?).join("go/bin");
-    std::env::split_paths(&path)
-        .chain([home])
-        .find(|dir| dir.join("helm").is_file())
 }
 
 /// A directory holding a fake `kustomize` shell script.

@@ -120,11 +120,17 @@ fn pgp(mode: VerifyMode, armored: &str) -> Verification {
     }
 }
 
-/// A repository whose one commit (a ConfigMap) `fingerprint` signed.
-fn signed_repo(keys: &Keys, fingerprint: &str, message: &str) -> Repo {
+/// A repository with a ConfigMap staged for its first commit.
+fn staged_repo() -> Repo {
     let repo = Repo::new();
     repo.write("cm.yaml", &config_map("web"));
     git(&repo.dir, &["add", "-A"]);
+    repo
+}
+
+/// A repository whose one commit (a ConfigMap) `fingerprint` signed.
+fn signed_repo(keys: &Keys, fingerprint: &str, message: &str) -> Repo {
+    let repo = staged_repo();
     keys.gpg_git(
         &repo.dir,
         fingerprint,
@@ -154,8 +160,7 @@ fn a_commit_signed_with_a_trusted_openpgp_key_is_rendered() {
 fn an_unsigned_commit_is_refused_naming_the_commit() {
     let keys = Keys::new();
     let (_, armored) = keys.gpg_key("ops@example.com");
-    let repo = Repo::new();
-    repo.write("cm.yaml", &config_map("web"));
+    let repo = staged_repo();
     let commit = repo.commit_all("unsigned");
     let error = verified_head(&repo, &armored).unwrap_err();
     assert_eq!(
@@ -210,11 +215,8 @@ fn a_tampered_commit_whose_signature_does_not_verify_is_refused() {
 
 #[test]
 fn ssh_signed_commits_and_tags_verify_against_allowed_signers() {
-    let keys = Keys::new();
+    let (keys, repo) = (Keys::new(), staged_repo());
     let (key, public) = keys.ssh_key("ops");
-    let repo = Repo::new();
-    repo.write("cm.yaml", &config_map("web"));
-    git(&repo.dir, &["add", "-A"]);
     keys.ssh_git(&repo.dir, &key, &["commit", "-q", "-S", "-m", "ssh signed"]);
     keys.ssh_git(&repo.dir, &key, &["tag", "-s", "-m", "release", "v1.0.0"]);
     git(&repo.dir, &["tag", "v1.0.1"]);
@@ -254,11 +256,9 @@ fn ssh_signed_commits_and_tags_verify_against_allowed_signers() {
 
 #[test]
 fn an_openpgp_signed_annotated_tag_verifies_in_tag_mode() {
-    let keys = Keys::new();
-    let (fingerprint, armored) = keys.gpg_key("ops@example.com");
-    let repo = Repo::new();
-    repo.write("cm.yaml", &config_map("web"));
+    let (keys, repo) = (Keys::new(), staged_repo());
     repo.commit_all("unsigned commit");
+    let (fingerprint, armored) = keys.gpg_key("ops@example.com");
     keys.gpg_git(
         &repo.dir,
         &fingerprint,

@@ -60,6 +60,17 @@ impl ModuleGraph {
             .find(|prefix| self.modules.contains(prefix))
     }
 
+    /// Panics listing every cycle among the modules of the crate in
+    /// `crate_dir` (its `src/`), naming the crate as `name`.
+    pub fn assert_no_cycles(crate_dir: &str, name: &str) {
+        let cycles = ModuleGraph::read(&Path::new(crate_dir).join("src")).cycles();
+        assert!(
+            cycles.is_empty(),
+            "module cycles in {name}:\n{}",
+            cycles.join("\n")
+        );
+    }
+
     /// Every cycle, each as the modules in order with one place per edge:
     /// `sync → waves (src/sync.rs:12) → sync (src/waves.rs:9)`.
     pub fn cycles(&self) -> Vec<String> {
@@ -346,6 +357,13 @@ mod tests {
         dir
     }
 
+    /// The one cycle in a crate of `files`; fails if there is not exactly one.
+    fn only_cycle(files: &[(&str, &str)]) -> String {
+        let cycles = ModuleGraph::read(&tree(files)).cycles();
+        assert_eq!(cycles.len(), 1, "{cycles:?}");
+        cycles.into_iter().next().unwrap()
+    }
+
     #[test]
     fn a_use_tree_expands_to_its_leaves() {
         assert_eq!(
@@ -360,29 +378,25 @@ mod tests {
 
     #[test]
     fn two_siblings_that_use_each_other_are_a_cycle_named_with_its_places() {
-        let src = tree(&[
+        let cycle = only_cycle(&[
             ("lib.rs", "pub mod sync;\npub mod waves;\n"),
             ("sync.rs", "use crate::waves::wait;\n"),
             ("waves.rs", "fn f() { crate::sync::run(); }\n"),
         ]);
-        let cycles = ModuleGraph::read(&src).cycles();
-        assert_eq!(cycles.len(), 1, "{cycles:?}");
-        assert!(cycles[0].starts_with("sync → waves ("), "{}", cycles[0]);
-        assert!(cycles[0].contains("sync.rs:1") && cycles[0].contains("waves.rs:1"));
+        assert!(cycle.starts_with("sync → waves ("), "{cycle}");
+        assert!(cycle.contains("sync.rs:1") && cycle.contains("waves.rs:1"));
     }
 
     #[test]
     fn a_cycle_through_folders_is_found_between_the_top_level_siblings() {
-        let src = tree(&[
+        let cycle = only_cycle(&[
             ("lib.rs", "mod a;\nmod b;\nmod c;\n"),
             ("a/mod.rs", "mod x;\n"),
             ("a/x.rs", "use super::super::b::thing;\n"),
             ("b.rs", "use crate::c::{one, two};\n"),
             ("c.rs", "use crate::a::x::go;\n"),
         ]);
-        let cycles = ModuleGraph::read(&src).cycles();
-        assert_eq!(cycles.len(), 1, "{cycles:?}");
-        assert!(cycles[0].starts_with("a → b"), "{}", cycles[0]);
+        assert!(cycle.starts_with("a → b"), "{cycle}");
     }
 
     #[test]

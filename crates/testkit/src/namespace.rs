@@ -1,13 +1,16 @@
 //! A namespace of its own for each test, deleted when the test ends.
 
+use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
+use kube::{Client, Config, Resource};
+use serde::de::DeserializeOwned;
 
 use crate::control_plane;
 use crate::run::{run_ok, run_ok_with_stdin, run_with_stdin};
@@ -40,6 +43,27 @@ impl TestNamespace {
             client,
             kubeconfig,
         }
+    }
+
+    /// The API of namespaced kind `K` in this namespace.
+    pub fn api<K>(&self) -> Api<K>
+    where
+        K: Resource<Scope = NamespaceResourceScope>,
+        K::DynamicType: Default,
+    {
+        Api::namespaced(self.client.clone(), &self.name)
+    }
+
+    /// Object `name` of kind `K` in this namespace, which must exist.
+    pub async fn get<K>(&self, name: &str) -> K
+    where
+        K: Resource<Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Debug,
+        K::DynamicType: Default,
+    {
+        self.api::<K>()
+            .get(name)
+            .await
+            .unwrap_or_else(|error| panic!("getting {name} in {}: {error}", self.name))
     }
 
     /// Runs the real `kubectl` against the control plane in this namespace.

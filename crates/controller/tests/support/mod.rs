@@ -19,6 +19,15 @@ pub use tether_testkit::{Repo, status_where};
 
 pub mod break_glass;
 
+/// `kubectl` arguments that change ConfigMap `settings`' greeting to
+/// "hijacked" behind Git's back.
+pub const HIJACK_GREETING: [&str; 4] = [
+    "patch",
+    "configmap/settings",
+    "-p",
+    r#"{"data":{"greeting":"hijacked"}}"#,
+];
+
 /// The configuration `tether run --watch-namespace` would use for `ns`,
 /// with a 2 s safety-net resync.
 pub fn web(replicas: u32, greeting: &str) -> Vec<(&'static str, String)> {
