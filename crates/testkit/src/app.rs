@@ -41,6 +41,12 @@ impl AppFixture {
         self
     }
 
+    /// `spec.destination.namespace` (default: the Application's own).
+    pub fn destination(mut self, namespace: &str) -> AppFixture {
+        self.manifest["spec"]["destination"]["namespace"] = json!(namespace);
+        self
+    }
+
     /// `spec.source.renderer`.
     pub fn renderer(mut self, renderer: Value) -> AppFixture {
         self.manifest["spec"]["source"]["renderer"] = renderer;

@@ -148,6 +148,12 @@ pub struct SyncPolicy {
     /// existed before Tether took it over is never deleted by Tether).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub prune_adopted: bool,
+    /// Create the destination namespace when it does not exist (Argo CD's
+    /// `CreateNamespace=true`; default false). It is labelled
+    /// `app.kubernetes.io/managed-by: tether` but not as this app's, so
+    /// prune never deletes it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub create_namespace: bool,
 }
 
 impl SyncPolicy {
@@ -200,6 +206,10 @@ pub const SYNC_REVISION_ANNOTATION: &str = "tether.dev/sync-revision";
 /// Annotation on an Application confirming a prune the circuit breaker
 /// stopped (`tether sync APP --allow-mass-prune`). Cleared once handled.
 pub const ALLOW_MASS_PRUNE_ANNOTATION: &str = "tether.dev/allow-mass-prune";
+/// The label on the namespaces Tether creates (`syncPolicy.createNamespace`).
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+/// The annotation naming the Application a namespace was created for.
+pub const CREATED_FOR_ANNOTATION: &str = "tether.dev/created-for";
 /// Per-object opt-out from self-heal: `tether.dev/self-heal: disabled`.
 pub const SELF_HEAL_ANNOTATION: &str = "tether.dev/self-heal";
 
@@ -217,6 +227,7 @@ impl Default for SyncPolicy {
             wave_timeout_seconds: None,
             adopt_existing: false,
             prune_adopted: false,
+            create_namespace: false,
         }
     }
 }

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use kube::ResourceExt;
-use kube::runtime::controller::Action as Next;
 use kube::runtime::reflector::Store;
 use tether_core::drift::WindowScope;
 use tether_core::tracking::AppRef;
@@ -68,21 +67,4 @@ pub fn open_windows(
             Some(OpenWindow { window, scope })
         })
         .collect()
-}
-
-/// `next` (a resync after about `resync`), or sooner: when the first open
-/// window ends, self-heal resumes.
-pub fn until_expiry(next: Next, windows: &[OpenWindow], resync: Duration) -> Next {
-    let now = SystemTime::now();
-    match windows.iter().map(|w| w.scope.expires_at).min() {
-        Some(expiry) => {
-            let wait = expiry.duration_since(now).unwrap_or_default() + Duration::from_millis(100);
-            if wait < resync.mul_f64(0.9) {
-                Next::requeue(wait)
-            } else {
-                next
-            }
-        }
-        None => next,
-    }
 }

@@ -44,6 +44,31 @@ pub struct Failures {
     pub revision: String,
     pub attempts: u32,
     pub last: Instant,
+    /// A namespace the failure named as missing: its appearance is worth
+    /// a retry at once, whatever the back-off says.
+    pub awaiting: Option<String>,
+}
+
+/// How failed syncs are retried: `limit` attempts per revision with a
+/// back-off from `base` doubling to `max`, then one attempt per `periodic`
+/// (the resync interval) until a new revision or a success.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    pub limit: u32,
+    pub base: Duration,
+    pub max: Duration,
+    pub periodic: Duration,
+}
+
+impl RetryPolicy {
+    /// How long after attempt number `attempts` failed the next may run.
+    pub fn wait_after(&self, attempts: u32) -> Duration {
+        if attempts < self.limit {
+            backoff(attempts, self.base, self.max)
+        } else {
+            self.periodic
+        }
+    }
 }
 
 /// What the controller remembers about one application.
@@ -119,7 +144,9 @@ impl AppMemo {
     }
 
     /// Records a failed sync of `revision`; returns the attempts so far.
-    pub fn fail(&mut self, revision: &str) -> u32 {
+    /// Records a failed sync of `revision`, and the namespace the failure
+    /// named as missing, if any; returns the attempts so far.
+    pub fn fail(&mut self, revision: &str, awaiting: Option<String>) -> u32 {
         let attempts = match &self.failures {
             Some(f) if f.revision == revision => f.attempts.saturating_add(1),
             _ => 1,
@@ -128,30 +155,50 @@ impl AppMemo {
             revision: revision.to_string(),
             attempts,
             last: Instant::now(),
+            awaiting,
         });
         attempts
     }
 
-    /// Whether a sync of `revision` may run now, given `limit` attempts and
-    /// a backoff from `base` doubling to `max`.
-    pub fn may_sync(&self, revision: &str, limit: u32, base: Duration, max: Duration) -> bool {
-        match &self.failures {
-            Some(f) if f.revision == revision => {
-                f.attempts < limit && f.last.elapsed() >= backoff(f.attempts, base, max)
-            }
-            _ => true,
-        }
+    /// Whether a sync of `revision` may run now under `retry`.
+    pub fn may_sync(&self, revision: &str, retry: &RetryPolicy) -> bool {
+        self.retry_in(revision, retry)
+            .is_none_or(|wait| wait.is_zero())
     }
 
-    /// How long until a failed revision may be tried again.
-    pub fn retry_in(&self, base: Duration, max: Duration) -> Option<Duration> {
-        let f = self.failures.as_ref()?;
-        Some(backoff(f.attempts, base, max).saturating_sub(f.last.elapsed()))
+    /// How long until a failed sync of `revision` may be tried again;
+    /// `None` when none failed.
+    pub fn retry_in(&self, revision: &str, retry: &RetryPolicy) -> Option<Duration> {
+        let f = self.failures.as_ref().filter(|f| f.revision == revision)?;
+        Some(
+            retry
+                .wait_after(f.attempts)
+                .saturating_sub(f.last.elapsed()),
+        )
+    }
+
+    /// The namespace the last failure is waiting for, if any.
+    pub fn awaiting(&self) -> Option<&str> {
+        self.failures.as_ref()?.awaiting.as_deref()
+    }
+
+    /// What the last failure waited for appeared: the next sync runs at
+    /// once (it still counts as an attempt).
+    pub fn awaited_appeared(&mut self) {
+        if let Some(f) = &mut self.failures {
+            f.awaiting = None;
+            f.last = Instant::now() - retry_anyway(f.attempts);
+        }
     }
 
     pub fn succeed(&mut self) {
         self.failures = None;
     }
+}
+
+/// Long enough ago that any back-off after `attempts` has passed.
+fn retry_anyway(attempts: u32) -> Duration {
+    Duration::from_secs(24 * 3600).saturating_mul(attempts.max(1))
 }
 
 /// `base · 2^(attempts-1)`, at most `max`.
@@ -180,21 +227,49 @@ mod tests {
         assert_eq!(waits, [5, 10, 20, 40, 60, 60]);
     }
 
-    #[test]
-    fn a_failed_revision_waits_and_a_new_revision_does_not() {
-        let mut memo = AppMemo::default();
-        memo.fail("abc");
-        let (base, max) = (Duration::from_secs(60), Duration::from_secs(600));
-        assert!(!memo.may_sync("abc", 5, base, max));
-        assert!(memo.may_sync("def", 5, base, max));
+    fn retry(limit: u32, base: u64, max: u64, periodic: u64) -> RetryPolicy {
+        RetryPolicy {
+            limit,
+            base: Duration::from_secs(base),
+            max: Duration::from_secs(max),
+            periodic: Duration::from_secs(periodic),
+        }
     }
 
     #[test]
-    fn a_revision_that_used_up_its_attempts_is_not_retried() {
+    fn a_failed_revision_waits_and_a_new_revision_does_not() {
+        let mut memo = AppMemo::default();
+        memo.fail("abc", None);
+        let retry = retry(5, 60, 600, 180);
+        assert!(!memo.may_sync("abc", &retry));
+        assert!(memo.may_sync("def", &retry));
+        let wait = memo.retry_in("abc", &retry).unwrap();
+        assert!(wait > Duration::from_secs(59) && wait <= Duration::from_secs(60));
+    }
+
+    #[test]
+    fn a_revision_that_used_up_its_attempts_is_retried_once_per_period() {
         let mut memo = AppMemo::default();
         for _ in 0..3 {
-            memo.fail("abc");
+            memo.fail("abc", None);
         }
-        assert!(!memo.may_sync("abc", 3, Duration::ZERO, Duration::ZERO));
+        assert!(!memo.may_sync("abc", &retry(3, 0, 0, 180)));
+        let wait = memo.retry_in("abc", &retry(3, 0, 0, 180)).unwrap();
+        assert!(wait > Duration::from_secs(179), "{wait:?}");
+        assert!(memo.may_sync("abc", &retry(3, 0, 0, 0)));
+    }
+
+    #[test]
+    fn the_namespace_a_failure_waited_for_appearing_allows_a_retry_at_once() {
+        let mut memo = AppMemo::default();
+        memo.fail("abc", Some("retry-test".into()));
+        let retry = retry(5, 60, 600, 180);
+        assert_eq!(memo.awaiting(), Some("retry-test"));
+        assert!(!memo.may_sync("abc", &retry));
+        memo.awaited_appeared();
+        assert!(memo.may_sync("abc", &retry));
+        assert_eq!(memo.awaiting(), None);
+        // It still counts as an attempt: the next failure backs off longer.
+        assert_eq!(memo.fail("abc", None), 2);
     }
 }

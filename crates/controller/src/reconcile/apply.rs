@@ -3,6 +3,12 @@
 
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, PostParams};
+use serde_json::json;
+use tether_cluster::ClusterError;
+use tether_core::tracking::FIELD_MANAGER;
+
 use kube::ResourceExt;
 use kube::runtime::events::EventType;
 use tether_core::drift::DriftKind;
@@ -14,12 +20,15 @@ use tether_source::{Manifest, Rendered};
 use super::Pass;
 use super::operation::{mark_running, sync_operation};
 use super::report::now;
-use crate::api::application::{ALLOW_MASS_PRUNE_ANNOTATION, SYNC_REQUEST_ANNOTATION};
+use crate::api::application::{
+    ALLOW_MASS_PRUNE_ANNOTATION, CREATED_FOR_ANNOTATION, MANAGED_BY_LABEL, SYNC_REQUEST_ANNOTATION,
+};
 use crate::observe::compare::Compared;
 use crate::observe::drift::{Assessed, Response};
+use crate::observe::memo::RetryPolicy;
 use crate::report::events::publish;
 use crate::sync::prune::{Cluster, PruneReport, prune as prune_orphans};
-use crate::sync::{Ran, reapply};
+use crate::sync::{Ran, SyncError, reapply};
 
 /// Syncs everything for a new revision (when automated) or an explicit
 /// `tether sync`; otherwise re-applies only the objects self-heal reverts.
@@ -42,19 +51,38 @@ pub async fn sync(
     if !everything && (heal.is_empty() || !policy.automated) {
         return None;
     }
-    let (base, max) = (
-        Duration::from_secs(policy.retry.backoff_seconds.into()),
-        Duration::from_secs(policy.retry.max_backoff_seconds.into()),
-    );
-    let may_sync =
-        pass.memo
-            .lock()
-            .expect("lock")
-            .may_sync(&desired.commit, policy.retry.limit, base, max);
+    let awaited = pass
+        .memo
+        .lock()
+        .expect("lock")
+        .awaiting()
+        .map(str::to_string);
+    if let Some(namespace) = awaited
+        && namespace_exists(pass, &namespace).await
+    {
+        pass.memo.lock().expect("lock").awaited_appeared();
+    }
+    let retry = retry_policy(pass);
+    let may_sync = pass
+        .memo
+        .lock()
+        .expect("lock")
+        .may_sync(&desired.commit, &retry);
     if !may_sync && !requested {
         return None;
     }
     let started_at = now();
+    if policy.create_namespace
+        && let Err(error) = create_namespace(pass).await
+    {
+        pass.memo.lock().expect("lock").fail(&desired.commit, None);
+        let result = Err(SyncError::Namespace(error));
+        return Some(Ran {
+            initiator: Initiator::Automated,
+            started_at,
+            result,
+        });
+    }
     let (initiator, result) = if everything {
         let initiator = if requested {
             Initiator::User
@@ -120,8 +148,8 @@ pub async fn sync(
                 memo.remember_applied(applied);
             }
         }
-        Err(_) => {
-            memo.fail(&desired.commit);
+        Err(error) => {
+            memo.fail(&desired.commit, missing_namespace(error));
         }
     }
     Some(Ran {
@@ -172,4 +200,97 @@ pub async fn prune(
         propagation,
     )
     .await
+}
+
+/// How this app's failed syncs are retried: its `syncPolicy.retry`, then
+/// once per resync interval.
+pub fn retry_policy(pass: &Pass<'_>) -> RetryPolicy {
+    let retry = &pass.app.spec.sync_policy.retry;
+    RetryPolicy {
+        limit: retry.limit,
+        base: Duration::from_secs(retry.backoff_seconds.into()),
+        max: Duration::from_secs(retry.max_backoff_seconds.into()),
+        periodic: pass.ctx.config.resync,
+    }
+}
+
+/// The namespace a failed sync found missing (`namespaces "shop" not
+/// found`), if that is why it failed.
+fn missing_namespace(error: &SyncError) -> Option<String> {
+    let cause = match error {
+        SyncError::Validate(cause) | SyncError::Apply(cause) => cause,
+        SyncError::HalfWay { source, .. } => source,
+        _ => return None,
+    };
+    let ClusterError::Request {
+        error: kube::Error::Api(status),
+        ..
+    } = cause
+    else {
+        return None;
+    };
+    let name = status
+        .message
+        .strip_prefix("namespaces \"")?
+        .strip_suffix("\" not found")?;
+    (status.code == 404).then(|| name.to_string())
+}
+
+async fn namespace_exists(pass: &Pass<'_>, name: &str) -> bool {
+    let namespaces: Api<Namespace> = Api::all(pass.ctx.client.clone());
+    matches!(namespaces.get_metadata_opt(name).await, Ok(Some(_)))
+}
+
+/// Creates the destination namespace if it does not exist (Argo CD's
+/// `CreateNamespace=true`), labelled as Tether's but not as this app's, so
+/// prune never deletes it.
+async fn create_namespace(pass: &Pass<'_>) -> Result<(), ClusterError> {
+    let name = &pass.app.spec.destination.namespace;
+    let namespace = ObjectRef {
+        group: String::new(),
+        kind: "Namespace".into(),
+        namespace: None,
+        name: name.clone(),
+    };
+    let namespaces: Api<Namespace> = Api::all(pass.ctx.client.clone());
+    let request = |step| {
+        let object = namespace.clone();
+        move |error| ClusterError::Request {
+            object,
+            step,
+            error,
+        }
+    };
+    if namespaces
+        .get_metadata_opt(name)
+        .await
+        .map_err(request("read"))?
+        .is_some()
+    {
+        return Ok(());
+    }
+    let created = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": name,
+            "labels": {MANAGED_BY_LABEL: FIELD_MANAGER},
+            "annotations": {CREATED_FOR_ANNOTATION: format!("Application {}/{}", pass.key.0, pass.key.1)}}
+    }))
+    .expect("a Namespace");
+    match namespaces.create(&PostParams::default(), &created).await {
+        Ok(_) => {
+            let note = format!("{namespace}: created (syncPolicy.createNamespace)");
+            publish(
+                &pass.ctx.recorder,
+                &pass.app,
+                EventType::Normal,
+                "NamespaceCreated",
+                note,
+            )
+            .await;
+            Ok(())
+        }
+        // Created in between by someone else: it exists, which is all we need.
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
+        Err(error) => Err(request("create")(error)),
+    }
 }

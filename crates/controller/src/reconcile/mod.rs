@@ -101,7 +101,8 @@ async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
         pruned: &pruned,
     };
     let next = report::findings(pass, &findings).await?;
-    Ok(report::look_again(pass, next, &windows, &drift))
+    let revision = &desired.commit;
+    Ok(report::look_again(pass, next, &windows, &drift, revision))
 }
 
 /// One reconcile of one Application: what every step needs.

@@ -10,9 +10,10 @@ use tether_core::OperationPhase;
 use tether_core::revision::RevisionChange;
 use tether_source::Rendered;
 
+use super::apply::retry_policy;
 use super::{Pass, ReconcileError};
 use crate::api::{Application, StoredApplication};
-use crate::break_glass::{OpenWindow, until_expiry};
+use crate::break_glass::OpenWindow;
 use crate::context::Context;
 use crate::observe::compare::Compared;
 use crate::observe::drift::{Assessed, Response};
@@ -69,11 +70,51 @@ pub async fn findings(pass: &Pass<'_>, found: &Findings<'_>) -> Result<Next, Rec
     Ok(next)
 }
 
-/// `next`, or sooner: when the first open break-glass window ends, or the
-/// earliest flap-guard back-off.
-pub fn look_again(pass: &Pass<'_>, next: Next, windows: &[OpenWindow], drift: &[Assessed]) -> Next {
-    let next = until_expiry(next, windows, pass.ctx.config.resync);
-    back_off_aware(next, drift)
+/// How often a failed sync checks whether the namespace it found missing
+/// exists now.
+const AWAIT_POLL: Duration = Duration::from_secs(5);
+
+/// When to look again: after about the resync interval (`next`), or sooner
+/// — when the first open break-glass window ends, when a flap-guard
+/// back-off ends, or when a failed sync of `revision` may be retried (and
+/// every few seconds while the namespace it found missing does not exist).
+pub fn look_again(
+    pass: &Pass<'_>,
+    next: Next,
+    windows: &[OpenWindow],
+    drift: &[Assessed],
+    revision: &str,
+) -> Next {
+    let now = SystemTime::now();
+    let until = |instant: SystemTime| instant.duration_since(now).unwrap_or_default();
+    let resync = pass.ctx.config.resync;
+    let window_ends = windows
+        .iter()
+        .map(|w| until(w.scope.expires_at) + Duration::from_millis(100))
+        .min()
+        .filter(|wait| *wait < resync.mul_f64(0.9));
+    let back_off_ends = drift
+        .iter()
+        .filter_map(|d| match &d.response {
+            Response::BackOff(fight) => Some(until(fight.until) + Duration::from_millis(50)),
+            _ => None,
+        })
+        .min();
+    let memo = pass.memo.lock().expect("lock");
+    let retry = match memo.awaiting() {
+        Some(_) => Some(AWAIT_POLL),
+        None => memo
+            .retry_in(revision, &retry_policy(pass))
+            .map(|wait| wait + Duration::from_millis(50)),
+    };
+    match [window_ends, back_off_ends, retry]
+        .into_iter()
+        .flatten()
+        .min()
+    {
+        Some(wait) => Next::requeue(wait),
+        None => next,
+    }
 }
 
 /// A failed sync of this very revision that no sync has replaced yet (it
@@ -131,24 +172,6 @@ pub async fn status(
         tracing::warn!(app = %app.name_any(), reason = failure.step.as_str(), message = %failure.message, "reconcile step failed");
     }
     Ok(Next::requeue(jittered(ctx.config.resync)))
-}
-
-/// Looks again when the earliest flap-guard back-off ends, if sooner.
-fn back_off_aware(next: Next, drift: &[Assessed]) -> Next {
-    let until = drift
-        .iter()
-        .filter_map(|d| match &d.response {
-            Response::BackOff(fight) => Some(fight.until),
-            _ => None,
-        })
-        .min();
-    match until {
-        Some(until) => {
-            let wait = until.duration_since(SystemTime::now()).unwrap_or_default();
-            Next::requeue(wait + Duration::from_millis(50))
-        }
-        None => next,
-    }
 }
 
 /// On an error the controller retries with backoff; reconcile reports its

@@ -95,6 +95,10 @@ pub enum SyncError {
         #[source]
         source: BadSyncWave,
     },
+    /// The destination namespace could not be created
+    /// (`syncPolicy.createNamespace`); nothing applied.
+    #[error("creating the destination namespace failed, nothing applied: {0}")]
+    Namespace(ClusterError),
     #[error("validation failed, nothing applied: {0}")]
     Validate(ClusterError),
     #[error("apply failed: {0}")]

@@ -1,0 +1,134 @@
+//! A failed sync is retried: at once when the namespace it found missing
+//! appears (not at the next resync), and `syncPolicy.createNamespace`
+//! creates the destination so there is nothing to retry. The controller
+//! here resyncs only every 5 minutes and backs off a minute, so only the
+//! retry itself can make the tests pass in time.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, PostParams};
+use serde_json::json;
+use support::{Repo, app, config_for, start_controller_with, status_where, web};
+use tether_controller::Config;
+use tether_controller::api::application::{CREATED_FOR_ANNOTATION, MANAGED_BY_LABEL};
+use tether_core::tracking::APP_LABEL;
+use tether_testkit::{TestNamespace, eventually};
+
+/// A namespace with a controller that resyncs every 5 minutes, and a
+/// repository with the web app.
+async fn slow_controller(prefix: &str) -> (TestNamespace, Repo) {
+    let ns = TestNamespace::create(prefix).await;
+    let config = Config {
+        resync: Duration::from_secs(300),
+        ..config_for(&ns)
+    };
+    start_controller_with(&ns, config).await;
+    let repo = Repo::new();
+    repo.commit(&web(1, "hello"), "first");
+    (ns, repo)
+}
+
+/// Namespace `name`, removed when dropped.
+struct Destination {
+    api: Api<Namespace>,
+    name: String,
+}
+
+impl Destination {
+    fn new(ns: &TestNamespace, suffix: &str) -> Destination {
+        Destination {
+            api: Api::all(ns.client.clone()),
+            name: format!("{}-{suffix}", ns.name),
+        }
+    }
+}
+
+impl Drop for Destination {
+    fn drop(&mut self) {
+        let (api, name) = (self.api.clone(), self.name.clone());
+        tokio::spawn(async move { api.delete(&name, &DeleteParams::default()).await });
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sync_that_failed_for_a_missing_namespace_applies_once_the_namespace_exists() {
+    let (ns, repo) = slow_controller("retry").await;
+    let late = Destination::new(&ns, "late");
+    let apps = app(&ns, "shop", &repo, "app")
+        .destination(&late.name)
+        .sync_policy(json!({"retry": {"limit": 5, "backoffSeconds": 60}}))
+        .apply(&ns.client)
+        .await;
+    let failed = status_where(&apps, "the sync failed: no namespace", |s| {
+        s.operation_state
+            .as_ref()
+            .is_some_and(|o| o.phase == "Failed" && o.message.contains("not found"))
+    })
+    .await;
+    let message = &failed.operation_state.unwrap().message;
+    assert!(message.contains(&late.name), "{message}");
+
+    // `kubectl create ns`: the retry does not wait for the back-off (60 s)
+    // or the resync (300 s).
+    let namespace = serde_json::from_value(json!({"metadata": {"name": late.name}})).unwrap();
+    late.api
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+    let created = Instant::now();
+    status_where(&apps, "Synced once the namespace exists", |s| {
+        s.sync.status == "Synced"
+    })
+    .await;
+    let waited = created.elapsed();
+    println!("namespace created -> Synced: {waited:?}");
+    assert!(waited < Duration::from_secs(30), "{waited:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn create_namespace_makes_the_destination_as_tethers_and_prune_never_deletes_it() {
+    let (ns, repo) = slow_controller("mkns").await;
+    let made = Destination::new(&ns, "made");
+    let apps = app(&ns, "shop", &repo, "app")
+        .destination(&made.name)
+        .sync_policy(json!({"createNamespace": true, "prune": true}))
+        .apply(&ns.client)
+        .await;
+    status_where(&apps, "Synced into a namespace it created", |s| {
+        s.sync.status == "Synced"
+    })
+    .await;
+    let namespace = made.api.get(&made.name).await.unwrap();
+    assert_eq!(namespace.labels()[MANAGED_BY_LABEL], "tether");
+    assert_eq!(
+        namespace.annotations()[CREATED_FOR_ANNOTATION],
+        format!("Application {}/shop", ns.name)
+    );
+    assert!(!namespace.labels().contains_key(APP_LABEL));
+
+    // Prune removes what Git dropped, and never the namespace.
+    let files = web(1, "hello");
+    let kept: Vec<(&str, String)> = files
+        .into_iter()
+        .filter(|(path, _)| *path != "app/config.yaml")
+        .collect();
+    repo.git(&["rm", "-q", "app/config.yaml"]);
+    repo.commit(&kept, "drop the ConfigMap");
+    status_where(&apps, "the ConfigMap pruned", |s| {
+        s.orphans.iter().any(|o| o.prune == "Deleted")
+    })
+    .await;
+    eventually("the namespace is still there", || async {
+        made.api
+            .get_opt(&made.name)
+            .await
+            .unwrap()
+            .filter(|n| n.metadata.deletion_timestamp.is_none())
+            .map(|_| ())
+    })
+    .await;
+}
