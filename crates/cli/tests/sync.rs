@@ -168,3 +168,32 @@ async fn sync_to_an_older_revision_follows_the_sync_and_records_the_revision() {
     let status = apps.get("shop").await.unwrap().status.unwrap();
     assert_eq!(status.sync.revision.as_deref(), Some(newer.as_str()));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sync_whose_render_fails_says_why_at_once_and_exits_non_zero() {
+    let ns = TestNamespace::create("cli-sync-fails").await;
+    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let _controller = run_controller(&ns, "only");
+    let repo = Repo::new();
+    repo.commit(
+        &[(
+            "app/broken.yaml",
+            "kind: ConfigMap\n  bad: [indent\n".to_string(),
+        )],
+        "a broken manifest",
+    );
+    create_app(&ns, &repo, json!({"automated": false}));
+
+    let started = std::time::Instant::now();
+    let sync = tether(&ns, &["sync", "shop", "-n", &ns.name, "--timeout", "60"]);
+    let waited = started.elapsed();
+    let shown = text(&sync);
+    println!("{shown}failed sync reported after {waited:?}");
+    assert_eq!(sync.status.code(), Some(1), "{shown}");
+    assert!(
+        shown.contains(&format!("sync of {}/shop failed: RenderFailed: ", ns.name))
+            && shown.contains("broken.yaml:"),
+        "{shown}"
+    );
+    assert!(waited < std::time::Duration::from_secs(30), "{waited:?}");
+}

@@ -34,7 +34,8 @@ impl FetchError {
 }
 
 /// Fetches and renders the source. A requested revision that cannot be
-/// fetched is reported and the request dropped, so it cannot wedge the app.
+/// fetched is reported and the request dropped (see `Pass::fail`), so it
+/// cannot wedge the app.
 pub async fn desired(pass: &Pass<'_>) -> Result<Rendered, FetchError> {
     let (ctx, app) = (pass.ctx, &pass.app);
     let repositories = ctx.repositories.clone();
@@ -47,12 +48,7 @@ pub async fn desired(pass: &Pass<'_>) -> Result<Rendered, FetchError> {
         return Err(FetchError::SecretWatchStopped);
     }
     let credentials = crate::credentials::for_source(&ctx.secrets, &pass.key.0, &source)?;
-    let fetched =
-        tokio::task::spawn_blocking(move || repositories.fetch(&source, credentials.as_ref()))
-            .await?
-            .map_err(FetchError::from);
-    if fetched.is_err() && requested.is_some() {
-        request::clear(&ctx.client, app).await;
-    }
-    fetched
+    tokio::task::spawn_blocking(move || repositories.fetch(&source, credentials.as_ref()))
+        .await?
+        .map_err(FetchError::from)
 }

@@ -28,6 +28,7 @@ use crate::context::Context;
 use crate::observe::live::AppKey;
 use crate::observe::memo::AppMemo;
 use crate::report::status::{Failure, Step};
+use crate::request;
 
 pub use fetch::FetchError;
 pub use report::error_policy;
@@ -138,13 +139,17 @@ impl<'a> Pass<'a> {
         }
     }
 
-    /// Reports that `step` failed with `error`, and ends the reconcile.
+    /// Reports that `step` failed with `error`, and ends the reconcile. A
+    /// pending `tether sync` request is answered by this failure: it is
+    /// dropped once the status says why, so the command can show it.
     async fn fail(&self, step: Step, error: impl Display) -> Result<Next, ReconcileError> {
         let failure = Failure {
             step,
             message: error.to_string(),
         };
-        report::status(self, None, None, Some(&failure)).await
+        let next = report::status(self, None, None, Some(&failure)).await?;
+        request::clear(&self.ctx.client, &self.app).await;
+        Ok(next)
     }
 }
 
