@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
+	v1qos "k8s.io/kubernetes/pkg/apis/core/v1/helper/qos"
 )
 
 const (
@@ -209,7 +210,9 @@ func (k *fakeKubelet) sync(ctx context.Context, key string) error {
 }
 
 // statusFor is the status a kubelet would report for pod after restarts
-// container restarts.
+// container restarts. The QoS class is the one the API server stored when
+// it created the pod (it is immutable), computed as the kubelet does only
+// when none is stored.
 func (k *fakeKubelet) statusFor(pod *corev1.Pod, restarts int32) corev1.PodStatus {
 	now := metav1.Now()
 	started := pod.CreationTimestamp
@@ -221,14 +224,21 @@ func (k *fakeKubelet) statusFor(pod *corev1.Pod, restarts int32) corev1.PodStatu
 		HostIP:    "127.0.0.1",
 		PodIP:     podIP(pod),
 		StartTime: &started,
-		QOSClass:  corev1.PodQOSBestEffort,
+		QOSClass:  v1qos.GetPodQOS(pod),
 	}
 	phase, ready := corev1.PodRunning, true
 	for _, container := range pod.Spec.Containers {
-		state := corev1.ContainerStatus{Name: container.Name, Image: container.Image, ImageID: "fake://" + container.Image, RestartCount: restarts}
+		// A kubelet with in-place resize (on by default since 1.33) reports
+		// every container it created with the resources it gave it.
+		state := corev1.ContainerStatus{
+			Name: container.Name, Image: container.Image, ImageID: "fake://" + container.Image, RestartCount: restarts,
+			Resources: container.Resources.DeepCopy(), AllocatedResources: container.Resources.Requests.DeepCopy(),
+		}
 		switch {
 		case imageRepository(container.Image) == badImageImage:
 			state.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: fmt.Sprintf("Back-off pulling image %q", container.Image)}
+			// No container was created, so none has resources to report.
+			state.Resources, state.AllocatedResources = nil, nil
 			phase, ready = corev1.PodPending, false
 		case imageRepository(container.Image) == crashLoopImage:
 			state.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: fmt.Sprintf("back-off restarting failed container %s in pod %s", container.Name, pod.Name)}

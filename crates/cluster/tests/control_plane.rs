@@ -122,38 +122,78 @@ async fn a_crd_becomes_established_and_serves_its_custom_resources() {
     let _ = ns.kubectl(&["delete", "crd", &format!("widgets.{group}"), "--wait=false"]);
 }
 
-fn deployment(name: &str, image: &str) -> Value {
+/// A two-replica Deployment `name` whose pods run `container`.
+fn deployment(name: &str, container: Value) -> Value {
     json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": name},
         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": name}},
             "template": {"metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "app", "image": image}]}}}})
+                "spec": {"containers": [container]}}}})
 }
 
-/// A new namespace (`prefix`) with Deployment `name` of `image` applied.
-async fn deployed(prefix: &str, name: &str, image: &str) -> TestNamespace {
+/// A container `app` of `image` that asks for no resources.
+fn container(image: &str) -> Value {
+    json!({"name": "app", "image": image})
+}
+
+/// A new namespace (`prefix`) with Deployment `name` running `container` applied.
+async fn deployed(prefix: &str, name: &str, container: Value) -> TestNamespace {
     let ns = TestNamespace::create(prefix).await;
     applier(&ns)
-        .apply(&deployment(name, image), false)
+        .apply(&deployment(name, container), false)
         .await
         .unwrap();
     ns
 }
 
-#[tokio::test]
-async fn a_deployment_becomes_available_on_the_fake_kubelet() {
-    let ns = deployed("deploy", "web", "nginx:1.27").await;
+/// Waits until Deployment `name` has both its replicas available.
+async fn both_replicas_available(ns: &TestNamespace, name: &str) {
     let deployments = ns.api::<Deployment>();
-    eventually("Deployment web to have 2 available replicas", || async {
-        let status = deployments.get("web").await.ok()?.status?;
-        (status.available_replicas == Some(2)).then_some(())
-    })
+    eventually(
+        &format!("Deployment {name} to have 2 available replicas"),
+        || async {
+            let status = deployments.get(name).await.ok()?.status?;
+            (status.available_replicas == Some(2)).then_some(())
+        },
+    )
     .await;
 }
 
 #[tokio::test]
+async fn a_deployment_becomes_available_on_the_fake_kubelet() {
+    let ns = deployed("deploy", "web", container("nginx:1.27")).await;
+    both_replicas_available(&ns, "web").await;
+}
+
+#[tokio::test]
+async fn a_deployment_with_cpu_and_memory_requests_and_limits_becomes_available() {
+    let app = json!({"name": "app", "image": "nginx:1.27",
+        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
+            "limits": {"cpu": "500m", "memory": "128Mi"}}});
+    let ns = deployed("resources", "sized", app).await;
+    both_replicas_available(&ns, "sized").await;
+
+    // The API server chose the class when it created each pod; the fake
+    // kubelet's status updates keep it.
+    let pods = ns
+        .api::<Pod>()
+        .list(&ListParams::default().labels("app=sized"))
+        .await
+        .unwrap();
+    let classes: Vec<_> = pods
+        .items
+        .into_iter()
+        .filter_map(|pod| pod.status?.qos_class)
+        .collect();
+    assert!(
+        !classes.is_empty() && classes.iter().all(|class| class == "Burstable"),
+        "{classes:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_crashing_container_shows_crash_loop_back_off_in_its_pod_status() {
-    let ns = deployed("crash", "broken", "tether.test/crashloop:1").await;
+    let ns = deployed("crash", "broken", container("tether.test/crashloop:1")).await;
     let pods = ns.api::<Pod>();
     let (reason, restarts) = eventually("a pod in CrashLoopBackOff", || async {
         let list = pods
