@@ -15,6 +15,7 @@ use tether_controller::credentials;
 use tether_source::adopt::Author;
 
 use super::kubeconfig::Kubeconfig;
+use super::out::outln;
 
 /// Adopt live changes into Git: the fields of the app's Emergency drift
 /// (changes made during a break-glass window) are written into the source
@@ -113,7 +114,7 @@ pub async fn commit(
         sandbox: Default::default(),
     };
     let adopted = adopt_records(client, app, records, reason, &options).await?;
-    println!(
+    outln!(
         "adopted into {} on branch {}: commit {}",
         adopted.files.join(", "),
         adopted.branch,
@@ -121,7 +122,7 @@ pub async fn commit(
     );
     for record in records {
         for field in &record.fields {
-            println!("  {}: {}", record.object, field.path);
+            outln!("  {}: {}", record.object, field.path);
         }
     }
     Ok(())

@@ -10,6 +10,8 @@ use serde_json::json;
 use tether_controller::api::Application;
 use tether_core::tracking::FIELD_MANAGER;
 
+use super::out::outln;
+
 /// Manage Applications (or `kubectl apply` an Application manifest).
 #[derive(Debug, clap::Args)]
 pub struct AppArgs {
@@ -91,11 +93,11 @@ pub async fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
             )
             .await
             .with_context(|| format!("Application {}/{}", args.namespace, create.name))?;
-            println!("Application {}/{} configured", args.namespace, create.name);
+            outln!("Application {}/{} configured", args.namespace, create.name);
         }
         AppCommand::List => {
             for app in apps.list(&Default::default()).await? {
-                println!("{}", app.name_any());
+                outln!("{}", app.name_any());
             }
         }
         AppCommand::Get { name } => {
@@ -103,13 +105,13 @@ pub async fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
                 .get(&name)
                 .await
                 .with_context(|| format!("Application {}/{name}", args.namespace))?;
-            println!("{}", serde_json::to_string_pretty(&app)?);
+            outln!("{}", serde_json::to_string_pretty(&app)?);
         }
         AppCommand::Delete { name } => {
             apps.delete(&name, &DeleteParams::default())
                 .await
                 .with_context(|| format!("Application {}/{name}", args.namespace))?;
-            println!("Application {}/{name} deleted", args.namespace);
+            outln!("Application {}/{name} deleted", args.namespace);
         }
     }
     Ok(ExitCode::SUCCESS)

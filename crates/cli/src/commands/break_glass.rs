@@ -17,6 +17,7 @@ use tether_core::window::{parse_ttl, within_cap};
 use tether_source::adopt::Author;
 
 use super::columns::aligned;
+use super::out::{out, outln};
 
 /// Break-glass windows: suspend self-heal for an app (or some of its
 /// objects) during an incident, with who, why and until when recorded; every
@@ -133,7 +134,7 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
                 },
             )
             .await?;
-            println!(
+            outln!(
                 "BreakGlass {namespace}/{} opened by {} until {}",
                 window.name_any(),
                 window.spec.opened_by.username,
@@ -150,14 +151,14 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
                 .filter(|w| app.as_ref().is_none_or(|a| &w.spec.application == a))
                 .collect();
             windows.sort_by_key(|w| std::cmp::Reverse(w.creation_timestamp()));
-            print!("{}", list(&windows));
+            out!("{}", list(&windows));
         }
         BreakGlassCommand::Show {
             name,
             controller_namespace,
         } => {
             let window = find(&client, &namespace, &name).await?;
-            print!("{}", show(&window));
+            out!("{}", show(&window));
             let verdict = window.status.as_ref().and_then(|s| s.audit_chain.clone());
             let records_namespace = verdict
                 .as_ref()
@@ -165,20 +166,20 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
             let mut broken = false;
             match &verdict {
                 Some(verdict) => {
-                    println!("audit log (controller): {}", verdict.message);
+                    outln!("audit log (controller): {}", verdict.message);
                     broken |= matches!(verdict.state.as_str(), "Gap" | "Forged");
                 }
-                None => println!("audit log (controller): not checked yet"),
+                None => outln!("audit log (controller): not checked yet"),
             }
             match audit::check(&client, &records_namespace, &window, None).await {
                 Ok(checked) => {
-                    println!(
+                    outln!(
                         "audit log (here, in {records_namespace}): {}",
                         checked.report.message()
                     );
                     broken |= checked.report.state.is_broken();
                 }
-                Err(error) => println!(
+                Err(error) => outln!(
                     "audit log (here): cannot read the records in {records_namespace}: {error}"
                 ),
             }
@@ -190,7 +191,7 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
             let ttl = parse_ttl(&ttl)?;
             let window = find(&client, &namespace, &name).await?;
             let window = request::extend(&client, &window, ttl, max_ttl, &reason).await?;
-            println!(
+            outln!(
                 "BreakGlass {namespace}/{} extended until {}",
                 window.name_any(),
                 window.expires_at()
@@ -239,7 +240,7 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
                 .await?;
             }
             request::close(&client, &window, resolve).await?;
-            println!(
+            outln!(
                 "BreakGlass {namespace}/{} closed ({}); self-heal resumes for Application {}",
                 window.name_any(),
                 match resolve {

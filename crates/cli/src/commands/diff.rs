@@ -17,6 +17,7 @@ use tether_core::tracking::AppRef;
 
 use super::kubeconfig::Kubeconfig;
 use super::local::{directory_name, repositories};
+use super::out::{out, outln};
 
 /// Show what a sync would change: a unified diff per object of live state
 /// against Git (after server-side dry-run, so server defaults and fields
@@ -73,13 +74,13 @@ pub async fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
     let mut differences = 0;
     for preview in previews.iter().filter(|p| p.changes()) {
         differences += 1;
-        print!("{}", render(preview, colour));
+        out!("{}", render(preview, colour));
     }
     if differences == 0 {
-        println!("no differences ({} objects)", previews.len());
+        outln!("no differences ({} objects)", previews.len());
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{differences} of {} objects differ", previews.len());
+    outln!("{differences} of {} objects differ", previews.len());
     Ok(ExitCode::from(1))
 }
 

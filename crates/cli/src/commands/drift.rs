@@ -9,6 +9,7 @@ use tether_controller::api::Application;
 use tether_core::drift::DriftedField;
 
 use super::columns::aligned;
+use super::out::{out, outln};
 use super::selection::Selection;
 
 /// Show drift: per object and field the desired and live values (Secret
@@ -31,8 +32,8 @@ pub async fn run(args: DriftArgs) -> anyhow::Result<ExitCode> {
     let apps = args.selection.applications().await?;
     let rows = rows(&apps);
     match args.output.as_str() {
-        "json" => println!("{}", serde_json::to_string_pretty(&rows)?),
-        _ => print!("{}", table(&rows)),
+        "json" => outln!("{}", serde_json::to_string_pretty(&rows)?),
+        _ => out!("{}", table(&rows)),
     }
     let unresolved = rows.iter().any(|row| row.resolved_at.is_none());
     Ok(if unresolved {

@@ -8,6 +8,8 @@ use anyhow::Context;
 use serde_json::Value;
 use tether_core::health::RuleSet;
 
+use super::out::outln;
+
 /// Print each object's health and message, using the built-in checks, the
 /// shipped CEL rules and any rules file given with `--rules`.
 ///
@@ -34,8 +36,8 @@ pub fn run(args: HealthArgs) -> anyhow::Result<ExitCode> {
     for (origin, text) in read_inputs(&args.file)? {
         for object in objects(&origin, &text)? {
             match rules.assess(&object) {
-                Some(health) => println!("{:<12} {}", health.status, health.message),
-                None => println!(
+                Some(health) => outln!("{:<12} {}", health.status, health.message),
+                None => outln!(
                     "{:<12} {} (no health check applies)",
                     "-",
                     describe(&object)

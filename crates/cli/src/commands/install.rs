@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use super::kubeconfig::Kubeconfig;
+use super::out::outln;
 
 /// Install Tether's CRDs (Application, BreakGlass), its namespace, service
 /// account and RBAC into the cluster, with server-side apply, and the
@@ -85,7 +86,7 @@ pub async fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
             .chain(deployment.clone())
             .chain(policy)
         {
-            println!("{}", serde_json::to_string_pretty(&manifest)?);
+            outln!("{}", serde_json::to_string_pretty(&manifest)?);
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -93,7 +94,7 @@ pub async fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
     for (object, action) in
         tether_controller::install::install_with_cap(client.clone(), &args.namespace, cap).await?
     {
-        println!("{object} {action}");
+        outln!("{object} {action}");
     }
     if let Some(deployment) = deployment {
         let applier = tether_cluster::Applier::new(
@@ -101,11 +102,11 @@ pub async fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
             args.namespace.clone(),
         );
         let applied = applier.apply(&deployment, false).await?;
-        println!("{} {}", applied.object, applied.action);
+        outln!("{} {}", applied.object, applied.action);
     }
     if let Some(rule) = single_writer {
         for (object, action) in tether_controller::single_writer::enforce(client, &rule).await? {
-            println!("{object} {action}");
+            outln!("{object} {action}");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -10,6 +10,7 @@ mod health;
 mod install;
 mod kubeconfig;
 mod local;
+pub(crate) mod out;
 mod render;
 mod run;
 mod selection;

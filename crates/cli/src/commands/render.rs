@@ -12,6 +12,8 @@ use tether_source::{
     VerifyMode,
 };
 
+use super::out::outln;
+
 /// Render a source and print its objects as a YAML stream, each preceded by
 /// its origin (`# ConfigMap shop/web: apps/web/cm.yaml:3`).
 ///
@@ -207,17 +209,18 @@ fn renderer(args: &RenderOptions) -> anyhow::Result<Renderer> {
 fn print(rendered: &Rendered) -> anyhow::Result<()> {
     if !rendered.commit.is_empty() {
         let tag = rendered.tag.as_deref().unwrap_or("-");
-        println!(
+        outln!(
             "# commit {} tree {} tag {tag}",
-            rendered.commit, rendered.tree
+            rendered.commit,
+            rendered.tree
         );
         for key in &rendered.verified_by {
-            println!("# verified: signed by {key}");
+            outln!("# verified: signed by {key}");
         }
     }
     for manifest in rendered.manifests.iter() {
-        println!("---\n# {}: {}", manifest.id, manifest.origin);
-        println!("{}", serde_json::to_string_pretty(&manifest.object)?);
+        outln!("---\n# {}: {}", manifest.id, manifest.origin);
+        outln!("{}", serde_json::to_string_pretty(&manifest.object)?);
     }
     if rendered.empty {
         eprintln!("warning: the source rendered no objects (an empty render)");

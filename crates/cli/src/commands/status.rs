@@ -7,6 +7,7 @@ use tether_controller::api::Application;
 use tether_core::{OperationalState, SyncStatus};
 
 use super::columns::aligned;
+use super::out::{out, outln};
 use super::selection::Selection;
 
 /// Show Applications' sync, health and operational state.
@@ -24,11 +25,11 @@ pub struct StatusArgs {
 pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     let apps = args.selection.applications().await?;
     match args.output.as_str() {
-        "json" => println!("{}", serde_json::to_string_pretty(&apps)?),
-        "yaml" => print!("{}", serde_saphyr::to_string(&apps)?),
+        "json" => outln!("{}", serde_json::to_string_pretty(&apps)?),
+        "yaml" => out!("{}", serde_saphyr::to_string(&apps)?),
         _ => {
-            print!("{}", table(&apps));
-            print!("{}", other_writers(&apps));
+            out!("{}", table(&apps));
+            out!("{}", other_writers(&apps));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -21,6 +21,7 @@ use tether_core::{Action, OperationPhase};
 
 use super::kubeconfig::Kubeconfig;
 use super::local::{directory_name, repositories};
+use super::out::outln;
 
 /// Sync an Application now: the controller applies its whole desired state
 /// (at `--revision` for this once) and `tether sync` follows it, printing
@@ -97,10 +98,10 @@ pub async fn run(args: SyncArgs) -> anyhow::Result<ExitCode> {
     }
     let report = tether_controller::sync_manifests(&applier, &app, &manifests).await?;
     for (object, action) in &report.results {
-        println!("{object} {action}");
+        outln!("{object} {action}");
     }
     let actions: Vec<Action> = report.results.iter().map(|(_, a)| *a).collect();
-    println!("sync complete: {}", summary(&actions));
+    outln!("sync complete: {}", summary(&actions));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -129,7 +130,7 @@ async fn sync_app(
     } else {
         ""
     };
-    println!("sync of {namespace}/{name}{at} requested{confirmed}");
+    outln!("sync of {namespace}/{name}{at} requested{confirmed}");
     if args.no_wait {
         return Ok(ExitCode::SUCCESS);
     }
@@ -149,7 +150,7 @@ async fn sync_app(
                 && operation.phase == OperationPhase::Running
                 && operation.message != shown
             {
-                println!("{}", operation.message);
+                outln!("{}", operation.message);
                 shown = operation.message.clone();
             }
         }
@@ -171,9 +172,10 @@ async fn sync_app(
         .iter()
         .find(|c| c.type_ == RECONCILED_CONDITION && c.status == "False")
     {
-        println!(
+        outln!(
             "sync of {namespace}/{name} failed: {}: {}",
-            failed.reason, failed.message
+            failed.reason,
+            failed.message
         );
         return Ok(ExitCode::from(1));
     }
@@ -181,11 +183,11 @@ async fn sync_app(
         anyhow::bail!("Application {namespace}/{name}: no sync was recorded");
     };
     if operation.phase != OperationPhase::Succeeded {
-        println!("sync of {namespace}/{name} failed: {}", operation.message);
+        outln!("sync of {namespace}/{name} failed: {}", operation.message);
         return Ok(ExitCode::from(1));
     }
     let actions: Vec<Action> = operation.changes.iter().map(|c| c.action).collect();
-    println!(
+    outln!(
         "synced {namespace}/{name} to {}: {}",
         operation.revision,
         summary(&actions)
@@ -206,7 +208,7 @@ async fn dry_run_app(
         .await
         .with_context(|| format!("Application {namespace}/{name}"))?;
     let preview = preview_application(&client, &app, revision, repositories()).await?;
-    println!("dry run of {namespace}/{name} at {}", preview.commit);
+    outln!("dry run of {namespace}/{name} at {}", preview.commit);
     print_dry_run(&preview.previews);
     Ok(ExitCode::SUCCESS)
 }
@@ -214,9 +216,9 @@ async fn dry_run_app(
 fn print_dry_run(previews: &[Preview]) {
     let actions: Vec<Action> = previews.iter().map(action_of).collect();
     for (preview, action) in previews.iter().zip(&actions) {
-        println!("{} {action} (dry run)", preview.id);
+        outln!("{} {action} (dry run)", preview.id);
     }
-    println!("dry run: {}; nothing applied", summary(&actions));
+    outln!("dry run: {}; nothing applied", summary(&actions));
 }
 
 /// What a sync would do to the previewed object, in the sync's words.
