@@ -197,3 +197,38 @@ async fn a_sync_whose_render_fails_says_why_at_once_and_exits_non_zero() {
     );
     assert!(waited < std::time::Duration::from_secs(30), "{waited:?}");
 }
+
+#[tokio::test]
+async fn a_one_off_revision_on_an_automated_app_is_refused_with_what_to_do() {
+    let ns = TestNamespace::create("cli-sync-pin").await;
+    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let repo = Repo::new();
+    let older = repo.commit(
+        &[("app/settings.yaml", config_map("settings", "one"))],
+        "one",
+    );
+    repo.commit(
+        &[("app/settings.yaml", config_map("settings", "two"))],
+        "two",
+    );
+    create_app(&ns, &repo, json!({}));
+
+    let sync = tether(&ns, &["sync", "shop", "-n", &ns.name, "--revision", &older]);
+    let shown = text(&sync);
+    assert_eq!(sync.status.code(), Some(2), "{shown}");
+    assert!(
+        shown.contains("syncs automatically") && shown.contains("automated: false"),
+        "{shown}"
+    );
+    // Nothing was requested.
+    let app = Api::<Application>::namespaced(ns.client.clone(), &ns.name)
+        .get("shop")
+        .await
+        .unwrap();
+    assert!(
+        !app.metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key(tether_controller::api::application::SYNC_REQUEST_ANNOTATION)
+    );
+}

@@ -21,6 +21,23 @@ pub struct SyncRequest {
     pub revision: Option<String>,
 }
 
+/// Why a sync was not requested.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    /// A one-off revision on an automated Application would be undone at
+    /// once: the next reconcile returns it to its own revision.
+    #[error(
+        "Application {app}: syncs automatically, so a sync to {revision} would be undone by the next reconcile (it follows {own}); to hold another revision, set spec.syncPolicy.automated: false first"
+    )]
+    Automated {
+        app: String,
+        revision: String,
+        own: String,
+    },
+    #[error("Application {app}: {source}")]
+    Api { app: String, source: kube::Error },
+}
+
 /// Requests a sync of Application `namespace/name`, confirming a prune the
 /// circuit breaker stopped when `allow_mass_prune`.
 pub async fn request_sync(
@@ -28,13 +45,29 @@ pub async fn request_sync(
     namespace: &str,
     name: &str,
     allow_mass_prune: bool,
-) -> Result<(), kube::Error> {
+) -> Result<(), RequestError> {
     let request = SyncRequest {
         allow_mass_prune,
         revision: None,
     };
     request_sync_with(client, namespace, name, &request).await?;
     Ok(())
+}
+
+/// Whether `request` makes sense for `app`: a one-off revision does not on
+/// an automated Application.
+pub fn check(app: &Application, request: &SyncRequest) -> Result<(), RequestError> {
+    match &request.revision {
+        Some(revision) if app.spec.sync_policy.automated => Err(RequestError::Automated {
+            app: format!("{}/{}", app.namespace().unwrap_or_default(), app.name_any()),
+            revision: revision.clone(),
+            own: match app.spec.source.revision.as_str() {
+                "" => "HEAD".to_string(),
+                own => own.to_string(),
+            },
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Requests `request` of Application `namespace/name`; returns the
@@ -45,7 +78,15 @@ pub async fn request_sync_with(
     namespace: &str,
     name: &str,
     request: &SyncRequest,
-) -> Result<String, kube::Error> {
+) -> Result<String, RequestError> {
+    let api = Api::<Application>::namespaced(client, namespace);
+    let failed = |source| RequestError::Api {
+        app: format!("{namespace}/{name}"),
+        source,
+    };
+    if request.revision.is_some() {
+        check(&api.get(name).await.map_err(failed)?, request)?;
+    }
     let now = k8s_openapi::jiff::Timestamp::now().to_string();
     let mut annotations = serde_json::json!({ SYNC_REQUEST_ANNOTATION: now });
     if request.allow_mass_prune {
@@ -57,9 +98,9 @@ pub async fn request_sync_with(
         None => serde_json::Value::Null,
     };
     let patch = serde_json::json!({"metadata": {"annotations": annotations}});
-    Api::<Application>::namespaced(client, namespace)
-        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(failed)?;
     Ok(now)
 }
 
@@ -102,5 +143,36 @@ pub async fn clear(client: &Client, app: &Application) {
         .await
     {
         tracing::warn!(app = %app.name_any(), %error, "clearing the sync request failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn app(automated: bool) -> Application {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "tether.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": "shop", "namespace": "tether"},
+            "spec": {"source": {"repoURL": "file:///srv/git/shop.git", "revision": "main"},
+                     "destination": {"namespace": "shop"},
+                     "syncPolicy": {"automated": automated}}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_one_off_revision_is_refused_on_an_automated_app_and_says_what_to_do() {
+        let older = SyncRequest {
+            revision: Some("v1.2.0".into()),
+            ..SyncRequest::default()
+        };
+        let refused = check(&app(true), &older).unwrap_err().to_string();
+        assert_eq!(
+            refused,
+            "Application tether/shop: syncs automatically, so a sync to v1.2.0 would be undone by the next reconcile (it follows main); to hold another revision, set spec.syncPolicy.automated: false first"
+        );
+        assert!(check(&app(false), &older).is_ok());
+        assert!(check(&app(true), &SyncRequest::default()).is_ok());
     }
 }

@@ -118,9 +118,7 @@ async fn sync_app(
         revision: args.revision.clone(),
     };
     let api: Api<Application> = Api::namespaced(client.clone(), namespace);
-    let requested_at = request_sync_with(client, namespace, name, &request)
-        .await
-        .with_context(|| format!("Application {namespace}/{name}"))?;
+    let requested_at = request_sync_with(client, namespace, name, &request).await?;
     let at = match &args.revision {
         Some(revision) => format!(" at {revision}"),
         None => String::new(),
