@@ -4,7 +4,11 @@ use std::process::ExitCode;
 
 use kube::ResourceExt;
 use tether_controller::api::Application;
-use tether_core::{OperationalState, SyncStatus};
+use tether_controller::api::ApplicationStatus;
+use tether_controller::report::status::{
+    BACK_OFF_CONDITION, PRUNE_BLOCKED_CONDITION, RECONCILED_CONDITION,
+};
+use tether_core::{HealthStatus, OperationalState, SyncStatus};
 
 use super::columns::aligned;
 use super::out::{out, outln};
@@ -35,11 +39,11 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// NAME SYNC HEALTH STATE REVISION DRIFT AGE
+/// NAME SYNC HEALTH STATE REVISION DRIFT AGE MESSAGE
 fn table(apps: &[Application]) -> String {
     let mut rows = vec![
         [
-            "NAME", "SYNC", "HEALTH", "STATE", "REVISION", "DRIFT", "AGE",
+            "NAME", "SYNC", "HEALTH", "STATE", "REVISION", "DRIFT", "AGE", "MESSAGE",
         ]
         .map(String::from)
         .to_vec(),
@@ -63,9 +67,43 @@ fn table(apps: &[Application]) -> String {
             revision[..revision.len().min(12)].to_string(),
             drifted.to_string(),
             age(app),
+            message(&status),
         ]);
     }
     aligned(&rows)
+}
+
+/// Conditions that name a problem while True.
+const PROBLEM_CONDITIONS: [&str; 2] = [BACK_OFF_CONDITION, PRUNE_BLOCKED_CONDITION];
+
+/// The longest MESSAGE shown; `tether status NAME -o yaml` has it all.
+const MESSAGE_WIDTH: usize = 100;
+
+/// Why an app is not Converged, in one line: the failed step of the
+/// `Reconciled` condition, else another problem condition that holds (a
+/// self-heal back-off, a blocked prune), else the health message when not
+/// Healthy; empty when all is well.
+fn message(status: &ApplicationStatus) -> String {
+    let failed = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == RECONCILED_CONDITION && c.status == "False");
+    let problem = status
+        .conditions
+        .iter()
+        .find(|c| PROBLEM_CONDITIONS.contains(&c.type_.as_str()) && c.status == "True");
+    let text = match (failed, problem) {
+        (Some(c), _) | (None, Some(c)) => format!("{}: {}", c.reason, c.message),
+        (None, None) if status.health.status != HealthStatus::Healthy => {
+            status.health.message.clone()
+        }
+        (None, None) => String::new(),
+    };
+    let line = text.lines().next().unwrap_or_default();
+    match line.char_indices().nth(MESSAGE_WIDTH) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
+    }
 }
 
 /// Per app, the writers besides Tether still owning fields of its objects
@@ -117,6 +155,30 @@ fn age(app: &Application) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_message_says_why_an_app_is_not_converged() {
+        let status = |value: serde_json::Value| -> ApplicationStatus {
+            serde_json::from_value(value).unwrap()
+        };
+        let failed = status(serde_json::json!({
+            "health": {"status": "Unknown"},
+            "conditions": [{"type": "Reconciled", "status": "False", "reason": "RenderFailed",
+                            "message": "app/broken.yaml:2: mapping values are not allowed\nmore"}]}));
+        assert_eq!(
+            message(&failed),
+            "RenderFailed: app/broken.yaml:2: mapping values are not allowed"
+        );
+        let degraded = status(serde_json::json!({
+            "health": {"status": "Degraded", "message": "Deployment web: 0/2 available"},
+            "conditions": [{"type": "Reconciled", "status": "True", "reason": "Succeeded"}]}));
+        assert_eq!(message(&degraded), "Deployment web: 0/2 available");
+        let fine = status(serde_json::json!({"health": {"status": "Healthy", "message": "ok"}}));
+        assert_eq!(message(&fine), "");
+        let long = status(serde_json::json!({"conditions": [{"type": "PruneBlocked",
+            "status": "True", "reason": "CircuitBreaker", "message": "x".repeat(300)}]}));
+        assert_eq!(message(&long).chars().count(), MESSAGE_WIDTH + 1);
+    }
 
     #[test]
     fn other_writers_are_listed_under_their_app_one_line_each() {
