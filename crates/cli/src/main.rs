@@ -52,7 +52,11 @@ fn init_logging(verbose: bool) {
 fn describe(error: &anyhow::Error) -> String {
     let mut text = String::new();
     for cause in error.chain() {
-        let cause = cause.to_string();
+        // The API server's answer, not kube's struct of it.
+        let cause = match cause.downcast_ref::<kube::Error>() {
+            Some(error) => tether_cluster::error::describe(error),
+            None => cause.to_string(),
+        };
         if !text.contains(&cause) {
             if !text.is_empty() {
                 text.push_str(": ");

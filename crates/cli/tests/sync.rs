@@ -232,3 +232,42 @@ async fn a_one_off_revision_on_an_automated_app_is_refused_with_what_to_do() {
             .contains_key(tether_controller::api::application::SYNC_REQUEST_ANNOTATION)
     );
 }
+
+#[tokio::test]
+async fn a_dry_run_into_a_missing_namespace_fails_as_the_sync_would() {
+    let ns = TestNamespace::create("cli-dry-nowhere").await;
+    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let repo = Repo::new();
+    repo.commit(
+        &[("app/settings.yaml", config_map("settings", "hello"))],
+        "one",
+    );
+    let nowhere = format!("{}-nowhere", ns.name);
+    let app = |sync_policy: serde_json::Value| {
+        tether_testkit::application("shop", &ns.name, &repo.url(), "app")
+            .destination(&nowhere)
+            .sync_policy(sync_policy)
+    };
+    app(json!({"automated": false})).apply(&ns.client).await;
+
+    let dry_run = tether(&ns, &["sync", "shop", "-n", &ns.name, "--dry-run"]);
+    let shown = text(&dry_run);
+    assert_eq!(dry_run.status.code(), Some(2), "{shown}");
+    assert!(
+        shown.contains(&format!("ConfigMap {nowhere}/settings"))
+            && shown.contains(&format!("namespaces \"{nowhere}\" not found")),
+        "{shown}"
+    );
+
+    // With createNamespace the sync would make it first: all clear.
+    app(json!({"automated": false, "createNamespace": true}))
+        .apply(&ns.client)
+        .await;
+    let dry_run = tether(&ns, &["sync", "shop", "-n", &ns.name, "--dry-run"]);
+    let shown = text(&dry_run);
+    assert!(dry_run.status.success(), "{shown}");
+    assert!(
+        shown.contains(&format!("ConfigMap {nowhere}/settings created (dry run)")),
+        "{shown}"
+    );
+}

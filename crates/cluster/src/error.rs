@@ -51,6 +51,25 @@ impl ClusterError {
     }
 }
 
+impl ClusterError {
+    /// The namespace a request found missing (`namespaces "shop" not
+    /// found`), if that is why it failed.
+    pub fn missing_namespace(&self) -> Option<&str> {
+        let ClusterError::Request {
+            error: kube::Error::Api(status),
+            ..
+        } = self
+        else {
+            return None;
+        };
+        let name = status
+            .message
+            .strip_prefix("namespaces \"")?
+            .strip_suffix("\" not found")?;
+        (status.code == 404).then_some(name)
+    }
+}
+
 /// The API server's own message for an API error (e.g. `namespaces "shop"
 /// not found`), or the client error's text.
 pub fn describe(error: &kube::Error) -> String {

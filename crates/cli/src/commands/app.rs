@@ -8,6 +8,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 use tether_controller::api::Application;
+use tether_core::Action;
 use tether_core::tracking::FIELD_MANAGER;
 
 use super::out::outln;
@@ -86,14 +87,20 @@ pub async fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
                     "syncPolicy": {"selfHeal": !create.no_self_heal, "prune": create.prune},
                 }
             });
-            apps.patch(
-                &create.name,
-                &PatchParams::apply(FIELD_MANAGER),
-                &Patch::Apply(&manifest),
-            )
-            .await
-            .with_context(|| format!("Application {}/{}", args.namespace, create.name))?;
-            outln!("Application {}/{} configured", args.namespace, create.name);
+            let what = || format!("Application {}/{}", args.namespace, create.name);
+            let before = apps.get_opt(&create.name).await.with_context(what)?;
+            let after = apps
+                .patch(
+                    &create.name,
+                    &PatchParams::apply(FIELD_MANAGER),
+                    &Patch::Apply(&manifest),
+                )
+                .await
+                .with_context(what)?;
+            let version = |app: &Application| app.resource_version().unwrap_or_default();
+            let action =
+                Action::of_apply(before.as_ref().map(version).as_deref(), &version(&after));
+            outln!("{} {action}", what());
         }
         AppCommand::List => {
             for app in apps.list(&Default::default()).await? {

@@ -66,7 +66,7 @@ pub async fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("rendering {}", path.display()))?;
             let applier = Applier::new(Resources::new(client), namespace.clone());
             let owner = AppRef::new(&namespace, directory_name(path));
-            preview(&applier, &owner, &manifests, &[]).await?
+            preview(&applier, &owner, &manifests, &[], None).await?
         }
         (None, None) => anyhow::bail!("name an Application, or give --path DIR"),
     };

@@ -92,7 +92,7 @@ pub async fn run(args: SyncArgs) -> anyhow::Result<ExitCode> {
     };
     let app = AppRef::new(namespace, app_name);
     if args.dry_run {
-        let previews = preview(&applier, &app, &manifests, &[]).await?;
+        let previews = preview(&applier, &app, &manifests, &[], None).await?;
         print_dry_run(&previews);
         return Ok(ExitCode::SUCCESS);
     }

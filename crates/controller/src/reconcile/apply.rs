@@ -1,8 +1,6 @@
 //! Apply: a full sync for a new revision (when automated) or a `tether
 //! sync`, else a re-apply of only what self-heal reverts; then prune.
 
-use std::time::Duration;
-
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
 use serde_json::json;
@@ -25,7 +23,6 @@ use crate::api::application::{
 };
 use crate::observe::compare::Compared;
 use crate::observe::drift::{Assessed, Response};
-use crate::observe::memo::RetryPolicy;
 use crate::report::events::publish;
 use crate::sync::prune::{Cluster, PruneReport, prune as prune_orphans};
 use crate::sync::{Ran, SyncError, reapply};
@@ -62,7 +59,7 @@ pub async fn sync(
     {
         pass.memo.lock().expect("lock").awaited_appeared();
     }
-    let retry = retry_policy(pass);
+    let retry = pass.retry_policy();
     let may_sync = pass
         .memo
         .lock()
@@ -202,18 +199,6 @@ pub async fn prune(
     .await
 }
 
-/// How this app's failed syncs are retried: its `syncPolicy.retry`, then
-/// once per resync interval.
-pub fn retry_policy(pass: &Pass<'_>) -> RetryPolicy {
-    let retry = &pass.app.spec.sync_policy.retry;
-    RetryPolicy {
-        limit: retry.limit,
-        base: Duration::from_secs(retry.backoff_seconds.into()),
-        max: Duration::from_secs(retry.max_backoff_seconds.into()),
-        periodic: pass.ctx.config.resync,
-    }
-}
-
 /// The namespace a failed sync found missing (`namespaces "shop" not
 /// found`), if that is why it failed.
 fn missing_namespace(error: &SyncError) -> Option<String> {
@@ -222,18 +207,7 @@ fn missing_namespace(error: &SyncError) -> Option<String> {
         SyncError::HalfWay { source, .. } => source,
         _ => return None,
     };
-    let ClusterError::Request {
-        error: kube::Error::Api(status),
-        ..
-    } = cause
-    else {
-        return None;
-    };
-    let name = status
-        .message
-        .strip_prefix("namespaces \"")?
-        .strip_suffix("\" not found")?;
-    (status.code == 404).then(|| name.to_string())
+    cause.missing_namespace().map(str::to_string)
 }
 
 async fn namespace_exists(pass: &Pass<'_>, name: &str) -> bool {

@@ -16,6 +16,7 @@ pub mod windows;
 
 use std::fmt::Display;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use kube::ResourceExt;
 use kube::runtime::controller::Action as Next;
@@ -26,7 +27,7 @@ use tether_core::tracking::AppRef;
 use crate::api::{Application, StoredApplication};
 use crate::context::Context;
 use crate::observe::live::AppKey;
-use crate::observe::memo::AppMemo;
+use crate::observe::memo::{AppMemo, RetryPolicy};
 use crate::report::status::{Failure, Step};
 use crate::request;
 
@@ -136,6 +137,18 @@ impl<'a> Pass<'a> {
             owner,
             applier,
             memo,
+        }
+    }
+
+    /// How this app's failed syncs are retried: its `syncPolicy.retry`,
+    /// then once per resync interval.
+    pub fn retry_policy(&self) -> RetryPolicy {
+        let retry = &self.app.spec.sync_policy.retry;
+        RetryPolicy {
+            limit: retry.limit,
+            base: Duration::from_secs(retry.backoff_seconds.into()),
+            max: Duration::from_secs(retry.max_backoff_seconds.into()),
+            periodic: self.ctx.config.resync,
         }
     }
 

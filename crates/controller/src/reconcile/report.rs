@@ -10,7 +10,6 @@ use tether_core::OperationPhase;
 use tether_core::revision::RevisionChange;
 use tether_source::Rendered;
 
-use super::apply::retry_policy;
 use super::{Pass, ReconcileError};
 use crate::api::{Application, StoredApplication};
 use crate::break_glass::OpenWindow;
@@ -104,7 +103,7 @@ pub fn look_again(
     let retry = match memo.awaiting() {
         Some(_) => Some(AWAIT_POLL),
         None => memo
-            .retry_in(revision, &retry_policy(pass))
+            .retry_in(revision, &pass.retry_policy())
             .map(|wait| wait + Duration::from_millis(50)),
     };
     match [window_ends, back_off_ends, retry]

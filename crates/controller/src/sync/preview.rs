@@ -5,6 +5,7 @@
 //! source fetched as the controller fetches it (with its repository
 //! credentials), then [`preview`]ed object by object.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use kube::{Client, ResourceExt};
@@ -81,6 +82,11 @@ pub async fn preview_application(
             .await
             .map_err(|error| PreviewError::FetchStopped(error.to_string()))??;
     // Preview every object.
+    let creates_namespace = app
+        .spec
+        .sync_policy
+        .create_namespace
+        .then_some(app.spec.destination.namespace.as_str());
     let applier = Applier::new(
         Resources::new(client.clone()),
         app.spec.destination.namespace.clone(),
@@ -91,6 +97,7 @@ pub async fn preview_application(
         &owner,
         &rendered.manifests,
         &app.spec.ignore_differences,
+        creates_namespace,
     )
     .await?;
     Ok(AppPreview {
@@ -99,21 +106,72 @@ pub async fn preview_application(
     })
 }
 
+/// What a sync creates before the objects that need it: the set's own
+/// Namespaces (and the destination, with `createNamespace`), and the kinds
+/// its CustomResourceDefinitions define.
+struct Foundations {
+    namespaces: HashSet<String>,
+    /// `(group, Kind)`.
+    kinds: HashSet<(String, String)>,
+}
+
+impl Foundations {
+    fn of(manifests: &[Manifest], creates_namespace: Option<&str>) -> Foundations {
+        let text = |object: &Value, pointer: &str| {
+            object
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let of_kind = |kind: &'static str| {
+            manifests
+                .iter()
+                .map(|m| &m.object)
+                .filter(move |o| o.get("kind").and_then(Value::as_str) == Some(kind))
+        };
+        Foundations {
+            namespaces: of_kind("Namespace")
+                .filter_map(|o| text(o, "/metadata/name"))
+                .chain(creates_namespace.map(str::to_string))
+                .collect(),
+            kinds: of_kind("CustomResourceDefinition")
+                .filter_map(|o| Some((text(o, "/spec/group")?, text(o, "/spec/names/kind")?)))
+                .collect(),
+        }
+    }
+
+    /// Whether the set defines kind `kind` of `api_version`.
+    fn defines(&self, api_version: &str, kind: &str) -> bool {
+        let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+        self.kinds.contains(&(group.to_string(), kind.to_string()))
+    }
+}
+
 /// Previews a sync of `manifests` for `app`: one GET and one dry-run apply
-/// per object, nothing written.
+/// per object, nothing written. What the real sync would hit — a missing
+/// namespace or kind the set does not create, a refusal — is an error, as
+/// it would be then; `creates_namespace` is the destination namespace when
+/// the sync creates it.
 pub async fn preview(
     applier: &Applier,
     app: &AppRef,
     manifests: &[Manifest],
     ignore: &[IgnoreRule],
+    creates_namespace: Option<&str>,
 ) -> Result<Vec<Preview>, PreviewError> {
+    let foundations = Foundations::of(manifests, creates_namespace);
     let mut previews = Vec::with_capacity(manifests.len());
     for manifest in manifests {
         let mut desired = manifest.object.clone();
         let id = match applier.identify(&desired).await {
             Ok(id) => id,
             // The kind's CRD is part of this very set: it would be created.
-            Err(ClusterError::UnknownKind { object, .. }) => {
+            Err(ClusterError::UnknownKind {
+                object,
+                api_version,
+                kind,
+                ..
+            }) if foundations.defines(&api_version, &kind) => {
                 previews.push(Preview {
                     id: object,
                     live: None,
@@ -128,7 +186,15 @@ pub async fn preview(
         let live = applier.get(&desired).await?;
         let predicted = match applier.apply(&desired, true).await {
             Ok(applied) => applied.live,
-            Err(_) if live.is_none() => desired.clone(),
+            // Its namespace is created by this very set, first.
+            Err(error)
+                if live.is_none()
+                    && error
+                        .missing_namespace()
+                        .is_some_and(|ns| foundations.namespaces.contains(ns)) =>
+            {
+                desired.clone()
+            }
             Err(error) => return Err(error.into()),
         };
         let diff = match &live {
