@@ -1,8 +1,8 @@
 //! A failed sync is retried: at once when the namespace it found missing
 //! appears (not at the next resync), and `syncPolicy.createNamespace`
-//! creates the destination so there is nothing to retry. The controller
-//! here resyncs only every 5 minutes and backs off a minute, so only the
-//! retry itself can make the tests pass in time.
+//! creates the destination so there is nothing to retry. The retry test's
+//! controller resyncs only every 5 minutes and backs off a minute, so only
+//! the retry itself can make it pass in time.
 
 mod support;
 
@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
-use support::{Repo, app, config_for, start_controller_with, status_where, web};
+use support::{Repo, app, config_for, start_controller, start_controller_with, status_where, web};
 use tether_controller::Config;
 use tether_controller::api::application::{CREATED_FOR_ANNOTATION, MANAGED_BY_LABEL};
 use tether_core::tracking::APP_LABEL;
@@ -91,7 +91,11 @@ async fn a_sync_that_failed_for_a_missing_namespace_applies_once_the_namespace_e
 
 #[tokio::test(flavor = "multi_thread")]
 async fn create_namespace_makes_the_destination_as_tethers_and_prune_never_deletes_it() {
-    let (ns, repo) = slow_controller("mkns").await;
+    // An ordinary controller: a new commit is found at its next resync.
+    let ns = TestNamespace::create("mkns").await;
+    start_controller(&ns).await;
+    let repo = Repo::new();
+    repo.commit(&web(1, "hello"), "first");
     let made = Destination::new(&ns, "made");
     let apps = app(&ns, "shop", &repo, "app")
         .destination(&made.name)
