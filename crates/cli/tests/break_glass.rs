@@ -6,7 +6,7 @@
 mod support;
 
 use serde_json::Value;
-use support::{Repo, run_controller, tether, tether_ok};
+use support::{Repo, run_controller, run_controller_resyncing, tether, tether_ok};
 use tether_testkit::{TestNamespace, eventually};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -65,12 +65,29 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
     assert_eq!(row["kind"], "Manual");
     assert_eq!(row["field"]["desired"], 2);
     assert_eq!(row["field"]["writer"]["manager"], "kubectl");
-    let table = tether(&ns, &["drift", "shop", "-n", n]);
-    let table = String::from_utf8_lossy(&table.stdout);
-    assert!(table.starts_with("APP  "), "{table}");
+    eventually("the scale healed", || async {
+        (ns.jsonpath("deployment/web", "{.spec.replicas}") == "2").then_some(())
+    })
+    .await;
+    let healed = eventually("the drift resolved", || async {
+        let output = tether(&ns, &["drift", "shop", "-n", n]);
+        output
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&output.stdout).to_string())
+    })
+    .await;
+    // Healed drift is history: not a row of the table as it stands, but
+    // there with --resolved, saying when it was healed.
+    assert!(healed.starts_with("APP  "), "{healed}");
+    assert!(!healed.contains("spec.replicas"), "{healed}");
+    assert!(healed.contains("resolved recently"), "{healed}");
+    let history = tether_ok(&ns, &["drift", "shop", "-n", n, "--resolved"]);
     assert!(
-        table.contains("spec.replicas") && table.contains("Manual"),
-        "{table}"
+        history.contains("spec.replicas")
+            && history.contains("Manual")
+            && history.contains("Healed at"),
+        "{history}"
     );
 
     // Bad input: a window without a reason, a bad ttl, an unknown app.
@@ -193,5 +210,122 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
             .contains("is Closed: only an open window can be closed"),
         "{}",
         String::from_utf8_lossy(&again.stderr)
+    );
+}
+
+/// `tether adopt` wakes the app, so the adopted commit is synced now, not
+/// at the next resync (5 minutes here); closing the window as adopted
+/// afterwards closes it, though there is nothing left to commit.
+#[tokio::test(flavor = "multi_thread")]
+async fn adopt_wakes_the_app_and_closing_as_adopted_afterwards_just_closes() {
+    let ns = TestNamespace::create("cli-adopt-wake").await;
+    let repo = Repo::new();
+    repo.commit(
+        &[(
+            "app/settings.yaml",
+            support::config_map("settings", "hello"),
+        )],
+        "settings",
+    );
+    repo.git(&["config", "receive.denyCurrentBranch", "updateInstead"]);
+    let n = ns.name.as_str();
+    tether_ok(&ns, &["install", "-n", n]);
+    let _controller = run_controller_resyncing(&ns, "adopt-wake", 300);
+    support::create_app(
+        &ns,
+        &repo,
+        serde_json::json!({"automated": true, "selfHeal": true}),
+    );
+    let synced_to = |revision: String| {
+        let ns = &ns;
+        async move {
+            let status = tether_ok(ns, &["status", "shop", "-n", n, "-o", "json"]);
+            status.contains(&revision).then_some(())
+        }
+    };
+    eventually("Synced", || synced_to(repo.head())).await;
+
+    let opened = tether_ok(
+        &ns,
+        &[
+            "break-glass",
+            "open",
+            "shop",
+            "-n",
+            n,
+            "--reason",
+            "INC-7: degrade",
+            "--ttl",
+            "10m",
+        ],
+    );
+    let window = opened
+        .split_whitespace()
+        .nth(1)
+        .and_then(|w| w.split('/').nth(1))
+        .unwrap()
+        .to_string();
+    ns.kubectl_ok(&[
+        "patch",
+        "configmap/settings",
+        "-p",
+        r#"{"data":{"greeting":"degraded"}}"#,
+    ]);
+    eventually("the change recorded", || async {
+        tether_ok(&ns, &["break-glass", "show", &window, "-n", n])
+            .contains("\"degraded\"")
+            .then_some(())
+    })
+    .await;
+
+    let adopted = tether_ok(
+        &ns,
+        &[
+            "adopt",
+            "shop",
+            "-n",
+            n,
+            "--window",
+            &window,
+            "--author",
+            "Ada <ada@example.com>",
+        ],
+    );
+    assert!(
+        adopted.contains("asked to sync the commit now"),
+        "{adopted}"
+    );
+    let woken = std::time::Instant::now();
+    eventually("Synced to the adopted commit", || synced_to(repo.head())).await;
+    assert!(
+        woken.elapsed() < std::time::Duration::from_secs(60),
+        "{:?}",
+        woken.elapsed()
+    );
+
+    let closed = tether(
+        &ns,
+        &[
+            "break-glass",
+            "close",
+            &window,
+            "-n",
+            n,
+            "--resolve",
+            "adopt",
+            "--author",
+            "Ada <ada@example.com>",
+        ],
+    );
+    assert!(closed.status.success(), "{}", support::text(&closed));
+    let closed = support::text(&closed);
+    assert!(closed.contains("Git already holds its changes"), "{closed}");
+    assert!(
+        closed.contains("closed (changes adopted into Git)"),
+        "{closed}"
+    );
+    assert_eq!(
+        ns.jsonpath("configmap/settings", "{.data.greeting}"),
+        "degraded"
     );
 }

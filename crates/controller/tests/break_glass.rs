@@ -159,6 +159,18 @@ async fn a_window_on_one_deployment_keeps_its_change_and_the_rest_of_the_app_hea
     );
     // The same change is recorded once, not once per reconcile.
     assert_eq!(api_get(&ns, &name).await.status.unwrap().record_count, 1);
+    // A second change to the same object records that change alone: the
+    // image, still drifted next to it, is not listed again.
+    ns.kubectl_ok(&["scale", "deployment/web", "--replicas=4"]);
+    let window = window_where(&ns, &name, "the second change recorded", |w| {
+        w.status.as_ref().is_some_and(|s| s.record_count >= 2)
+    })
+    .await;
+    let records = window.status.unwrap().records;
+    let paths: Vec<&str> = records[1].fields.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["spec.replicas"], "{records:?}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(api_get(&ns, &name).await.status.unwrap().record_count, 2);
 
     // Closing with revert resumes self-heal for the scope.
     request::close(&ns.client, &api_get(&ns, &name).await, Resolution::Revert)

@@ -118,19 +118,22 @@ pub fn parse_ttl(text: &str) -> Result<Duration, TtlError> {
     Ok(total)
 }
 
-/// Whether `fields`, seen now on an object, are a change the window has not
-/// recorded yet: the object's last record (`previous`) had other fields or
-/// other live values.
-pub fn is_new_change(previous: Option<&[DriftedField]>, fields: &[DriftedField]) -> bool {
-    let key = |fields: &[DriftedField]| -> Vec<(String, Option<serde_json::Value>)> {
-        let mut key: Vec<_> = fields
-            .iter()
-            .map(|f| (f.path.clone(), f.live.clone()))
-            .collect();
-        key.sort_by(|a, b| a.0.cmp(&b.0));
-        key
-    };
-    previous.is_none_or(|previous| key(previous) != key(fields))
+/// The fields of `fields`, seen drifted now on an object, that the window
+/// has not recorded yet: those whose live value differs from the one the
+/// window knows for that path (`known`: what it last saw drifted on the
+/// object). A field seen again with the same live value is not a new
+/// change, even when another field of the object changed next to it.
+pub fn new_fields(known: Option<&[DriftedField]>, fields: &[DriftedField]) -> Vec<DriftedField> {
+    let known = known.unwrap_or_default();
+    fields
+        .iter()
+        .filter(|field| {
+            !known
+                .iter()
+                .any(|seen| seen.path == field.path && seen.live == field.live)
+        })
+        .cloned()
+        .collect()
 }
 
 /// The longest a window may be granted at once, unless `tether run
@@ -316,10 +319,20 @@ mod tests {
     #[test]
     fn the_same_change_seen_again_is_not_recorded_twice() {
         let first = [field("spec.replicas", json!(5))];
-        assert!(is_new_change(None, &first));
-        assert!(!is_new_change(Some(&first), &first));
+        assert_eq!(new_fields(None, &first), first);
+        assert!(new_fields(Some(&first), &first).is_empty());
         let second = [field("spec.replicas", json!(6))];
-        assert!(is_new_change(Some(&first), &second));
+        assert_eq!(new_fields(Some(&first), &second), second);
+    }
+
+    #[test]
+    fn a_second_change_to_an_object_records_only_the_field_that_changed() {
+        let first = [field("spec.replicas", json!(5))];
+        let both = [
+            field("spec.replicas", json!(5)),
+            field("spec.template.spec.containers[name=web].image", json!("x")),
+        ];
+        assert_eq!(new_fields(Some(&first), &both), both[1..]);
     }
 
     #[test]

@@ -113,7 +113,7 @@ pub async fn commit(
         credentials,
         sandbox: Default::default(),
     };
-    let adopted = adopt_records(client, app, records, reason, &options).await?;
+    let adopted = adopt_records(client.clone(), app, records, reason, &options).await?;
     outln!(
         "adopted into {} on branch {}: commit {}",
         adopted.files.join(", "),
@@ -124,6 +124,22 @@ pub async fn commit(
         for field in &record.fields {
             outln!("  {}: {}", record.object, field.path);
         }
+    }
+    wake(client, app).await
+}
+
+/// Has the controller fetch the adopted commit now rather than at its next
+/// resync: a sync request on an automated app (it syncs to the branch tip
+/// anyway); a manual app waits for `tether sync`, which is said.
+async fn wake(client: kube::Client, app: &Application) -> anyhow::Result<()> {
+    let (namespace, name) = (app.namespace().unwrap_or_default(), app.name_any());
+    if app.spec.sync_policy.automated {
+        tether_controller::request::request_sync(client, &namespace, &name, false).await?;
+        outln!("Application {namespace}/{name}: asked to sync the commit now");
+    } else {
+        outln!(
+            "Application {namespace}/{name} does not sync automatically: `tether sync {name}` applies the commit"
+        );
     }
     Ok(())
 }

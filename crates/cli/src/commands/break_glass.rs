@@ -8,13 +8,13 @@ use std::time::SystemTime;
 use anyhow::Context;
 use kube::ResourceExt;
 use kube::api::Api;
-use tether_controller::adopt::{records_of_window, window_reason};
+use tether_controller::adopt::{AdoptError, records_of_window, window_reason};
 use tether_controller::api::break_glass::Resolution;
 use tether_controller::api::{Application, BreakGlass};
 use tether_controller::break_glass::audit;
 use tether_controller::break_glass::request::{self, Opening};
 use tether_core::window::{parse_ttl, within_cap};
-use tether_source::adopt::Author;
+use tether_source::adopt::{AdoptError as SourceAdoptError, Author};
 
 use super::columns::aligned;
 use super::out::{out, outln};
@@ -229,7 +229,7 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
                     .with_context(|| {
                         format!("Application {namespace}/{}", window.spec.application)
                     })?;
-                super::adopt::commit(
+                let adopted = super::adopt::commit(
                     client.clone(),
                     &app,
                     &records,
@@ -237,7 +237,16 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
                     author,
                     branch,
                 )
-                .await?;
+                .await;
+                match adopted {
+                    // `tether adopt --window` got there first: Git already
+                    // holds the window's changes, so close as adopted.
+                    Err(error) if already_in_git(&error) => outln!(
+                        "BreakGlass {namespace}/{}: Git already holds its changes (adopted before)",
+                        window.name_any()
+                    ),
+                    other => other?,
+                }
             }
             request::close(&client, &window, resolve).await?;
             outln!(
@@ -252,6 +261,15 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether adopting failed only because the source already has the live
+/// values.
+fn already_in_git(error: &anyhow::Error) -> bool {
+    matches!(
+        error.downcast_ref::<AdoptError>(),
+        Some(AdoptError::Source(SourceAdoptError::NothingChanged))
+    )
 }
 
 /// The window named `name`, else the one open window of app `name`.

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use kube::ResourceExt;
 use serde_json::Value;
 use tether_controller::api::Application;
-use tether_core::drift::DriftedField;
+use tether_core::drift::{DriftOutcome, DriftedField};
 
 use super::columns::aligned;
 use super::out::{out, outln};
@@ -16,6 +16,9 @@ use super::selection::Selection;
 /// values masked), the writer (field manager, operation, time), the kind
 /// (Manual, Accidental, Emergency) and the response (Healed, Reported,
 /// BackedOff); then orphans (objects no longer in Git) and their prune fate.
+/// The table shows drift as it stands; `--resolved` adds the drift resolved
+/// recently (healed, or gone because Git or someone else changed the
+/// object); `-o json` always has both, resolved rows with `resolvedAt`.
 ///
 /// Exit code: 0 no unresolved drift or orphan, 1 some, 2 error.
 /// Example: `tether drift shop` or `tether drift -o json`
@@ -26,6 +29,9 @@ pub struct DriftArgs {
     /// Output format.
     #[arg(long, short = 'o', default_value = "table", value_parser = ["table", "json"])]
     pub output: String,
+    /// Also show drift resolved recently, with when it was resolved.
+    #[arg(long)]
+    pub resolved: bool,
 }
 
 pub async fn run(args: DriftArgs) -> anyhow::Result<ExitCode> {
@@ -33,7 +39,18 @@ pub async fn run(args: DriftArgs) -> anyhow::Result<ExitCode> {
     let rows = rows(&apps);
     match args.output.as_str() {
         "json" => outln!("{}", serde_json::to_string_pretty(&rows)?),
-        _ => out!("{}", table(&rows)),
+        _ => {
+            let shown: Vec<DriftRow> = rows
+                .iter()
+                .filter(|row| args.resolved || row.resolved_at.is_none())
+                .cloned()
+                .collect();
+            out!("{}", table(&shown));
+            let hidden = rows.len() - shown.len();
+            if hidden > 0 {
+                outln!("({hidden} row(s) of drift resolved recently: tether drift --resolved)");
+            }
+        }
     }
     let unresolved = rows.iter().any(|row| row.resolved_at.is_none());
     Ok(if unresolved {
@@ -124,7 +141,11 @@ pub fn table(rows: &[DriftRow]) -> String {
             )
         });
         let response = match &row.resolved_at {
-            Some(at) => format!("{} at {at}", row.response),
+            Some(at) if row.response == DriftOutcome::Healed.as_str() => {
+                format!("{} at {at}", row.response)
+            }
+            // Not healed, yet gone: Git or someone else changed the object.
+            Some(at) => format!("gone at {at} (was {})", row.response),
             None => row.response.clone(),
         };
         lines.push(vec![
@@ -183,6 +204,17 @@ shop  Deployment shop/web      Manual      spec.replicas  2        5     kubectl
 shop  Service shop/old         Orphan      -              -        -     -                                          -                     kept: prune is off for this app
 ";
         assert_eq!(table(&rows(&[shop()])), expected);
+    }
+
+    #[test]
+    fn drift_that_went_away_unhealed_reads_as_gone_not_as_still_reported() {
+        let mut row = rows(&[shop()])[1].clone();
+        row.response = DriftOutcome::Reported.to_string();
+        let table = table(&[row]);
+        assert!(
+            table.contains("gone at 2026-01-01T00:00:03Z (was Reported)"),
+            "{table}"
+        );
     }
 
     #[test]

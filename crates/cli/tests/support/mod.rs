@@ -79,6 +79,12 @@ impl Drop for Running {
 /// `tether run` for `ns` only, as replica `identity`, resyncing every 2 s;
 /// stopped (and its Git cache removed) when the returned process is dropped.
 pub fn run_controller(ns: &TestNamespace, identity: &str) -> Running {
+    run_controller_resyncing(ns, identity, 2)
+}
+
+/// `run_controller`, resyncing every `seconds`.
+pub fn run_controller_resyncing(ns: &TestNamespace, identity: &str, seconds: u32) -> Running {
+    let seconds = seconds.to_string();
     let cache = ns.cache_dir().join(identity);
     let mut running = Running::spawn(tether_command(
         ns,
@@ -91,7 +97,7 @@ pub fn run_controller(ns: &TestNamespace, identity: &str) -> Running {
             "--identity",
             identity,
             "--resync-seconds",
-            "2",
+            &seconds,
             "--cache-dir",
             cache.to_str().unwrap(),
         ],

@@ -35,7 +35,7 @@ use serde_json::{Value, json};
 use tether_core::ObjectRef;
 use tether_core::audit::{ChainReport, Seal, StoredRecord, chain_mac, verify};
 use tether_core::drift::DriftedField;
-use tether_core::window::is_new_change;
+use tether_core::window::new_fields;
 
 use super::key::AuditKey;
 use crate::api::BreakGlass;
@@ -84,9 +84,13 @@ impl Chain {
     /// The chain as the window's status recorded it.
     fn from_status(window: &BreakGlass) -> Chain {
         let status = window.status.clone().unwrap_or_default();
-        let mut last = HashMap::new();
+        let mut last: HashMap<ObjectRef, Vec<DriftedField>> = HashMap::new();
         for record in &status.records {
-            last.insert(record.object.clone(), record.fields.clone());
+            let known = last.entry(record.object.clone()).or_default();
+            for field in &record.fields {
+                known.retain(|seen| seen.path != field.path);
+                known.push(field.clone());
+            }
         }
         Chain {
             count: status.record_count,
@@ -100,8 +104,11 @@ impl Chain {
     fn push(&mut self, sequence: u64, seal: String, record: EmergencyRecord) {
         self.count = sequence;
         self.digest = seal;
-        self.last
-            .insert(record.object.clone(), record.fields.clone());
+        let known = self.last.entry(record.object.clone()).or_default();
+        for field in &record.fields {
+            known.retain(|seen| seen.path != field.path);
+            known.push(field.clone());
+        }
         self.records.push(record);
         let excess = self.records.len().saturating_sub(RECORDS_IN_STATUS);
         self.records.drain(..excess);
@@ -124,6 +131,16 @@ pub struct Change<'a> {
     pub recorded_at: &'a str,
 }
 
+impl<'a> Change<'a> {
+    /// This change with only `fields`.
+    fn with<'b>(&self, fields: &'b [DriftedField]) -> Change<'b>
+    where
+        'a: 'b,
+    {
+        Change { fields, ..*self }
+    }
+}
+
 impl AuditLog {
     /// A log writing into `namespace` (the controller's), sealed with `key`.
     pub fn new(namespace: &str, key: AuditKey) -> AuditLog {
@@ -134,8 +151,9 @@ impl AuditLog {
         }
     }
 
-    /// Appends `change` to `window`'s log unless the window already holds
-    /// this very change; returns the record when one was written.
+    /// Appends the part of `change` that `window`'s log does not hold yet
+    /// (the fields whose live value it has not recorded); returns the
+    /// record when one was written.
     pub async fn record(
         &self,
         client: &Client,
@@ -160,15 +178,16 @@ impl AuditLog {
                 .await
                 .map_err(failed)?,
         };
-        if !is_new_change(
+        let fresh = new_fields(
             chain.last.get(change.object).map(Vec::as_slice),
             change.fields,
-        ) {
+        );
+        if fresh.is_empty() {
             self.chains.lock().expect("lock").insert(uid, chain);
             return Ok(None);
         }
         let chain = match self
-            .append(&configmaps, window, &chain, change, false)
+            .append(&configmaps, window, &chain, &change.with(&fresh), false)
             .await
         {
             // The name is taken: another writer got there first (catch up,
@@ -185,12 +204,23 @@ impl AuditLog {
                     .map_err(failed)?;
                 let squatted = caught_up.count == chain.count;
                 let known = caught_up.last.get(change.object).map(Vec::as_slice);
-                if !squatted && !is_new_change(known, change.fields) {
+                let fresh = if squatted {
+                    fresh
+                } else {
+                    new_fields(known, change.fields)
+                };
+                if fresh.is_empty() {
                     self.chains.lock().expect("lock").insert(uid, caught_up);
                     return Ok(None);
                 }
-                self.append(&configmaps, window, &caught_up, change, squatted)
-                    .await?
+                self.append(
+                    &configmaps,
+                    window,
+                    &caught_up,
+                    &change.with(&fresh),
+                    squatted,
+                )
+                .await?
             }
             other => other?,
         };
