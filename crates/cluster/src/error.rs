@@ -70,6 +70,19 @@ impl ClusterError {
     }
 }
 
+impl ClusterError {
+    /// The apiVersion and kind the API server does not serve (yet), if
+    /// that is why a request failed.
+    pub fn missing_kind(&self) -> Option<(&str, &str)> {
+        match self {
+            ClusterError::UnknownKind {
+                api_version, kind, ..
+            } => Some((api_version, kind)),
+            _ => None,
+        }
+    }
+}
+
 /// The API server's own message for an API error (e.g. `namespaces "shop"
 /// not found`), or the client error's text.
 pub fn describe(error: &kube::Error) -> String {

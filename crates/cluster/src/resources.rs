@@ -66,7 +66,7 @@ impl Resources {
                     object: id.clone(),
                     api_version: api_version.to_string(),
                     kind: id.kind.clone(),
-                    reason: error.to_string(),
+                    reason: unserved(&error),
                 })?;
         let served = ServedKind {
             resource,
@@ -77,5 +77,16 @@ impl Resources {
             .expect("lock")
             .insert(gvk, served.clone());
         Ok(served)
+    }
+}
+
+/// Why discovery found no such kind, in words: a group/version the API
+/// server does not serve at all answers 404 with no Status to parse.
+fn unserved(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) if status.code == 404 => {
+            "no such group/version is served (is its CustomResourceDefinition installed?)".into()
+        }
+        other => crate::error::describe(other),
     }
 }

@@ -1,8 +1,9 @@
-//! A failed sync is retried: at once when the namespace it found missing
-//! appears (not at the next resync), and `syncPolicy.createNamespace`
-//! creates the destination so there is nothing to retry. The retry test's
-//! controller resyncs only every 5 minutes and backs off a minute, so only
-//! the retry itself can make it pass in time.
+//! A failed sync is retried at once when what it found missing appears
+//! (the namespace, or the kind whose CRD was not installed), not at the
+//! next resync; and `syncPolicy.createNamespace` creates the destination
+//! so there is nothing to retry. The retry tests' controller resyncs only
+//! every 5 minutes and backs off a minute, so only the retry itself can
+//! make them pass in time.
 
 mod support;
 
@@ -135,4 +136,57 @@ async fn create_namespace_makes_the_destination_as_tethers_and_prune_never_delet
             .map(|_| ())
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sync_that_failed_for_a_missing_kind_applies_once_its_crd_is_installed() {
+    let (ns, repo) = slow_controller("retrycrd").await;
+    let group = format!("{}.example.com", ns.name);
+    let mut files = web(1, "hello");
+    files.push((
+        "app/widget.yaml",
+        format!(
+            "apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: blue\nspec:\n  size: 3\n"
+        ),
+    ));
+    repo.commit(&files, "a widget, whose CRD another app installs");
+    let apps = app(&ns, "shop", &repo, "app")
+        .sync_policy(json!({"retry": {"limit": 5, "backoffSeconds": 60}}))
+        .apply(&ns.client)
+        .await;
+    let failed = status_where(&apps, "the sync failed: no such kind", |s| {
+        s.operation_state
+            .as_ref()
+            .is_some_and(|o| o.phase == "Failed" && o.message.contains("Widget"))
+    })
+    .await;
+    let message = failed.operation_state.unwrap().message;
+    assert!(message.contains("is its CustomResourceDefinition installed?"), "{message}");
+    assert!(!message.contains("Status {"), "{message}");
+
+    // The CRD appears (installed by hand, as another app would): the retry
+    // does not wait for the back-off (60 s) or the resync (300 s).
+    let crd = tether_testkit::crd(
+        &group,
+        "Widget",
+        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+    );
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(ns.client.clone());
+    let crd_name = format!("widgets.{group}");
+    crds.create(
+        &PostParams::default(),
+        &serde_json::from_value(crd).unwrap(),
+    )
+    .await
+    .unwrap();
+    let created = Instant::now();
+    status_where(&apps, "Synced once the CRD exists", |s| {
+        s.sync.status == "Synced"
+    })
+    .await;
+    let waited = created.elapsed();
+    println!("CRD created -> Synced: {waited:?}");
+    let _ = crds.delete(&crd_name, &DeleteParams::default()).await;
+    assert!(waited < Duration::from_secs(30), "{waited:?}");
 }

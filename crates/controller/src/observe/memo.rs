@@ -44,9 +44,26 @@ pub struct Failures {
     pub revision: String,
     pub attempts: u32,
     pub last: Instant,
-    /// A namespace the failure named as missing: its appearance is worth
-    /// a retry at once, whatever the back-off says.
-    pub awaiting: Option<String>,
+    /// What the failure named as missing: its appearance is worth a retry
+    /// at once, whatever the back-off says.
+    pub awaiting: Option<Awaited>,
+}
+
+/// Something a failed sync found missing, which may appear on its own (an
+/// operator creates the namespace; another app installs the CRD).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Awaited {
+    Namespace(String),
+    Kind { api_version: String, kind: String },
+}
+
+impl std::fmt::Display for Awaited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Awaited::Namespace(name) => write!(f, "namespace {name}"),
+            Awaited::Kind { api_version, kind } => write!(f, "{api_version} {kind}"),
+        }
+    }
 }
 
 /// How failed syncs are retried: `limit` attempts per revision with a
@@ -143,10 +160,9 @@ impl AppMemo {
         );
     }
 
-    /// Records a failed sync of `revision`; returns the attempts so far.
-    /// Records a failed sync of `revision`, and the namespace the failure
-    /// named as missing, if any; returns the attempts so far.
-    pub fn fail(&mut self, revision: &str, awaiting: Option<String>) -> u32 {
+    /// Records a failed sync of `revision`, and what the failure named as
+    /// missing, if anything; returns the attempts so far.
+    pub fn fail(&mut self, revision: &str, awaiting: Option<Awaited>) -> u32 {
         let attempts = match &self.failures {
             Some(f) if f.revision == revision => f.attempts.saturating_add(1),
             _ => 1,
@@ -177,9 +193,9 @@ impl AppMemo {
         )
     }
 
-    /// The namespace the last failure is waiting for, if any.
-    pub fn awaiting(&self) -> Option<&str> {
-        self.failures.as_ref()?.awaiting.as_deref()
+    /// What the last failure is waiting for, if anything.
+    pub fn awaiting(&self) -> Option<&Awaited> {
+        self.failures.as_ref()?.awaiting.as_ref()
     }
 
     /// What the last failure waited for appeared: the next sync runs at
@@ -262,9 +278,10 @@ mod tests {
     #[test]
     fn the_namespace_a_failure_waited_for_appearing_allows_a_retry_at_once() {
         let mut memo = AppMemo::default();
-        memo.fail("abc", Some("retry-test".into()));
+        let missing = Awaited::Namespace("retry-test".into());
+        memo.fail("abc", Some(missing.clone()));
         let retry = retry(5, 60, 600, 180);
-        assert_eq!(memo.awaiting(), Some("retry-test"));
+        assert_eq!(memo.awaiting(), Some(&missing));
         assert!(!memo.may_sync("abc", &retry));
         memo.awaited_appeared();
         assert!(memo.may_sync("abc", &retry));

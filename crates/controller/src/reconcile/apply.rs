@@ -23,6 +23,7 @@ use crate::api::application::{
 };
 use crate::observe::compare::Compared;
 use crate::observe::drift::{Assessed, Response};
+use crate::observe::memo::Awaited;
 use crate::report::events::publish;
 use crate::sync::prune::{Cluster, PruneReport, prune as prune_orphans};
 use crate::sync::{Ran, SyncError, reapply};
@@ -48,14 +49,9 @@ pub async fn sync(
     if !everything && (heal.is_empty() || !policy.automated) {
         return None;
     }
-    let awaited = pass
-        .memo
-        .lock()
-        .expect("lock")
-        .awaiting()
-        .map(str::to_string);
-    if let Some(namespace) = awaited
-        && namespace_exists(pass, &namespace).await
+    let awaited = pass.memo.lock().expect("lock").awaiting().cloned();
+    if let Some(awaited) = awaited
+        && appeared(pass, &awaited).await
     {
         pass.memo.lock().expect("lock").awaited_appeared();
     }
@@ -146,7 +142,7 @@ pub async fn sync(
             }
         }
         Err(error) => {
-            memo.fail(&desired.commit, missing_namespace(error));
+            memo.fail(&desired.commit, missing(error));
         }
     }
     Some(Ran {
@@ -199,20 +195,41 @@ pub async fn prune(
     .await
 }
 
-/// The namespace a failed sync found missing (`namespaces "shop" not
-/// found`), if that is why it failed.
-fn missing_namespace(error: &SyncError) -> Option<String> {
+/// What a failed sync found missing (`namespaces "shop" not found`, a kind
+/// the API server does not serve), if that is why it failed.
+fn missing(error: &SyncError) -> Option<Awaited> {
     let cause = match error {
         SyncError::Validate(cause) | SyncError::Apply(cause) => cause,
         SyncError::HalfWay { source, .. } => source,
         _ => return None,
     };
-    cause.missing_namespace().map(str::to_string)
+    if let Some(namespace) = cause.missing_namespace() {
+        return Some(Awaited::Namespace(namespace.to_string()));
+    }
+    let (api_version, kind) = cause.missing_kind()?;
+    Some(Awaited::Kind {
+        api_version: api_version.to_string(),
+        kind: kind.to_string(),
+    })
 }
 
-async fn namespace_exists(pass: &Pass<'_>, name: &str) -> bool {
-    let namespaces: Api<Namespace> = Api::all(pass.ctx.client.clone());
-    matches!(namespaces.get_metadata_opt(name).await, Ok(Some(_)))
+/// Whether what a failure waited for exists now: one GET of the namespace,
+/// or one discovery request for the kind's group/version.
+async fn appeared(pass: &Pass<'_>, awaited: &Awaited) -> bool {
+    let client = pass.ctx.client.clone();
+    match awaited {
+        Awaited::Namespace(name) => {
+            let namespaces: Api<Namespace> = Api::all(client);
+            matches!(namespaces.get_metadata_opt(name).await, Ok(Some(_)))
+        }
+        Awaited::Kind { api_version, kind } => {
+            let Ok((group, version)) = tether_core::object::split_api_version(api_version) else {
+                return false;
+            };
+            let gvk = kube::core::GroupVersionKind::gvk(group, version, kind);
+            kube::discovery::pinned_kind(&client, &gvk).await.is_ok()
+        }
+    }
 }
 
 /// Creates the destination namespace if it does not exist (Argo CD's
