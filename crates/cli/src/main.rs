@@ -20,7 +20,9 @@ fn main() -> ExitCode {
         return tether_source::render::jsonnet_child(rest);
     }
     let cli = commands::Cli::parse();
-    init_logging(cli.verbose);
+    // The controller logs what it does; other commands only warnings.
+    let controller = matches!(cli.command, commands::Command::Run(_));
+    init_logging(cli.verbose || controller, cli.log_format);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -37,14 +39,21 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging(verbose: bool) {
+/// Logs to stderr at `info` when `verbose` (else `warn`, or `TETHER_LOG`),
+/// as text coloured only on a terminal, or as JSON lines.
+fn init_logging(verbose: bool, format: commands::LogFormat) {
     let default = if verbose { "info" } else { "warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_env("TETHER_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        commands::LogFormat::Text => logs
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        commands::LogFormat::Json => logs.json().flatten_event(true).init(),
+    }
 }
 
 /// The error and its causes on one line, skipping a cause whose text the

@@ -161,7 +161,10 @@ async fn a_sync_that_failed_for_a_missing_kind_applies_once_its_crd_is_installed
     })
     .await;
     let message = failed.operation_state.unwrap().message;
-    assert!(message.contains("is its CustomResourceDefinition installed?"), "{message}");
+    assert!(
+        message.contains("is its CustomResourceDefinition installed?"),
+        "{message}"
+    );
     assert!(!message.contains("Status {"), "{message}");
 
     // The CRD appears (installed by hand, as another app would): the retry

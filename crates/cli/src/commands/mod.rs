@@ -28,8 +28,19 @@ pub struct Cli {
     /// Log what happens (or set TETHER_LOG, e.g. TETHER_LOG=debug).
     #[arg(short, long, global = true)]
     pub verbose: bool,
+    /// Log lines as text (coloured only on a terminal) or as JSON, one
+    /// object per line, for log pipelines.
+    #[arg(long, env = "TETHER_LOG_FORMAT", default_value = "text", global = true)]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Subcommand)]

@@ -90,9 +90,27 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Err(error) = tether_source::render::probe_sandbox(&config.sandbox) {
         // Plain directories still render; Helm, Kustomize and Jsonnet
         // sources will fail with this same message in their status.
-        eprintln!("tether: warning: {error}");
+        tracing::warn!(%error, "renderer sandbox unavailable");
     }
     let client = args.kubeconfig.connect().await?;
+    let server = client
+        .apiserver_version()
+        .await
+        .map(|info| info.git_version)
+        .unwrap_or_else(|error| format!("unknown ({})", tether_cluster::error::describe(&error)));
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        identity = %config.identity,
+        lease_namespace = %config.lease_namespace,
+        watching = config.watch_namespace.as_deref().unwrap_or("all namespaces"),
+        http = %args.http_addr.map_or("off".to_string(), |addr| addr.to_string()),
+        webhooks = secret.is_some(),
+        resync = ?config.resync,
+        concurrency = config.concurrency,
+        cache_dir = %config.cache_dir.display(),
+        kubernetes = %server,
+        "tether controller starting"
+    );
     let trigger = Trigger::default();
     let probe = Probe::default();
     let serve_http = async {
@@ -106,7 +124,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     tokio::select! {
         result = tether_controller::run_with(client, config, trigger.clone(), probe.clone()) => result?,
         result = serve_http => result?,
-        _ = tokio::signal::ctrl_c() => eprintln!("tether: stopping"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("tether controller stopping"),
     }
     Ok(ExitCode::SUCCESS)
 }
