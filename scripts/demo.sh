@@ -36,9 +36,9 @@ done
 export KUBECONFIG="$state/plane/kubeconfig"
 kubectl version 2>/dev/null | sed 's/^/    /'
 
-echo "==> a Git repository made from examples/"
+echo "==> a Git repository made from examples/shop"
 repo="$state/repo"
-mkdir -p "$repo" && cp -r examples/. "$repo/"
+mkdir -p "$repo" && cp -r examples/shop "$repo/"
 git -C "$repo" init -q -b main
 git -C "$repo" -c user.name=Demo -c user.email=demo@example.com add -A
 git -C "$repo" -c user.name=Demo -c user.email=demo@example.com commit -q -m "shop: first version"
