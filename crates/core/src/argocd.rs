@@ -166,9 +166,11 @@ mod tests {
         assert!(review.withheld);
         assert_eq!(
             messages(&review),
-            ["Job shop/migrate: argocd.argoproj.io/hook \"PreSync\" is not supported yet; \
+            [
+                "Job shop/migrate: argocd.argoproj.io/hook \"PreSync\" is not supported yet; \
               the object is not applied (Argo CD runs it only as a hook of a sync; remove \
-              the annotation to apply it as an ordinary object)"]
+              the annotation to apply it as an ordinary object)"
+            ]
         );
     }
 
@@ -187,8 +189,10 @@ mod tests {
         assert!(!review.withheld);
         assert_eq!(
             messages(&review),
-            ["Job shop/migrate: argocd.argoproj.io/sync-wave \"2\" differs from \
-              tether.dev/sync-wave \"1\"; Tether's wins"]
+            [
+                "Job shop/migrate: argocd.argoproj.io/sync-wave \"2\" differs from \
+              tether.dev/sync-wave \"1\"; Tether's wins"
+            ]
         );
     }
 

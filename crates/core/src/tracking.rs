@@ -84,7 +84,8 @@ pub fn stamp(object: &mut Value, app: &AppRef, id: &ObjectRef) {
     };
     let metadata = entry_map(map, "metadata");
     entry_map(metadata, "labels").insert(APP_LABEL.into(), Value::String(app.label_value()));
-    entry_map(metadata, "annotations").insert(TRACKING_ANNOTATION.into(), Value::String(tracking_id));
+    entry_map(metadata, "annotations")
+        .insert(TRACKING_ANNOTATION.into(), Value::String(tracking_id));
 }
 
 /// Whether live `object` (identity `id`) carries both of `app`'s marks.
@@ -96,7 +97,8 @@ pub fn is_tracked_by(object: &Value, app: &AppRef, id: &ObjectRef) -> bool {
         .pointer("/metadata/annotations")
         .and_then(|a| a.get(TRACKING_ANNOTATION));
     label.and_then(Value::as_str) == Some(app.label_value().as_str())
-        && annotation.and_then(Value::as_str) == Some(app.tracking_id(&tracked(object, id)).as_str())
+        && annotation.and_then(Value::as_str)
+            == Some(app.tracking_id(&tracked(object, id)).as_str())
 }
 
 fn entry_map<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
