@@ -1,7 +1,10 @@
-//! Server-side apply, for real or as a dry-run.
+//! Server-side apply, for real or as a dry-run. An object that leaves its
+//! name to the API server (`generateName`, see `tether_core::generated`)
+//! cannot be applied: it is created instead.
 
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::Value;
+use tether_core::generated::generate_name;
 use tether_core::tracking::FIELD_MANAGER;
 use tether_core::{Action, ObjectRef};
 
@@ -57,6 +60,9 @@ impl Applier {
     /// Applies `object`; with `dry_run` the API server validates, defaults
     /// and admits it but persists nothing.
     pub async fn apply(&self, object: &Value, dry_run: bool) -> Result<Applied, ClusterError> {
+        if generate_name(object).is_some() {
+            return self.create(object, dry_run).await;
+        }
         let id = self.identify(object).await?;
         let api = self.api_for(&id, object).await?;
         let request_error = |step| request_error(&id, step);
@@ -101,6 +107,9 @@ impl Applier {
     /// API server would store: validated, defaulted and admitted, nothing
     /// persisted. One request (no read first: the caller has live state).
     pub async fn dry_run(&self, object: &Value) -> Result<Value, ClusterError> {
+        if generate_name(object).is_some() {
+            return Ok(self.create(object, true).await?.live);
+        }
         let id = self.identify(object).await?;
         let api = self.api_for(&id, object).await?;
         let body = with_namespace(object, &id);
@@ -115,6 +124,9 @@ impl Applier {
     /// The live copy of `object`, if it exists (one GET; the controller
     /// reads from watch caches instead).
     pub async fn get(&self, object: &Value) -> Result<Option<Value>, ClusterError> {
+        if generate_name(object).is_some() {
+            return Ok(None);
+        }
         let id = self.identify(object).await?;
         let api = self.api_for(&id, object).await?;
         let live = api
@@ -133,6 +145,9 @@ impl Applier {
         object: &Value,
         known_version: Option<&str>,
     ) -> Result<Applied, ClusterError> {
+        if generate_name(object).is_some() {
+            return self.create(object, false).await;
+        }
         let id = self.identify(object).await?;
         let api = self.api_for(&id, object).await?;
         let body = with_namespace(object, &id);
@@ -156,6 +171,33 @@ impl Applier {
             object: id,
             action,
             live: serde_json::to_value(&after).unwrap_or(Value::Null),
+        })
+    }
+
+    /// Creates `object`, which leaves its name to the API server (one POST,
+    /// as field manager `tether`); the result names the object created.
+    async fn create(&self, object: &Value, dry_run: bool) -> Result<Applied, ClusterError> {
+        let declared = self.identify(object).await?;
+        let api = self.api_for(&declared, object).await?;
+        let step = if dry_run { "dry-run create" } else { "create" };
+        let body: DynamicObject = serde_json::from_value(with_namespace(object, &declared))
+            .map_err(|error| request_error(&declared, step)(kube::Error::SerdeError(error)))?;
+        let params = PostParams {
+            dry_run,
+            field_manager: Some(FIELD_MANAGER.to_string()),
+        };
+        let created = api
+            .create(&params, &body)
+            .await
+            .map_err(request_error(&declared, step))?;
+        let object = ObjectRef {
+            name: created.metadata.name.clone().unwrap_or_default(),
+            ..declared
+        };
+        Ok(Applied {
+            object,
+            action: Action::Created,
+            live: serde_json::to_value(&created).unwrap_or(Value::Null),
         })
     }
 

@@ -44,6 +44,8 @@ impl ClusterError {
                 kube::Error::Api(status) => {
                     status.code == 429 || status.code >= 500 || status.code == 409
                 }
+                // The object did not fit the request: the input is wrong.
+                kube::Error::SerdeError(_) => false,
                 _ => true,
             },
             _ => false,

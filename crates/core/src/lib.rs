@@ -6,11 +6,13 @@
 //! testable on fixtures alone.
 
 pub mod action;
+pub mod argocd;
 pub mod attribution;
 pub mod audit;
 pub mod conditions;
 pub mod diff;
 pub mod drift;
+pub mod generated;
 pub mod health;
 pub mod object;
 pub mod order;

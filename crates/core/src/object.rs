@@ -91,7 +91,9 @@ pub fn check_namespace(namespace: &str) -> Result<(), ObjectError> {
 
 impl ObjectRef {
     /// Reads the identity of `object`, checking `apiVersion`, `kind` and
-    /// `metadata.name`.
+    /// `metadata.name`. An object that leaves its name to the API server
+    /// (`metadata.generateName`, no `metadata.name`) is named by its
+    /// `generateName` until it is created (see [`crate::generated`]).
     ///
     /// ```
     /// use tether_core::object::ObjectRef;
@@ -107,8 +109,18 @@ impl ObjectRef {
         let metadata = map
             .get("metadata")
             .ok_or(ObjectError::MissingField("metadata"))?;
-        let name = required_str(metadata.get("name"), "metadata.name")?;
-        check_name("metadata.name", name)?;
+        let name = match (metadata.get("name"), metadata.get("generateName")) {
+            (None | Some(Value::Null), Some(generate_name)) => {
+                let prefix = required_str(Some(generate_name), "metadata.generateName")?;
+                check_name("metadata.generateName", prefix)?;
+                prefix
+            }
+            (name, _) => {
+                let name = required_str(name, "metadata.name")?;
+                check_name("metadata.name", name)?;
+                name
+            }
+        };
         if !kind.bytes().all(|b| b.is_ascii_alphanumeric()) {
             return Err(ObjectError::BadName {
                 field: "kind",
@@ -227,6 +239,22 @@ mod tests {
         assert_eq!(
             ObjectRef::from_object(&object).unwrap_err().to_string(),
             "missing field `metadata.name`"
+        );
+    }
+
+    #[test]
+    fn a_manifest_that_leaves_its_name_to_the_server_is_named_by_its_prefix() {
+        let object = json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"generateName": "migrate-", "namespace": "shop"}});
+        let id = ObjectRef::from_object(&object).unwrap();
+        assert_eq!(id.to_string(), "Job shop/migrate-");
+        let bad = json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"generateName": "a/b-"}});
+        assert!(
+            ObjectRef::from_object(&bad)
+                .unwrap_err()
+                .to_string()
+                .contains("metadata.generateName")
         );
     }
 

@@ -9,7 +9,9 @@
 //!
 //! Within that, the `tether.dev/sync-wave` annotation groups objects into
 //! waves applied in ascending order; Namespaces and CRDs always precede every
-//! wave because nothing in any wave can be created without them.
+//! wave because nothing in any wave can be created without them. Argo CD's
+//! `argocd.argoproj.io/sync-wave` is read as an alias when Tether's is not
+//! set (when both are, Tether's wins: see [`crate::argocd`]).
 
 use serde_json::Value;
 
@@ -75,8 +77,10 @@ impl ApplyPosition {
 
 /// Why an object's place in the order could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("annotation {SYNC_WAVE_ANNOTATION}: {value:?} is not an integer")]
+#[error("annotation {annotation}: {value:?} is not an integer")]
 pub struct BadSyncWave {
+    /// The annotation read: Tether's, or Argo CD's alias.
+    pub annotation: &'static str,
     pub value: String,
 }
 
@@ -99,19 +103,26 @@ pub fn kind_rank(kind: &str) -> usize {
         .unwrap_or(KIND_ORDER.len())
 }
 
-/// The sync wave of `object`: its `tether.dev/sync-wave` annotation, or 0.
+/// The sync wave of `object`: its `tether.dev/sync-wave` annotation, else
+/// its `argocd.argoproj.io/sync-wave`, else 0.
 pub fn sync_wave(object: &Value) -> Result<i32, BadSyncWave> {
-    match object
-        .pointer("/metadata/annotations")
-        .and_then(|annotations| annotations.get(SYNC_WAVE_ANNOTATION))
-    {
-        None | Some(Value::Null) => Ok(0),
-        Some(Value::String(text)) => text.trim().parse().map_err(|_| BadSyncWave {
-            value: text.clone(),
-        }),
-        Some(other) => Err(BadSyncWave {
-            value: other.to_string(),
-        }),
+    let annotation = |key| {
+        object
+            .pointer("/metadata/annotations")
+            .and_then(|annotations| annotations.get(key))
+            .filter(|value| !value.is_null())
+    };
+    let (annotation, value) = match annotation(SYNC_WAVE_ANNOTATION) {
+        Some(value) => (SYNC_WAVE_ANNOTATION, value),
+        None => match annotation(crate::argocd::SYNC_WAVE_ANNOTATION) {
+            Some(value) => (crate::argocd::SYNC_WAVE_ANNOTATION, value),
+            None => return Ok(0),
+        },
+    };
+    let bad = |value: String| BadSyncWave { annotation, value };
+    match value {
+        Value::String(text) => text.trim().parse().map_err(|_| bad(text.clone())),
+        other => Err(bad(other.to_string())),
     }
 }
 
@@ -175,6 +186,29 @@ mod tests {
             object("apps/v1", "Deployment", "early-web", Some("1")),
         ];
         assert_eq!(sorted_names(&objects), ["early-web", "late-config"]);
+    }
+
+    #[test]
+    fn argo_cd_sync_waves_order_objects_unless_tethers_own_says_otherwise() {
+        let argo = |name: &str, wave: &str| {
+            let mut object = object("v1", "ConfigMap", name, None);
+            object["metadata"]["annotations"] =
+                json!({ crate::argocd::SYNC_WAVE_ANNOTATION: wave });
+            object
+        };
+        let mut both = argo("both", "-3");
+        both["metadata"]["annotations"][SYNC_WAVE_ANNOTATION] = json!("5");
+        let objects = [
+            argo("late", "2"),
+            object("v1", "ConfigMap", "plain", None),
+            argo("early", "-1"),
+            both,
+        ];
+        assert_eq!(sorted_names(&objects), ["early", "plain", "late", "both"]);
+        assert_eq!(
+            sync_wave(&argo("x", "soon")).unwrap_err().to_string(),
+            "annotation argocd.argoproj.io/sync-wave: \"soon\" is not an integer"
+        );
     }
 
     #[test]

@@ -60,17 +60,32 @@ impl AppRef {
     }
 }
 
+/// The identity a tracking annotation names for `object` (identity `id`):
+/// an object the API server named ([`crate::generated`]) is named by its
+/// `generateName`, the only name known when it is created.
+fn tracked(object: &Value, id: &ObjectRef) -> ObjectRef {
+    let prefix = crate::generated::key_of(object)
+        .and(object.pointer("/metadata/generateName"))
+        .and_then(Value::as_str);
+    match prefix {
+        Some(prefix) => ObjectRef {
+            name: prefix.to_string(),
+            ..id.clone()
+        },
+        None => id.clone(),
+    }
+}
+
 /// Adds the app label and tracking annotation to `object`.
 pub fn stamp(object: &mut Value, app: &AppRef, id: &ObjectRef) {
+    let tracking_id = app.tracking_id(&tracked(object, id));
     let Some(map) = object.as_object_mut() else {
         return;
     };
     let metadata = entry_map(map, "metadata");
     entry_map(metadata, "labels").insert(APP_LABEL.into(), Value::String(app.label_value()));
-    entry_map(metadata, "annotations").insert(
-        TRACKING_ANNOTATION.into(),
-        Value::String(app.tracking_id(id)),
-    );
+    entry_map(metadata, "annotations")
+        .insert(TRACKING_ANNOTATION.into(), Value::String(tracking_id));
 }
 
 /// Whether live `object` (identity `id`) carries both of `app`'s marks.
@@ -82,7 +97,8 @@ pub fn is_tracked_by(object: &Value, app: &AppRef, id: &ObjectRef) -> bool {
         .pointer("/metadata/annotations")
         .and_then(|a| a.get(TRACKING_ANNOTATION));
     label.and_then(Value::as_str) == Some(app.label_value().as_str())
-        && annotation.and_then(Value::as_str) == Some(app.tracking_id(id).as_str())
+        && annotation.and_then(Value::as_str)
+            == Some(app.tracking_id(&tracked(object, id)).as_str())
 }
 
 fn entry_map<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
@@ -139,6 +155,27 @@ mod tests {
         let app = AppRef::new("tether", "shop");
         object["metadata"]["labels"][APP_LABEL] = json!(app.label_value());
         assert!(!is_tracked_by(&object, &app, &id));
+    }
+
+    #[test]
+    fn an_object_the_server_named_is_tracked_by_its_generate_name() {
+        let mut object = json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"generateName": "migrate-", "namespace": "shop"}});
+        crate::generated::mark(&mut object);
+        let app = AppRef::new("tether", "shop");
+        let declared = ObjectRef::from_object(&object).unwrap();
+        stamp(&mut object, &app, &declared);
+        assert_eq!(
+            object["metadata"]["annotations"][TRACKING_ANNOTATION],
+            "tether/shop:batch/Job:shop/migrate-"
+        );
+        // Created, it has the name the server gave it and the same marks.
+        crate::generated::named(&mut object, "migrate-x7k2p");
+        let created = ObjectRef::from_object(&object).unwrap();
+        assert!(is_tracked_by(&object, &app, &created));
+        let mut restamped = object.clone();
+        stamp(&mut restamped, &app, &created);
+        assert_eq!(restamped, object);
     }
 
     #[test]

@@ -310,6 +310,10 @@ pub struct ApplicationStatus {
     )]
     #[schemars(schema_with = "super::inventory::schema")]
     pub inventory: Vec<InventoryEntry>,
+    /// Objects the API server named (`generateName`): the name and UID each
+    /// desired object got when Tether created it, once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub generated: Vec<GeneratedEntry>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     pub operation_state: Option<OperationState>,
@@ -402,6 +406,24 @@ pub struct OrphanStatus {
     /// Deleted, or why it is kept.
     #[schemars(with = "String")]
     pub prune: PruneFate,
+}
+
+/// An object the API server named (`generateName`), created once for the
+/// desired content its key stands for (`tether_core::generated`).
+#[serde_with::skip_serializing_none]
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GeneratedEntry {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub group: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub generate_name: String,
+    /// The key of the desired content (`tether.dev/generated-from`).
+    pub key: String,
+    /// The name the API server gave it.
+    pub name: String,
+    pub uid: String,
 }
 
 /// A condition in the Kubernetes convention; one reason per failing step

@@ -18,6 +18,7 @@ use tether_cluster::{Applier, ClusterError};
 use tether_core::ObjectRef;
 use tether_core::attribution::Ownership;
 use tether_core::diff::{Diff, IgnoreRule, SecretMask, as_predicted, diff, diff_manifest};
+use tether_core::generated::generate_name;
 use tether_core::ownership;
 use tether_core::tracking::{AppRef, FIELD_MANAGER, stamp};
 use tether_source::Manifest;
@@ -112,6 +113,11 @@ async fn compare_one(
     let id = applier.identify(&manifest.object).await?;
     let mut desired = manifest.object.clone();
     stamp(&mut desired, app, &id);
+    // An object the API server names that was not created yet has no live
+    // copy to look for (`crate::reconcile::generated`).
+    if generate_name(&desired).is_some() {
+        return Ok(missing(id, desired));
+    }
 
     // Observe the live object from the watch cache.
     let Some(live) = ctx.live.get(&served, &id).await else {

@@ -96,6 +96,30 @@ impl LiveCache {
         store.get(&key)
     }
 
+    /// The cached objects of kind `served` in `namespace` labelled
+    /// `label_value` (starting the watch if this is a new kind).
+    pub async fn labelled_in(
+        &self,
+        served: &ServedKind,
+        namespace: Option<&str>,
+        label_value: &str,
+    ) -> Vec<Arc<DynamicObject>> {
+        self.store(served)
+            .await
+            .state()
+            .into_iter()
+            .filter(|object| {
+                object.metadata.namespace.as_deref() == namespace
+                    && object
+                        .metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get(APP_LABEL))
+                        .is_some_and(|value| value == label_value)
+            })
+            .collect()
+    }
+
     /// Every cached object labelled `label_value`, across the kinds watched
     /// so far, with its identity.
     pub fn labelled(&self, label_value: &str) -> Vec<(ObjectRef, Arc<DynamicObject>)> {

@@ -122,9 +122,14 @@ pub async fn ownership(pass: &Pass<'_>, compared: &[Compared]) -> Result<Admitte
 }
 
 /// The metadata of an object the watch caches do not have, if it exists
-/// (one request; only for objects about to be created). A kind not served
+/// (one request; only for objects about to be created, and not for one the
+/// API server will name). A kind not served
 /// yet has no objects.
 async fn existing(ctx: &Context, compared: &Compared) -> Result<Option<Value>, String> {
+    // An object the API server will name cannot exist yet.
+    if tether_core::generated::generate_name(&compared.desired).is_some() {
+        return Ok(None);
+    }
     let Ok(served) = ctx.resources.resolve(&compared.id, &compared.desired).await else {
         return Ok(None);
     };

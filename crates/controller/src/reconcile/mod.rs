@@ -1,13 +1,16 @@
 //! The loop, for one Application: fetch → observe → diff → apply → report.
 //!
 //! [`reconcile_app`] tells the whole story on one screen; each step is one
-//! call into a file of this folder: [`fetch`], [`admit`], [`observe`],
-//! [`windows`], [`apply`] (with [`operation`]) and [`report`]. An
+//! call into a file of this folder: [`fetch`] (with [`argocd`] and
+//! [`generated`]), [`admit`], [`observe`], [`windows`], [`apply`] (with
+//! [`operation`]) and [`report`]. An
 //! Application that does not decode is only reported ([`invalid`]).
 
 pub mod admit;
 pub mod apply;
+pub mod argocd;
 pub mod fetch;
+pub mod generated;
 pub mod invalid;
 pub mod observe;
 pub mod operation;
@@ -65,6 +68,9 @@ async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
         Ok(desired) => desired,
         Err(error) => return pass.fail(error.step(), error).await,
     };
+    // Set Argo CD hooks aside, saying so; name what the API server named.
+    let (desired, unsupported) = argocd::set_aside(pass, desired).await;
+    let desired = generated::name(pass, desired).await;
     // Refuse objects outside the destination before reading any of them.
     if let Err(refused) = admit::destination(&pass.applier, &pass.app, &desired.manifests).await {
         return pass.fail(Step::Destination, refused).await;
@@ -91,6 +97,7 @@ async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
 
     // Apply a new revision, or re-apply what drifted; then prune orphans.
     let sync = apply::sync(pass, &desired, &compared, &drift, change).await;
+    let compared = generated::created(compared, sync.as_ref());
     let pruned = apply::prune(pass, &compared, change, sync.as_ref()).await;
 
     // Report: status, events, and when to look again.
@@ -101,6 +108,7 @@ async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
         drift: &drift,
         sync: sync.as_ref(),
         pruned: &pruned,
+        unsupported: &unsupported,
     };
     let next = report::findings(pass, &findings).await?;
     let revision = &desired.commit;

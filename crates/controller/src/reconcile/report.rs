@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 use kube::ResourceExt;
 use kube::runtime::controller::Action as Next;
 use tether_core::OperationPhase;
+use tether_core::argocd::Warning;
 use tether_core::revision::RevisionChange;
 use tether_source::Rendered;
 
@@ -30,6 +31,8 @@ pub struct Findings<'a> {
     pub drift: &'a [Assessed],
     pub sync: Option<&'a Ran>,
     pub pruned: &'a PruneReport,
+    /// Argo CD annotations Tether does not act on.
+    pub unsupported: &'a [Warning],
 }
 
 /// Reports `found`: events first, then status (with the failure of the
@@ -46,6 +49,7 @@ pub async fn findings(pass: &Pass<'_>, found: &Findings<'_>) -> Result<Next, Rec
         health: &health,
         drift: found.drift,
         prune: found.pruned,
+        unsupported: found.unsupported,
     };
     announce(&ctx.recorder, app, found.drift, found.sync, found.pruned).await;
     let run = found.sync.map(|sync| SyncRun {

@@ -4,15 +4,17 @@
 //! reconcile's observations, so "write only when changed" is a comparison of
 //! two values, and the whole status is tested without an API server.
 
+use tether_core::argocd::Warning;
 use tether_core::attribution::{Ownership, other_writers};
 use tether_core::drift::{DriftOutcome, drifted_fields};
+use tether_core::generated::{generate_name, key_of};
 use tether_core::health::{Health, HealthStatus, app_health};
 use tether_core::revision::RevisionChange;
 use tether_core::{Action, Initiator, ObjectRef, OperationPhase, OperationalState, SyncStatus};
 
 use crate::api::application::{
-    ApplicationStatus, Change, Condition, DriftEntry, HealthInfo, HistoryEntry, InventoryEntry,
-    OperationState, OrphanStatus, OtherWriterEntry, ResourceStatus,
+    ApplicationStatus, Change, Condition, DriftEntry, GeneratedEntry, HealthInfo, HistoryEntry,
+    InventoryEntry, OperationState, OrphanStatus, OtherWriterEntry, ResourceStatus,
 };
 use crate::observe::compare::{Compared, ObjectState};
 use crate::observe::drift::{Assessed, Response};
@@ -32,6 +34,12 @@ pub const RECONCILED_CONDITION: &str = "Reconciled";
 pub const BACK_OFF_CONDITION: &str = "SelfHealBackOff";
 /// Condition raised while a prune circuit breaker holds deletions back.
 pub const PRUNE_BLOCKED_CONDITION: &str = "PruneBlocked";
+/// Condition raised while objects carry Argo CD annotations Tether does not
+/// act on (`tether_core::argocd`); its message names each object and
+/// annotation and what Tether does instead.
+pub const UNSUPPORTED_CONDITION: &str = "Unsupported";
+/// At most this many warnings are spelled out in the message.
+const UNSUPPORTED_SHOWN: usize = 10;
 const DRIFT_FIELDS_SHOWN: usize = 5;
 const OTHER_WRITERS_LIMIT: usize = 20;
 /// At most this many objects in `resources` and `operationState.changes`:
@@ -82,6 +90,8 @@ pub struct Observed<'a> {
     /// The drifted objects and the response to each.
     pub drift: &'a [Assessed],
     pub prune: &'a PruneReport,
+    /// Argo CD annotations Tether does not act on.
+    pub unsupported: &'a [Warning],
 }
 
 /// A sync this reconcile ran.
@@ -137,6 +147,7 @@ pub fn next_status(
         };
         set_health_rules_condition(&mut status.conditions, judge, now);
         status.other_writers = other_writers_of(observed.compared);
+        status.generated = generated_of(observed.compared, &status.generated);
     }
     if let Some(sync) = sync {
         record_sync(&mut status, sync, observed, now);
@@ -167,6 +178,13 @@ pub fn next_status(
             PRUNE_BLOCKED_CONDITION,
             "CircuitBreaker",
             breaker,
+            now,
+        );
+        set_problem_condition(
+            &mut status.conditions,
+            UNSUPPORTED_CONDITION,
+            "ArgoCDAnnotation",
+            unsupported_message(observed.unsupported),
             now,
         );
     }
@@ -273,8 +291,13 @@ fn record_sync(
     }
     if let Some(observed) = observed {
         status.sync.objects_digest = Some(observed.digest.to_string());
-        let mut inventory: Vec<InventoryEntry> =
-            observed.compared.iter().map(inventory_entry).collect();
+        // An object the API server names is in the inventory once created.
+        let mut inventory: Vec<InventoryEntry> = observed
+            .compared
+            .iter()
+            .filter(|c| generate_name(&c.desired).is_none())
+            .map(inventory_entry)
+            .collect();
         inventory.sort();
         inventory.dedup();
         status.inventory = inventory;
@@ -509,6 +532,65 @@ fn other_writers_of(compared: &[Compared]) -> Vec<OtherWriterEntry> {
     entries.sort_by(|a, b| b.writer.writer.time.cmp(&a.writer.writer.time));
     entries.truncate(OTHER_WRITERS_LIMIT);
     entries
+}
+
+/// The objects among `compared` that the API server named, with the name
+/// and UID each got; one whose live copy is not seen (yet, or any more)
+/// keeps its `previous` record.
+fn generated_of(compared: &[Compared], previous: &[GeneratedEntry]) -> Vec<GeneratedEntry> {
+    compared
+        .iter()
+        .filter(|c| generate_name(&c.desired).is_none())
+        .filter_map(|c| {
+            let key = key_of(&c.desired)?;
+            let generate_name = c.desired.pointer("/metadata/generateName")?.as_str()?;
+            let entry = GeneratedEntry {
+                group: c.id.group.clone(),
+                kind: c.id.kind.clone(),
+                namespace: c.id.namespace.clone(),
+                generate_name: generate_name.to_string(),
+                key: key.to_string(),
+                name: c.id.name.clone(),
+                uid: String::new(),
+            };
+            match c
+                .live
+                .as_ref()
+                .and_then(|l| l.pointer("/metadata/uid")?.as_str())
+            {
+                Some(uid) => Some(GeneratedEntry {
+                    uid: uid.to_string(),
+                    ..entry
+                }),
+                None => previous
+                    .iter()
+                    .find(|p| {
+                        GeneratedEntry {
+                            uid: p.uid.clone(),
+                            ..entry.clone()
+                        } == **p
+                    })
+                    .cloned(),
+            }
+        })
+        .collect()
+}
+
+/// The `Unsupported` condition's message: each warning, at most
+/// [`UNSUPPORTED_SHOWN`]; `None` when there is none.
+fn unsupported_message(warnings: &[Warning]) -> Option<String> {
+    if warnings.is_empty() {
+        return None;
+    }
+    let mut shown: Vec<String> = warnings
+        .iter()
+        .take(UNSUPPORTED_SHOWN)
+        .map(ToString::to_string)
+        .collect();
+    if warnings.len() > UNSUPPORTED_SHOWN {
+        shown.push(format!("and {} more", warnings.len() - UNSUPPORTED_SHOWN));
+    }
+    Some(shown.join("; "))
 }
 
 fn inventory_entry(compared: &Compared) -> InventoryEntry {
