@@ -23,6 +23,9 @@ async fn app_create_says_created_then_unchanged_then_configured() {
             "app",
             "--dest-namespace",
             &ns.name,
+            // The repository is never read: no renderer to detect.
+            "--renderer",
+            "directory",
         ];
         args.extend_from_slice(extra);
         tether_ok(&ns, &args)

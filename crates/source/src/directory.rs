@@ -46,6 +46,43 @@ pub fn render_files(
     options: &DirectoryOptions,
     budget: &mut Budget,
 ) -> Result<Vec<Manifest>, ManifestError> {
+    read_manifests(files, prefix, options, budget).map_err(|error| misread(files, prefix, error))
+}
+
+/// An error that a directory holding a kustomization or a Helm chart met as
+/// plain YAML (`kustomization.yaml:1: missing field metadata`), with the
+/// renderer it needs; any other error as it is.
+fn misread(files: &Files, prefix: &str, error: ManifestError) -> ManifestError {
+    if !matches!(
+        error,
+        ManifestError::NotAnObject { .. } | ManifestError::Parse { .. }
+    ) {
+        return error;
+    }
+    let names: Vec<&str> = files.entries.keys().map(String::as_str).collect();
+    let Some((what, detection)) = crate::detect::described(&names) else {
+        return error;
+    };
+    let file = repository_path(prefix, detection.file.as_deref().unwrap_or_default());
+    let renderer = detection.kind.name();
+    let hint = format!(
+        "this directory holds {what} ({}), not plain manifests: render it with the \
+         {renderer} renderer (spec.source.renderer: {{{renderer}: {{}}}}; tether app create \
+         --renderer {renderer}, or leave --renderer out to detect it)",
+        file.display()
+    );
+    ManifestError::Misread {
+        error: Box::new(error),
+        hint,
+    }
+}
+
+fn read_manifests(
+    files: &Files,
+    prefix: &str,
+    options: &DirectoryOptions,
+    budget: &mut Budget,
+) -> Result<Vec<Manifest>, ManifestError> {
     let include = glob_set(&options.include)?;
     let exclude = glob_set(&options.exclude)?;
     let mut objects = Vec::new();
@@ -115,4 +152,97 @@ pub fn check_duplicates(manifests: &[Manifest]) -> Result<(), ManifestError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::files::Entry;
+
+    fn files(entries: &[(&str, &str)]) -> Files {
+        Files {
+            entries: entries
+                .iter()
+                .map(|(path, text)| (path.to_string(), Entry::File(text.as_bytes().to_vec())))
+                .collect(),
+        }
+    }
+
+    fn render(files: &Files) -> Result<Vec<Manifest>, ManifestError> {
+        render_files(
+            files,
+            "app",
+            &DirectoryOptions::default(),
+            &mut Budget::new(Limits::default()),
+        )
+    }
+
+    const CONFIG_MAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n";
+
+    #[test]
+    fn a_kustomization_read_as_plain_yaml_says_which_renderer_it_needs() {
+        let kustomization = "resources:\n  - cm.yaml\n";
+        let error = render(&files(&[
+            ("cm.yaml", CONFIG_MAP),
+            ("kustomization.yaml", kustomization),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.starts_with("app/kustomization.yaml:1: missing field"),
+            "{error}"
+        );
+        assert!(
+            error.contains(
+                "this directory holds a kustomization (app/kustomization.yaml), not plain \
+                 manifests: render it with the kustomize renderer"
+            ) && error.contains("--renderer kustomize")
+                && error.contains("leave --renderer out to detect it"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_chart_read_as_plain_yaml_says_it_is_a_helm_chart() {
+        let error = render(&files(&[
+            ("Chart.yaml", "apiVersion: v2\nname: web\nversion: 0.1.0\n"),
+            ("templates/cm.yaml", CONFIG_MAP),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains("a Helm chart (app/Chart.yaml)")
+                && error.contains("spec.source.renderer: {helm: {}}")
+                && error.contains("--renderer helm"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn other_errors_and_plain_directories_get_no_hint() {
+        let error = render(&files(&[("cm.yaml", "kind: ConfigMap\n")]))
+            .unwrap_err()
+            .to_string();
+        assert!(!error.contains("renderer"), "{error}");
+        // A kustomization in a subdirectory is not this directory's.
+        let error = render(&files(&[("base/kustomization.yaml", "resources: []\n")]))
+            .unwrap_err()
+            .to_string();
+        assert!(!error.contains("renderer"), "{error}");
+        // Excluded, the kustomization is no error at all.
+        let manifests = render_files(
+            &files(&[
+                ("cm.yaml", CONFIG_MAP),
+                ("kustomization.yaml", "resources: []\n"),
+            ]),
+            "",
+            &DirectoryOptions {
+                exclude: vec!["kustomization.yaml".into()],
+                ..Default::default()
+            },
+            &mut Budget::new(Limits::default()),
+        )
+        .unwrap();
+        assert_eq!(manifests.len(), 1);
+    }
 }

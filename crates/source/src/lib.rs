@@ -8,6 +8,7 @@
 pub mod adopt;
 pub mod cache;
 pub mod credentials;
+pub mod detect;
 pub mod directory;
 pub mod files;
 pub mod git;
@@ -23,5 +24,5 @@ pub use credentials::{Credentials, Secret};
 pub use directory::{DirectoryOptions, render_directory};
 pub use manifest::{Manifest, ManifestError, Origin};
 pub use render::Sandbox;
-pub use repositories::{Rendered, Repositories, SourceError, render_local};
+pub use repositories::{Detected, Rendered, Repositories, SourceError, render_local};
 pub use spec::{Renderer, Revision, Source, Verification, VerifyMode};

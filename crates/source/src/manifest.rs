@@ -86,6 +86,14 @@ pub enum ManifestError {
     Rejected { path: PathBuf, reason: String },
     #[error("invalid glob {glob:?}: {message}")]
     Glob { glob: String, message: String },
+    /// A directory read as plain manifests that holds another renderer's
+    /// files (a kustomization, a Helm chart): the error, and which renderer
+    /// the directory needs.
+    #[error("{error} — {hint}")]
+    Misread {
+        error: Box<ManifestError>,
+        hint: String,
+    },
     /// A file or a render is bigger than [`Limits`] allow.
     #[error(transparent)]
     TooLarge(#[from] TooLarge),

@@ -52,6 +52,18 @@ pub struct Rendered {
     pub verified_by: Vec<String>,
 }
 
+/// The renderer a source's directory needs (see [`Repositories::detect`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Detected {
+    /// The commit the revision resolved to (hex).
+    pub commit: String,
+    /// The names of the files directly in the directory, sorted.
+    pub files: Vec<String>,
+    pub detection: crate::detect::Detection,
+    /// The renderer the detection names, with default options.
+    pub renderer: Renderer,
+}
+
 /// Why a source could not be turned into desired state. Nothing is partly
 /// rendered; the caller keeps its last good (and verified) state.
 #[derive(Debug, thiserror::Error)]
@@ -176,6 +188,34 @@ impl Repositories {
             digest: crate::manifest::digest(&manifests),
             manifests,
             verified_by,
+        })
+    }
+
+    /// The renderer `source`'s directory needs at its revision, judged from
+    /// its file names (see [`crate::detect`]); `source.renderer` is not
+    /// looked at. Nothing is verified or rendered.
+    pub fn detect(
+        &self,
+        source: &Source,
+        credentials: Option<&Credentials>,
+    ) -> Result<Detected, SourceError> {
+        let update = self.update(&source.repo_url, credentials)?;
+        let store = self.store(&source.repo_url)?;
+        let revision =
+            Revision::parse(&source.revision).map_err(|reason| SourceError::BadRevision {
+                revision: source.revision.clone(),
+                reason,
+            })?;
+        let resolved = resolve(&source.repo_url, &update.refs, &revision, |id| {
+            store.has_object(id)
+        })?;
+        let files = store.file_names_at(resolved.commit, source.path.trim_matches('/'))?;
+        let detection = crate::detect::detect(&files);
+        Ok(Detected {
+            commit: resolved.commit.to_string(),
+            renderer: Renderer::detected(&detection),
+            detection,
+            files,
         })
     }
 

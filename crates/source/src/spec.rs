@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::detect::RendererKind;
 use crate::directory::DirectoryOptions;
 
 /// Where an application's desired state lives and how it is rendered.
@@ -40,6 +41,11 @@ pub struct Source {
     /// Application's namespace (see `Credentials::from_data` for its keys).
     #[serde(default, rename = "secretRef", skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<SecretRef>,
+    /// How often the repository is asked whether the revision moved
+    /// (`10s`, `3m`; default: the controller's `--poll-interval`, 3m).
+    /// Apps on one repository share one poll, at the shortest interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<String>,
 }
 
 /// A Secret, by name, in the namespace of whatever refers to it.
@@ -96,6 +102,30 @@ impl Renderer {
         }
     }
 
+    /// The renderer the files directly in a directory call for (see
+    /// [`crate::detect`]), with default options but the Jsonnet entry file.
+    ///
+    /// ```
+    /// use tether_source::Renderer;
+    /// assert_eq!(Renderer::detect(&["Chart.yaml", "values.yaml"]).name(), "helm");
+    /// ```
+    pub fn detect<S: AsRef<str>>(names: &[S]) -> Renderer {
+        Renderer::detected(&crate::detect::detect(names))
+    }
+
+    /// The renderer a [`crate::detect::Detection`] names.
+    pub fn detected(detection: &crate::detect::Detection) -> Renderer {
+        match detection.kind {
+            RendererKind::Directory => Renderer::Directory(DirectoryOptions::default()),
+            RendererKind::Kustomize => Renderer::Kustomize(KustomizeOptions {}),
+            RendererKind::Helm => Renderer::Helm(HelmOptions::default()),
+            RendererKind::Jsonnet => Renderer::Jsonnet(JsonnetOptions {
+                main: detection.jsonnet_main.clone(),
+                ..Default::default()
+            }),
+        }
+    }
+
     /// The renderer's name, as used in origins and messages.
     pub fn name(&self) -> &'static str {
         match self {
@@ -137,6 +167,10 @@ pub struct JsonnetOptions {
     /// External variables (`std.extVar`), as strings.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ext_vars: BTreeMap<String, String>,
+    /// Top-level arguments, as strings (`--tla-str`): when the entry file
+    /// evaluates to a function, it is called with these named arguments.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tlas: BTreeMap<String, String>,
 }
 
 /// Which signatures a revision must carry before it is rendered.
@@ -272,6 +306,27 @@ mod tests {
         let helm = |files: &[&str]| serde_json::json!({"helm": {"valueFiles": files}});
         assert!(!source("apps/api", helm(&["prod.yaml"])).affected_by(&changed));
         assert!(source("apps/api", helm(&["../shared.yaml"])).affected_by(&changed));
+    }
+
+    #[test]
+    fn a_detection_becomes_a_renderer_with_default_options() {
+        assert_eq!(Renderer::detect(&["deploy.yaml"]), Renderer::default());
+        assert_eq!(
+            Renderer::detect(&["kustomization.yml"]),
+            Renderer::Kustomize(KustomizeOptions {})
+        );
+        assert_eq!(
+            Renderer::detect(&["Chart.yaml"]),
+            Renderer::Helm(HelmOptions::default())
+        );
+        assert_eq!(
+            Renderer::detect(&["main.jsonnet", "x.jsonnet"]),
+            Renderer::Jsonnet(JsonnetOptions::default())
+        );
+        let Renderer::Jsonnet(options) = Renderer::detect(&["guestbook.jsonnet"]) else {
+            panic!()
+        };
+        assert_eq!(options.main, "guestbook.jsonnet");
     }
 
     #[test]

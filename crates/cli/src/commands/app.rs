@@ -1,17 +1,16 @@
 //! `tether app`: create, list, get and delete Applications.
 
+mod create;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
-use kube::{Resource, ResourceExt};
-use serde_json::json;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams};
 use tether_controller::api::Application;
-use tether_core::Action;
-use tether_core::tracking::FIELD_MANAGER;
 
-use super::out::outln;
+use super::out::{outln, print_as};
 
 /// Manage Applications (or `kubectl apply` an Application manifest).
 #[derive(Debug, clap::Args)]
@@ -24,14 +23,24 @@ pub struct AppArgs {
     /// Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).
     #[arg(long, global = true, env = "TETHER_KUBECONFIG")]
     pub kubeconfig: Option<PathBuf>,
+    /// Print Applications as yaml or json: `get` (default yaml), `list`
+    /// (default: names), `create` (the Application created, or with
+    /// --dry-run the one it would create; default yaml).
+    #[arg(long, short = 'o', global = true, value_parser = ["yaml", "json"])]
+    pub output: Option<String>,
 }
 
 #[derive(Debug, clap::Subcommand)]
 pub enum AppCommand {
-    /// Create or update an Application.
+    /// Create or update an Application. Without --renderer, the renderer
+    /// is detected from the files at --path at --revision.
     ///
-    /// Example: `tether app create shop --repo file:///srv/git/shop.git --path apps/shop --dest-namespace shop`
-    Create(CreateArgs),
+    /// Examples:
+    ///   tether app create shop --repo file:///srv/git/shop.git --path apps/shop --dest-namespace shop
+    ///   tether app create web --repo https://git.example.com/web.git --path chart \
+    ///       --helm-values values-prod.yaml --helm-set image.tag=1.4.2 --dest-namespace web \
+    ///       --create-namespace --dry-run -o yaml
+    Create(Box<create::CreateArgs>),
     /// List Applications (see also `tether status`).
     List,
     /// Print one Application as YAML.
@@ -40,71 +49,29 @@ pub enum AppCommand {
     Delete { name: String },
 }
 
-#[derive(Debug, clap::Args)]
-pub struct CreateArgs {
-    pub name: String,
-    /// Git repository URL.
-    #[arg(long)]
-    pub repo: String,
-    /// Branch, tag, semver range or commit (default: the remote's HEAD).
-    #[arg(long, default_value = "")]
-    pub revision: String,
-    /// Directory inside the repository.
-    #[arg(long, default_value = "")]
-    pub path: String,
-    /// Namespace for objects that do not name one.
-    #[arg(long)]
-    pub dest_namespace: String,
-    /// Report drift but do not revert it.
-    #[arg(long)]
-    pub no_self_heal: bool,
-    /// Delete objects removed from Git.
-    #[arg(long)]
-    pub prune: bool,
-    /// The Secret (in the Application's namespace, labelled
-    /// `tether.dev/secret-type=repository`) with the repository's credentials.
-    #[arg(long)]
-    pub secret: Option<String>,
-}
-
 pub async fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
+    let output = args.output.as_deref();
+    // A dry run of create needs no cluster: it is answered before connecting.
+    let command = match args.command {
+        AppCommand::Create(create) => {
+            create::run(*create, &args.namespace, args.kubeconfig.as_deref(), output).await?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        other => other,
+    };
     let client = tether_cluster::connect(args.kubeconfig.as_deref()).await?;
     let apps: Api<Application> = Api::namespaced(client, &args.namespace);
-    match args.command {
-        AppCommand::Create(create) => {
-            let mut source =
-                json!({"repoURL": create.repo, "revision": create.revision, "path": create.path});
-            if let Some(secret) = &create.secret {
-                source["secretRef"] = json!({"name": secret});
-            }
-            let manifest = json!({
-                "apiVersion": Application::api_version(&()),
-                "kind": Application::kind(&()),
-                "metadata": {"name": create.name, "namespace": args.namespace},
-                "spec": {
-                    "source": source,
-                    "destination": {"namespace": create.dest_namespace},
-                    "syncPolicy": {"selfHeal": !create.no_self_heal, "prune": create.prune},
-                }
-            });
-            let what = || format!("Application {}/{}", args.namespace, create.name);
-            let before = apps.get_opt(&create.name).await.with_context(what)?;
-            let after = apps
-                .patch(
-                    &create.name,
-                    &PatchParams::apply(FIELD_MANAGER),
-                    &Patch::Apply(&manifest),
-                )
-                .await
-                .with_context(what)?;
-            let version = |app: &Application| app.resource_version().unwrap_or_default();
-            let action =
-                Action::of_apply(before.as_ref().map(version).as_deref(), &version(&after));
-            outln!("{} {action}", what());
-        }
+    match command {
+        AppCommand::Create(_) => unreachable!("created above"),
         AppCommand::List => {
-            for app in apps.list(&Default::default()).await? {
-                outln!("{}", app.name_any());
+            let list = apps.list(&Default::default()).await?;
+            match output {
+                Some(format) => print_as(&list.items, format)?,
+                None => {
+                    for app in list {
+                        outln!("{}", app.name_any());
+                    }
+                }
             }
         }
         AppCommand::Get { name } => {
@@ -112,7 +79,7 @@ pub async fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
                 .get(&name)
                 .await
                 .with_context(|| format!("Application {}/{name}", args.namespace))?;
-            outln!("{}", serde_json::to_string_pretty(&app)?);
+            print_as(&app, output.unwrap_or("yaml"))?;
         }
         AppCommand::Delete { name } => {
             apps.delete(&name, &DeleteParams::default())

@@ -9,7 +9,7 @@ use tether_controller::api::Application;
 use tether_core::drift::{DriftOutcome, DriftedField};
 
 use super::columns::aligned;
-use super::out::{out, outln};
+use super::out::{out, outln, print_as};
 use super::selection::Selection;
 
 /// Show drift: per object and field the desired and live values (Secret
@@ -18,16 +18,16 @@ use super::selection::Selection;
 /// BackedOff); then orphans (objects no longer in Git) and their prune fate.
 /// The table shows drift as it stands; `--resolved` adds the drift resolved
 /// recently (healed, or gone because Git or someone else changed the
-/// object); `-o json` always has both, resolved rows with `resolvedAt`.
+/// object); `-o json|yaml` always has both, resolved rows with `resolvedAt`.
 ///
 /// Exit code: 0 no unresolved drift or orphan, 1 some, 2 error.
-/// Example: `tether drift shop` or `tether drift -o json`
+/// Example: `tether drift shop`, `tether drift -o json` or `tether drift -o yaml`
 #[derive(Debug, clap::Args)]
 pub struct DriftArgs {
     #[command(flatten)]
     pub selection: Selection,
-    /// Output format.
-    #[arg(long, short = 'o', default_value = "table", value_parser = ["table", "json"])]
+    /// Output format: table, yaml or json.
+    #[arg(long, short = 'o', default_value = "table", value_parser = ["table", "json", "yaml"])]
     pub output: String,
     /// Also show drift resolved recently, with when it was resolved.
     #[arg(long)]
@@ -38,7 +38,7 @@ pub async fn run(args: DriftArgs) -> anyhow::Result<ExitCode> {
     let apps = args.selection.applications().await?;
     let rows = rows(&apps);
     match args.output.as_str() {
-        "json" => outln!("{}", serde_json::to_string_pretty(&rows)?),
+        "json" | "yaml" => print_as(&rows, &args.output)?,
         _ => {
             let shown: Vec<DriftRow> = rows
                 .iter()

@@ -36,3 +36,23 @@ macro_rules! outln {
 }
 
 pub(crate) use {out, outln};
+
+/// `value` as YAML (`format` "yaml") or pretty JSON (`format` "json"), the
+/// `-o yaml|json` of every command.
+pub fn print_as<T: serde::Serialize>(value: &T, format: &str) -> anyhow::Result<()> {
+    match format {
+        "json" => write(format_args!("{}\n", serde_json::to_string_pretty(value)?)),
+        "yaml" => write(format_args!("{}", yaml(value)?)),
+        other => anyhow::bail!("unknown output format {other:?} (yaml, json)"),
+    }
+    Ok(())
+}
+
+/// `value` as a YAML document, ending with a newline.
+pub fn yaml<T: serde::Serialize>(value: &T) -> anyhow::Result<String> {
+    let mut text = serde_saphyr::to_string(value)?;
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(text)
+}

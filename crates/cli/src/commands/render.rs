@@ -12,10 +12,11 @@ use tether_source::{
     VerifyMode,
 };
 
-use super::out::outln;
+use super::out::{out, outln, print_as, yaml};
 
 /// Render a source and print its objects as a YAML stream, each preceded by
-/// its origin (`# ConfigMap shop/web: apps/web/cm.yaml:3`).
+/// its origin (`# ConfigMap shop/web: apps/web/cm.yaml:3`), or with `-o
+/// json` as one JSON `List` (the commit and origins then go to stderr).
 ///
 /// Without `--repo`, `--path` is a local directory. With `--repo`, the
 /// revision is fetched, verified and `--path` is rendered from it.
@@ -35,6 +36,9 @@ pub struct RenderArgs {
     /// Directory inside the repository, or a local directory without --repo.
     #[arg(long)]
     pub path: Option<PathBuf>,
+    /// Output format: yaml (a YAML stream with origins as comments) or json.
+    #[arg(long, short = 'o', default_value = "yaml", value_parser = ["yaml", "json"])]
+    pub output: String,
     #[command(flatten)]
     pub options: Box<RenderOptions>,
 }
@@ -66,6 +70,9 @@ pub struct RenderOptions {
     /// Jsonnet: external variable NAME=VALUE (repeatable).
     #[arg(long = "ext-var")]
     pub ext_vars: Vec<String>,
+    /// Jsonnet: top-level argument NAME=VALUE, as a string (repeatable).
+    #[arg(long = "tla")]
+    pub tlas: Vec<String>,
     /// Signature verification: none | head | tag | tag-and-head.
     #[arg(long, default_value = "none")]
     pub verify: VerifyMode,
@@ -104,7 +111,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
         }
         Some(repo) => fetch(&args, repo, renderer, sandbox)?,
     };
-    print(&rendered)?;
+    print(&rendered, &args.output)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -132,7 +139,6 @@ fn fetch(
     }
     let allowed_signers = options.allowed_signers.as_ref().map(read).transpose()?;
     let source = Source {
-        secret_ref: None,
         repo_url: repo.to_string(),
         revision: args.revision.clone(),
         path: args
@@ -146,6 +152,7 @@ fn fetch(
             openpgp_keys,
             allowed_signers: allowed_signers.unwrap_or_default(),
         },
+        ..Default::default()
     };
     let credentials = match &options.credentials {
         Some(file) => Some(Credentials::from_file_text(&read(file)?)?),
@@ -190,37 +197,64 @@ fn renderer(args: &RenderOptions) -> anyhow::Result<Renderer> {
             values: String::new(),
         }),
         "jsonnet" => {
-            let mut ext_vars = BTreeMap::new();
-            for pair in &args.ext_vars {
-                let (name, value) = pair
-                    .split_once('=')
-                    .with_context(|| format!("--ext-var {pair:?}: expected NAME=VALUE"))?;
-                ext_vars.insert(name.to_string(), value.to_string());
-            }
-            Renderer::Jsonnet(JsonnetOptions {
+            // Built field by field: options this command has no flag for
+            // keep their defaults.
+            let mut options = JsonnetOptions {
                 main: args.jsonnet_main.clone(),
-                ext_vars,
-            })
+                ..Default::default()
+            };
+            options.ext_vars = pairs("--ext-var", &args.ext_vars)?;
+            options.tlas = pairs("--tla", &args.tlas)?;
+            Renderer::Jsonnet(options)
         }
         other => anyhow::bail!("unknown renderer {other:?} (directory, kustomize, helm, jsonnet)"),
     })
 }
 
-fn print(rendered: &Rendered) -> anyhow::Result<()> {
+/// `NAME=VALUE` flags as a map.
+fn pairs(flag: &str, given: &[String]) -> anyhow::Result<BTreeMap<String, String>> {
+    let mut map = BTreeMap::new();
+    for pair in given {
+        let (name, value) = pair
+            .split_once('=')
+            .with_context(|| format!("{flag} {pair:?}: expected NAME=VALUE"))?;
+        map.insert(name.to_string(), value.to_string());
+    }
+    Ok(map)
+}
+
+/// The rendered objects as a YAML stream with the commit and each origin
+/// as comments, or (`json`) as one `List` with those lines on stderr.
+fn print(rendered: &Rendered, format: &str) -> anyhow::Result<()> {
+    let mut header = Vec::new();
     if !rendered.commit.is_empty() {
         let tag = rendered.tag.as_deref().unwrap_or("-");
-        outln!(
+        header.push(format!(
             "# commit {} tree {} tag {tag}",
-            rendered.commit,
-            rendered.tree
-        );
+            rendered.commit, rendered.tree
+        ));
         for key in &rendered.verified_by {
-            outln!("# verified: signed by {key}");
+            header.push(format!("# verified: signed by {key}"));
         }
     }
-    for manifest in rendered.manifests.iter() {
-        outln!("---\n# {}: {}", manifest.id, manifest.origin);
-        outln!("{}", serde_json::to_string_pretty(&manifest.object)?);
+    if format == "json" {
+        for line in &header {
+            eprintln!("{line}");
+        }
+        for manifest in rendered.manifests.iter() {
+            eprintln!("# {}: {}", manifest.id, manifest.origin);
+        }
+        let items: Vec<&serde_json::Value> = rendered.manifests.iter().map(|m| &m.object).collect();
+        let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+        print_as(&list, "json")?;
+    } else {
+        for line in &header {
+            outln!("{line}");
+        }
+        for manifest in rendered.manifests.iter() {
+            outln!("---\n# {}: {}", manifest.id, manifest.origin);
+            out!("{}", yaml(&manifest.object)?);
+        }
     }
     if rendered.empty {
         eprintln!("warning: the source rendered no objects (an empty render)");

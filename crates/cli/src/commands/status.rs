@@ -1,5 +1,7 @@
 //! `tether status`: the status fields are the dashboard.
 
+mod detail;
+
 use std::process::ExitCode;
 
 use kube::ResourceExt;
@@ -11,17 +13,21 @@ use tether_controller::report::status::{
 use tether_core::{HealthStatus, OperationalState, SyncStatus};
 
 use super::columns::aligned;
-use super::out::{out, outln};
+use super::out::{out, print_as};
 use super::selection::Selection;
 
-/// Show Applications' sync, health and operational state.
+/// Show Applications' sync, health and operational state: a table of all
+/// of them, or for one (`tether status NAME`) the detail — source,
+/// resolved revision, conditions with reasons, last operation, drift,
+/// orphans and other writers. `-o yaml|json` prints the Applications
+/// (a list, also for one) with their status.
 ///
-/// Example: `tether status` or `tether status shop -o json`
+/// Example: `tether status`, `tether status shop` or `tether status -o json`
 #[derive(Debug, clap::Args)]
 pub struct StatusArgs {
     #[command(flatten)]
     pub selection: Selection,
-    /// Output format.
+    /// Output format: table (for one NAME, the detail view), yaml or json.
     #[arg(long, short = 'o', default_value = "table", value_parser = ["table", "json", "yaml"])]
     pub output: String,
 }
@@ -29,8 +35,12 @@ pub struct StatusArgs {
 pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     let apps = args.selection.applications().await?;
     match args.output.as_str() {
-        "json" => outln!("{}", serde_json::to_string_pretty(&apps)?),
-        "yaml" => out!("{}", serde_saphyr::to_string(&apps)?),
+        "json" | "yaml" => print_as(&apps, &args.output)?,
+        _ if args.selection.app.is_some() => {
+            for app in &apps {
+                out!("{}", detail::detail(app));
+            }
+        }
         _ => {
             out!("{}", table(&apps));
             out!("{}", other_writers(&apps));

@@ -291,6 +291,19 @@ impl Store {
         Ok(tree)
     }
 
+    /// The names of the files (and symlinks) directly in directory `path`
+    /// of `commit`, sorted; subdirectories are left out.
+    pub fn file_names_at(&self, commit: ObjectId, path: &str) -> Result<Vec<String>, GitError> {
+        let entries = self.decoded_tree(self.tree_at(commit, path)?)?;
+        let mut names: Vec<String> = entries
+            .iter()
+            .filter(|(_, (_, is_tree))| !is_tree)
+            .map(|(name, _)| name.clone())
+            .collect();
+        names.sort_unstable();
+        Ok(names)
+    }
+
     /// The root tree of `commit` (commits never change either).
     fn root_tree(&self, commit: ObjectId) -> Result<ObjectId, GitError> {
         if let Some(root) = self
