@@ -8,6 +8,7 @@
 pub mod action;
 pub mod attribution;
 pub mod audit;
+pub mod capabilities;
 pub mod conditions;
 pub mod diff;
 pub mod drift;
