@@ -201,6 +201,7 @@ fn renderer(args: &RenderOptions) -> anyhow::Result<Renderer> {
             Renderer::Jsonnet(JsonnetOptions {
                 main: args.jsonnet_main.clone(),
                 ext_vars,
+                ..Default::default()
             })
         }
         other => anyhow::bail!("unknown renderer {other:?} (directory, kustomize, helm, jsonnet)"),
