@@ -32,6 +32,8 @@ pub enum ClusterError {
     },
     #[error("{object}: {message}")]
     Timeout { object: ObjectRef, message: String },
+    #[error("discovering what the API server serves: {}", describe(.0))]
+    Discovery(kube::Error),
 }
 
 impl ClusterError {
@@ -39,7 +41,9 @@ impl ClusterError {
     /// unreachable or overloaded) rather than the input being wrong.
     pub fn is_retryable(&self) -> bool {
         match self {
-            ClusterError::Connect(_) | ClusterError::Timeout { .. } => true,
+            ClusterError::Connect(_)
+            | ClusterError::Timeout { .. }
+            | ClusterError::Discovery(_) => true,
             ClusterError::Request { error, .. } => match error {
                 kube::Error::Api(status) => {
                     status.code == 429 || status.code >= 500 || status.code == 409

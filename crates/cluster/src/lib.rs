@@ -6,6 +6,7 @@
 //! nothing itself beyond how to talk to the API server.
 
 pub mod apply;
+pub mod capabilities;
 pub mod connect;
 pub mod error;
 pub mod resources;

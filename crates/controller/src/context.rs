@@ -9,6 +9,7 @@ use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::Store;
 use tether_cluster::Resources;
+use tether_cluster::capabilities::CachedCapabilities;
 use tether_core::drift::{FlapGuard, FlapPolicy};
 use tether_source::Repositories;
 
@@ -108,6 +109,9 @@ pub struct Context {
     pub client: Client,
     pub resources: Resources,
     pub repositories: Arc<Repositories>,
+    /// The cluster's version and API versions, for Helm's `.Capabilities`:
+    /// discovered at most every few minutes, not per render.
+    pub capabilities: CachedCapabilities,
     pub live: LiveCache,
     /// Health rules: shipped, the cluster's, and each Application's.
     pub health: Arc<HealthRules>,
@@ -143,6 +147,10 @@ impl Context {
             repositories: Arc::new(
                 Repositories::new(config.cache_dir.join("repositories"))
                     .with_sandbox(config.sandbox.clone()),
+            ),
+            capabilities: CachedCapabilities::new(
+                client.clone(),
+                tether_cluster::capabilities::MAX_AGE,
             ),
             recorder: Recorder::new(client.clone(), reporter),
             status_writes: StatusWrites::new(client.clone()),

@@ -9,6 +9,7 @@ pub mod action;
 pub mod argocd;
 pub mod attribution;
 pub mod audit;
+pub mod capabilities;
 pub mod conditions;
 pub mod diff;
 pub mod drift;

@@ -53,7 +53,9 @@ fn main() {
         let fetched = started.elapsed();
         let started = Instant::now();
         for source in &sources {
-            repositories.render(source, &update).unwrap();
+            repositories
+                .render(source, &update, &Default::default())
+                .unwrap();
         }
         (fetched, started.elapsed())
     };

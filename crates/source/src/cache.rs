@@ -4,7 +4,9 @@
 //! renderer and its options — not the commit — so in a monorepo a commit
 //! that touches one application's directory re-renders only that one.
 //! Renderers that may read outside the directory (Kustomize `../base`,
-//! Jsonnet imports) are keyed by the repository's root tree instead.
+//! Jsonnet imports) are keyed by the repository's root tree instead. Helm's
+//! output also depends on the destination cluster's capabilities (version
+//! and API versions), so they are part of its key, and only of its.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use sha2::{Digest, Sha256};
 
 use crate::manifest::Manifest;
+use crate::render::Capabilities;
 use crate::spec::Renderer;
 
 /// Entries kept before the cache starts over; each is one app's objects.
@@ -27,8 +30,15 @@ pub struct RenderCache {
 
 impl RenderCache {
     /// The cache key for rendering `path` (whose tree is `tree`) of a
-    /// repository whose root tree is `root` with `renderer`.
-    pub fn key(tree: &str, root: &str, path: &str, renderer: &Renderer) -> [u8; 32] {
+    /// repository whose root tree is `root` with `renderer`, for a cluster
+    /// with `capabilities`.
+    pub fn key(
+        tree: &str,
+        root: &str,
+        path: &str,
+        renderer: &Renderer,
+        capabilities: &Capabilities,
+    ) -> [u8; 32] {
         let reads_outside = renderer.reads_outside();
         let mut hasher = Sha256::new();
         hasher.update(if reads_outside { root } else { tree });
@@ -36,6 +46,10 @@ impl RenderCache {
         hasher.update(path.trim_matches('/'));
         hasher.update([0]);
         hasher.update(serde_json::to_vec(renderer).unwrap_or_default());
+        if renderer.uses_capabilities() {
+            hasher.update([0]);
+            hasher.update(serde_json::to_vec(capabilities).unwrap_or_default());
+        }
         hasher.finalize().into()
     }
 
@@ -72,19 +86,44 @@ impl RenderCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::KustomizeOptions;
+    use crate::spec::{HelmOptions, KustomizeOptions};
+
+    fn key(tree: &str, root: &str, renderer: &Renderer) -> [u8; 32] {
+        RenderCache::key(tree, root, "apps/web", renderer, &Capabilities::default())
+    }
 
     #[test]
     fn the_key_follows_the_directory_tree_not_the_commit() {
         let plain = Renderer::default();
-        let a = RenderCache::key("tree1", "rootA", "apps/web", &plain);
-        assert_eq!(a, RenderCache::key("tree1", "rootB", "apps/web", &plain));
-        assert_ne!(a, RenderCache::key("tree2", "rootA", "apps/web", &plain));
+        let a = key("tree1", "rootA", &plain);
+        assert_eq!(a, key("tree1", "rootB", &plain));
+        assert_ne!(a, key("tree2", "rootA", &plain));
         let kustomize = Renderer::Kustomize(KustomizeOptions {});
         assert_ne!(
-            RenderCache::key("tree1", "rootA", "apps/web", &kustomize),
-            RenderCache::key("tree1", "rootB", "apps/web", &kustomize)
+            key("tree1", "rootA", &kustomize),
+            key("tree1", "rootB", &kustomize)
         );
+    }
+
+    #[test]
+    fn a_helm_key_changes_with_the_clusters_capabilities_and_no_other_does() {
+        let served = |kinds: &[&str]| {
+            let kinds = kinds.iter().map(|k| k.to_string()).collect();
+            [("monitoring.example.com/v1".to_string(), kinds)]
+        };
+        let v133 = Capabilities::from_discovery("v1.33.0", "1", "33", served(&[]));
+        let v134 = Capabilities::from_discovery("v1.34.0", "1", "34", served(&[]));
+        let with_crd = Capabilities::from_discovery("v1.34.0", "1", "34", served(&["Probe"]));
+        let key = |renderer: &Renderer, capabilities: &Capabilities| {
+            RenderCache::key("tree", "root", "apps/web", renderer, capabilities)
+        };
+        let helm = Renderer::Helm(HelmOptions::default());
+        assert_ne!(key(&helm, &v133), key(&helm, &v134));
+        assert_ne!(key(&helm, &v134), key(&helm, &with_crd));
+        assert_ne!(key(&helm, &Capabilities::default()), key(&helm, &v134));
+        assert_eq!(key(&helm, &v134), key(&helm, &v134.clone()));
+        let plain = Renderer::default();
+        assert_eq!(key(&plain, &v133), key(&plain, &with_crd));
     }
 
     #[test]

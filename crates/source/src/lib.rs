@@ -23,6 +23,6 @@ pub mod webhook;
 pub use credentials::{Credentials, Secret};
 pub use directory::{DirectoryOptions, render_directory};
 pub use manifest::{Manifest, ManifestError, Origin};
-pub use render::Sandbox;
+pub use render::{Capabilities, Sandbox};
 pub use repositories::{Detected, Rendered, Repositories, SourceError, render_local};
 pub use spec::{Renderer, Revision, Source, Verification, VerifyMode};

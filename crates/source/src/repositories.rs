@@ -12,7 +12,10 @@
 //!     path: "apps/web".into(), ..Default::default() };
 //! // One ls-refs exchange per repository per poll, shared by its apps:
 //! let update = repositories.update(&source.repo_url, None)?;
-//! let rendered = repositories.render(&source, &update)?;
+//! // For the destination cluster's version and API versions (Helm reads
+//! // them); the default is "unknown".
+//! let capabilities = Default::default();
+//! let rendered = repositories.render(&source, &update, &capabilities)?;
 //! println!("{} objects at {}", rendered.manifests.len(), rendered.commit);
 //! # Ok(()) }
 //! ```
@@ -26,7 +29,7 @@ use crate::credentials::Credentials;
 use crate::files::Files;
 use crate::git::{GitError, Resolved, Store, Update, resolve};
 use crate::manifest::Manifest;
-use crate::render::{RenderError, Sandbox, render};
+use crate::render::{Capabilities, RenderError, Sandbox, render};
 use crate::spec::{Renderer, Revision, Source, VerifyMode};
 use crate::verify::{Verifier, VerifyError};
 
@@ -139,8 +142,14 @@ impl Repositories {
     }
 
     /// Resolves, verifies and renders `source` against `update` (the result
-    /// of [`Repositories::update`] for its repository).
-    pub fn render(&self, source: &Source, update: &Update) -> Result<Rendered, SourceError> {
+    /// of [`Repositories::update`] for its repository), for a cluster with
+    /// `capabilities`.
+    pub fn render(
+        &self,
+        source: &Source,
+        update: &Update,
+        capabilities: &Capabilities,
+    ) -> Result<Rendered, SourceError> {
         let store = self.store(&source.repo_url)?;
         let revision =
             Revision::parse(&source.revision).map_err(|reason| SourceError::BadRevision {
@@ -166,6 +175,7 @@ impl Repositories {
                 &files,
                 &source.path,
                 &self.sandbox,
+                capabilities,
             )?)
         };
         let manifests = match &self.cache {
@@ -175,6 +185,7 @@ impl Repositories {
                     &root.to_string(),
                     &source.path,
                     &source.renderer,
+                    capabilities,
                 );
                 cache.get_or_render(key, render_tree)?
             }
@@ -224,9 +235,10 @@ impl Repositories {
         &self,
         source: &Source,
         credentials: Option<&Credentials>,
+        capabilities: &Capabilities,
     ) -> Result<Rendered, SourceError> {
         let update = self.update(&source.repo_url, credentials)?;
-        self.render(source, &update)
+        self.render(source, &update, capabilities)
     }
 
     fn store(&self, url: &str) -> Result<Arc<Store>, SourceError> {
@@ -241,14 +253,16 @@ impl Repositories {
     }
 }
 
-/// Renders a local directory (no Git, no verification): `tether render DIR`.
+/// Renders a local directory (no Git, no verification): `tether render
+/// DIR`, for a cluster with `capabilities`.
 pub fn render_local(
     dir: &Path,
     renderer: &Renderer,
     sandbox: &Sandbox,
+    capabilities: &Capabilities,
 ) -> Result<Rendered, SourceError> {
     let files = Files::read_dir(dir).map_err(RenderError::from)?;
-    let manifests = Arc::new(render(renderer, &files, "", sandbox)?);
+    let manifests = Arc::new(render(renderer, &files, "", sandbox, capabilities)?);
     Ok(Rendered {
         commit: String::new(),
         tree: String::new(),

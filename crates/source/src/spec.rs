@@ -126,6 +126,12 @@ impl Renderer {
         }
     }
 
+    /// Whether the output depends on the destination cluster's
+    /// capabilities (its version and API versions): Helm's does.
+    pub fn uses_capabilities(&self) -> bool {
+        matches!(self, Renderer::Helm(_))
+    }
+
     /// The renderer's name, as used in origins and messages.
     pub fn name(&self) -> &'static str {
         match self {
@@ -158,6 +164,22 @@ pub struct HelmOptions {
     pub values: String,
 }
 
+/// How a Jsonnet program is evaluated.
+///
+/// Variables and arguments are maps from name to value, as the `jsonnet`
+/// command's `--ext-str`/`--ext-code`/`--tla-str`/`--tla-code` flags take
+/// them (Argo CD spells the same as lists of `{name, value, code}`): a
+/// name is set once, either as a string or as code; setting it in both
+/// maps is an error that names it.
+///
+/// ```
+/// let options: tether_source::spec::JsonnetOptions = serde_json::from_value(serde_json::json!({
+///     "tlas": {"env": "prod"},
+///     "tlaCode": {"replicas": "3"},
+///     "extCode": {"features": "{canary: true}"},
+/// })).unwrap();
+/// assert_eq!(options.tlas["env"], "prod");
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsonnetOptions {
@@ -167,10 +189,18 @@ pub struct JsonnetOptions {
     /// External variables (`std.extVar`), as strings.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ext_vars: BTreeMap<String, String>,
+    /// External variables whose values are Jsonnet code (`--ext-code`),
+    /// evaluated as if written in the entry file (imports are relative to it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ext_code: BTreeMap<String, String>,
     /// Top-level arguments, as strings (`--tla-str`): when the entry file
     /// evaluates to a function, it is called with these named arguments.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tlas: BTreeMap<String, String>,
+    /// Top-level arguments whose values are Jsonnet code (`--tla-code`):
+    /// `"3"` is the number 3, `"{a: 1}"` an object.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tla_code: BTreeMap<String, String>,
 }
 
 /// Which signatures a revision must carry before it is rendered.

@@ -403,7 +403,13 @@ fn a_kustomize_patch_renders_to_the_live_values() {
         )],
     );
     tether_source::adopt::write(dir.path(), &source, "shop", &again, &Sandbox::default()).unwrap();
-    let rendered = render_local(&app, &source.renderer, &Sandbox::default()).unwrap();
+    let rendered = render_local(
+        &app,
+        &source.renderer,
+        &Sandbox::default(),
+        &Default::default(),
+    )
+    .unwrap();
     let object = &rendered.manifests[0].object;
     assert_eq!(object["spec"]["replicas"], 5);
     assert_eq!(

@@ -23,7 +23,11 @@ fn source(url: &str) -> Source {
 
 fn fetch(url: &str, credentials: Option<&Credentials>) -> Result<Vec<String>, String> {
     let cache = tempfile::tempdir().unwrap();
-    match Repositories::new(cache.path().into()).fetch(&source(url), credentials) {
+    match Repositories::new(cache.path().into()).fetch(
+        &source(url),
+        credentials,
+        &Default::default(),
+    ) {
         Ok(rendered) => Ok(rendered
             .manifests
             .iter()

@@ -30,7 +30,9 @@ fn names(rendered: &tether_source::Rendered) -> Vec<String> {
 fn fetch_and_render(repositories: &Repositories, source: &Source) -> tether_source::Rendered {
     let update = repositories.update(&source.repo_url, None).unwrap();
     assert!(update.fetched);
-    repositories.render(source, &update).unwrap()
+    repositories
+        .render(source, &update, &Default::default())
+        .unwrap()
 }
 
 #[test]
@@ -102,7 +104,9 @@ fn git_daemon_serves_branches_tags_semver_ranges_and_exact_commits() {
     let repositories = Repositories::new(cache.path().into());
     let update = repositories.update(&url, None).unwrap();
 
-    let at = |revision: &str| repositories.render(&source(&url, revision, "app"), &update);
+    let at = |revision: &str| {
+        repositories.render(&source(&url, revision, "app"), &update, &Default::default())
+    };
     let range = at(">=1.2.0 <2.0.0").unwrap();
     assert_eq!(
         (range.commit.as_str(), range.tag.as_deref()),
@@ -122,7 +126,11 @@ fn git_daemon_serves_branches_tags_semver_ranges_and_exact_commits() {
     );
     assert!(!unknown.is_retryable());
     let missing = repositories
-        .render(&source(&url, "", "no/such/dir"), &update)
+        .render(
+            &source(&url, "", "no/such/dir"),
+            &update,
+            &Default::default(),
+        )
         .unwrap_err();
     assert!(
         missing
@@ -142,7 +150,11 @@ fn smart_http_fetches_and_credentials_are_never_sent_or_printed_in_clear_text() 
     let cache = tempfile::tempdir().unwrap();
     let repositories = Repositories::new(cache.path().into());
     let rendered = repositories
-        .fetch(&source(&open.url("shop"), "", ""), None)
+        .fetch(
+            &source(&open.url("shop"), "", ""),
+            None,
+            &Default::default(),
+        )
         .unwrap();
     assert_eq!(names(&rendered), vec!["ConfigMap shop/web"]);
 
@@ -156,7 +168,11 @@ fn smart_http_fetches_and_credentials_are_never_sent_or_printed_in_clear_text() 
     };
     let other_cache = tempfile::tempdir().unwrap();
     let error = Repositories::new(other_cache.path().into())
-        .fetch(&source(&guarded.url("shop"), "", ""), Some(&credentials))
+        .fetch(
+            &source(&guarded.url("shop"), "", ""),
+            Some(&credentials),
+            &Default::default(),
+        )
         .unwrap_err();
     let printed = format!("{error} {error:?} {credentials:?}");
     assert!(!printed.contains("s3cret-token"), "{printed}");
@@ -173,7 +189,9 @@ fn an_unreachable_repository_is_a_retryable_error() {
         .unwrap()
         .port();
     let url = format!("git://127.0.0.1:{closed}/gone.git");
-    let error = repositories.fetch(&source(&url, "", ""), None).unwrap_err();
+    let error = repositories
+        .fetch(&source(&url, "", ""), None, &Default::default())
+        .unwrap_err();
     assert!(error.is_retryable(), "{error}");
     assert!(error.to_string().starts_with(&url), "{error}");
 }
@@ -192,7 +210,11 @@ fn a_monorepo_commit_re_renders_only_the_app_it_touches() {
         let update = repositories.update(&url, None).unwrap();
         ["a", "b", "c"].map(|app| {
             repositories
-                .render(&source(&url, "", &format!("apps/{app}")), &update)
+                .render(
+                    &source(&url, "", &format!("apps/{app}")),
+                    &update,
+                    &Default::default(),
+                )
                 .unwrap()
         })
     };
@@ -221,7 +243,7 @@ fn an_empty_render_is_reported_as_empty_not_as_an_error() {
     let url = repo.file_url("empty");
     let cache = tempfile::tempdir().unwrap();
     let rendered = Repositories::new(cache.path().into())
-        .fetch(&source(&url, "", "apps/web"), None)
+        .fetch(&source(&url, "", "apps/web"), None, &Default::default())
         .unwrap();
     assert!(rendered.empty);
     assert!(rendered.manifests.is_empty());

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{chart, helm};
+use tether_source::Capabilities;
 use tether_source::spec::{HelmOptions, KustomizeOptions};
 use tether_source::{DirectoryOptions, Renderer, Sandbox, render_local};
 use tether_testkit::{write_file, write_script};
@@ -26,7 +27,12 @@ fn layout(files: &[(&str, &str)]) -> tempfile::TempDir {
 }
 
 fn plain(dir: &Path) -> Result<tether_source::Rendered, tether_source::SourceError> {
-    render_local(dir, &Renderer::default(), &Sandbox::default())
+    render_local(
+        dir,
+        &Renderer::default(),
+        &Sandbox::default(),
+        &Default::default(),
+    )
 }
 
 #[test]
@@ -72,6 +78,7 @@ fn include_and_exclude_globs_select_files() {
         dir.path(),
         &Renderer::Directory(options),
         &Sandbox::default(),
+        &Default::default(),
     )
     .unwrap();
     assert_eq!(rendered.manifests.len(), 1);
@@ -141,6 +148,7 @@ fn symlinks_that_escape_the_repository_are_rejected() {
         dir.path(),
         &Renderer::Kustomize(KustomizeOptions {}),
         &Sandbox::default(),
+        &Default::default(),
     )
     .unwrap_err()
     .to_string();
@@ -164,8 +172,14 @@ fn kustomize_renders_through_kubectl_or_kustomize() {
     ]);
     let renderer = Renderer::Kustomize(KustomizeOptions {});
     let files = tether_source::files::Files::read_dir(dir.path()).unwrap();
-    let manifests =
-        tether_source::render::render(&renderer, &files, "prod", &Sandbox::default()).unwrap();
+    let manifests = tether_source::render::render(
+        &renderer,
+        &files,
+        "prod",
+        &Sandbox::default(),
+        &Default::default(),
+    )
+    .unwrap();
     assert_eq!(manifests.len(), 1);
     assert_eq!(manifests[0].id.to_string(), "ConfigMap prod/prod-web");
     assert_eq!(manifests[0].origin.to_string(), "prod (kustomize output):1");
@@ -188,10 +202,42 @@ fn helm_template_renders_a_chart_with_values_files_and_inline_values() {
         tool_dirs: vec![helm],
         ..Sandbox::default()
     };
-    let manifests = tether_source::render::render(&renderer, &files, "chart", &sandbox).unwrap();
+    let manifests =
+        tether_source::render::render(&renderer, &files, "chart", &sandbox, &Default::default())
+            .unwrap();
     assert_eq!(manifests[0].id.to_string(), "ConfigMap prod/shop-cm");
     assert_eq!(manifests[0].object["data"]["replicas"], "3");
     assert_eq!(manifests[0].object["data"]["color"], "green");
+}
+
+#[test]
+fn helm_renders_for_the_clusters_version_and_api_versions() {
+    let Some(helm) = helm() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    chart("capabilities", dir.path());
+    let files = tether_source::files::Files::read_dir(dir.path()).unwrap();
+    let sandbox = Sandbox {
+        tool_dirs: vec![helm],
+        ..Sandbox::default()
+    };
+    let renderer = Renderer::Helm(HelmOptions::default());
+    let render = |capabilities: &Capabilities| {
+        tether_source::render::render(&renderer, &files, "chart", &sandbox, capabilities)
+    };
+    // Helm's offline default is Kubernetes v1.20.0.
+    let error = render(&Capabilities::default()).unwrap_err().to_string();
+    assert!(error.contains("kubeVersion"), "{error}");
+    let served = [(
+        "monitoring.example.com/v1".to_string(),
+        vec!["Probe".to_string()],
+    )];
+    let cluster = Capabilities::from_discovery("v1.34.1", "1", "34", served);
+    let manifests = render(&cluster).unwrap();
+    assert_eq!(manifests[0].object["data"]["kubeVersion"], "v1.34.1");
+    assert_eq!(manifests[0].object["data"]["probes"], "served");
+    let without_crd = Capabilities::from_discovery("v1.34.1", "1", "34", []);
+    let manifests = render(&without_crd).unwrap();
+    assert_eq!(manifests[0].object["data"].get("probes"), None);
 }
 
 /// A directory holding a fake `kustomize` shell script.
@@ -213,7 +259,7 @@ fn a_renderer_that_hangs_or_floods_output_is_stopped() {
         ..Sandbox::default()
     };
     let started = std::time::Instant::now();
-    let error = render_local(dir.path(), &renderer, &sandbox).unwrap_err();
+    let error = render_local(dir.path(), &renderer, &sandbox, &Default::default()).unwrap_err();
     assert_eq!(error.to_string(), "kustomize: timed out after 500ms");
     assert!(error.is_retryable());
     assert!(started.elapsed() < Duration::from_secs(10));
@@ -224,7 +270,7 @@ fn a_renderer_that_hangs_or_floods_output_is_stopped() {
         tool_dirs: vec![flood.path().into()],
         ..Sandbox::default()
     };
-    let error = render_local(dir.path(), &renderer, &sandbox).unwrap_err();
+    let error = render_local(dir.path(), &renderer, &sandbox, &Default::default()).unwrap_err();
     assert_eq!(error.to_string(), "kustomize: output exceeds 4096 bytes");
 }
 
@@ -246,6 +292,7 @@ fn a_renderer_has_no_network() {
         dir.path(),
         &Renderer::Kustomize(KustomizeOptions {}),
         &sandbox,
+        &Default::default(),
     )
     .unwrap();
     assert!(rendered.empty);

@@ -53,7 +53,13 @@ fn render_dir(
     path: &str,
     sandbox: &Sandbox,
 ) -> Result<Vec<tether_source::Manifest>, tether_source::render::RenderError> {
-    render(renderer, &Files::read_dir(dir).unwrap(), path, sandbox)
+    render(
+        renderer,
+        &Files::read_dir(dir).unwrap(),
+        path,
+        sandbox,
+        &Default::default(),
+    )
 }
 
 /// `dir` as plain YAML under the required sandbox.
@@ -553,6 +559,7 @@ fn a_fifty_megabyte_file_is_refused_before_parsing() {
         &files,
         "",
         &sandbox(SandboxMode::Required),
+        &Default::default(),
     )
     .unwrap_err()
     .to_string();

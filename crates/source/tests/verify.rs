@@ -109,7 +109,7 @@ fn verified(
         verify,
         ..Default::default()
     };
-    Repositories::new(cache.path().into()).fetch(&source, None)
+    Repositories::new(cache.path().into()).fetch(&source, None, &Default::default())
 }
 
 fn pgp(mode: VerifyMode, armored: &str) -> Verification {

@@ -106,7 +106,8 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
     let rendered = match &args.repo {
         None => {
             let dir = args.path.clone().unwrap_or_else(|| PathBuf::from("."));
-            tether_source::render_local(&dir, &renderer, &sandbox)
+            // No cluster here: Helm renders with its default capabilities.
+            tether_source::render_local(&dir, &renderer, &sandbox, &Default::default())
                 .with_context(|| format!("rendering {}", dir.display()))?
         }
         Some(repo) => fetch(&args, repo, renderer, sandbox)?,
@@ -163,7 +164,7 @@ fn fetch(
     // Git transports block; keep them off the async runtime's thread.
     std::thread::scope(|scope| {
         scope
-            .spawn(|| repositories.fetch(&source, credentials.as_ref()))
+            .spawn(|| repositories.fetch(&source, credentials.as_ref(), &Default::default()))
             .join()
             .expect("the fetch thread does not panic")
     })

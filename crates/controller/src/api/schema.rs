@@ -22,6 +22,10 @@ pub(crate) fn word<T: Vocabulary>(_: &mut SchemaGenerator) -> Schema {
 /// `spec.source`: see `tether_source::Source`.
 pub(crate) fn source(_: &mut SchemaGenerator) -> Schema {
     let strings = json_schema!({"type": "array", "items": {"type": "string"}});
+    let named = |description: &str| {
+        json_schema!({"type": "object", "additionalProperties": {"type": "string"},
+            "description": description})
+    };
     json_schema!({
         "type": "object",
         "description": "Where the desired state lives and how it is rendered.",
@@ -49,7 +53,10 @@ pub(crate) fn source(_: &mut SchemaGenerator) -> Schema {
                         "values": {"type": "string"}}},
                     "jsonnet": {"type": "object", "properties": {
                         "main": {"type": "string"},
-                        "extVars": {"type": "object", "additionalProperties": {"type": "string"}}}}
+                        "extVars": named("External variables (std.extVar), name: string."),
+                        "extCode": named("External variables, name: Jsonnet code."),
+                        "tlas": named("Top-level arguments of a main that is a function, name: string."),
+                        "tlaCode": named("Top-level arguments, name: Jsonnet code.")}}
                 }
             },
             "verify": {"type": "object", "properties": {
@@ -121,8 +128,11 @@ mod tests {
     /// Every key of `value`, by the same path convention.
     fn used(value: &Value, path: &str, out: &mut Vec<String>) {
         match value {
-            // extVars is a map: its keys are the user's.
-            Value::Object(_) if path.ends_with(".extVars") => {}
+            // Jsonnet's variables and arguments are maps: their keys are the user's.
+            Value::Object(_)
+                if [".extVars", ".extCode", ".tlas", ".tlaCode"]
+                    .iter()
+                    .any(|map| path.ends_with(map)) => {}
             Value::Object(map) => {
                 for (key, child) in map {
                     let child_path = format!("{path}.{key}");
@@ -151,7 +161,8 @@ mod tests {
             json!({"kustomize": {}}),
             json!({"helm": {"releaseName": "r", "namespace": "n",
                 "valueFiles": ["a.yaml"], "values": "a: 1"}}),
-            json!({"jsonnet": {"main": "m.jsonnet", "extVars": {"k": "v"}}}),
+            json!({"jsonnet": {"main": "m.jsonnet", "extVars": {"k": "v"}, "extCode": {"c": "1"},
+                "tlas": {"env": "prod"}, "tlaCode": {"replicas": "3"}}}),
         ];
         for renderer in renderers {
             let spec = json!({"repoURL": "file:///r", "revision": "main", "path": "p",

@@ -1,7 +1,9 @@
 //! Fetch: the desired state at the Application's revision, or at the one a
 //! pending `tether sync --revision` asks for, with the repository
-//! credentials the source names.
+//! credentials the source names, rendered for the cluster's capabilities
+//! when the renderer reads them (Helm).
 
+use tether_cluster::ClusterError;
 use tether_source::{Rendered, SourceError};
 
 use super::Pass;
@@ -18,6 +20,9 @@ pub enum FetchError {
     SecretWatchStopped,
     #[error(transparent)]
     Source(#[from] SourceError),
+    /// What the cluster serves is not known (discovery failed).
+    #[error(transparent)]
+    Capabilities(ClusterError),
     #[error("fetch task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
 }
@@ -48,7 +53,21 @@ pub async fn desired(pass: &Pass<'_>) -> Result<Rendered, FetchError> {
         return Err(FetchError::SecretWatchStopped);
     }
     let credentials = crate::credentials::for_source(&ctx.secrets, &pass.key.0, &source)?;
-    tokio::task::spawn_blocking(move || repositories.fetch(&source, credentials.as_ref()))
-        .await?
-        .map_err(FetchError::from)
+    let capabilities = match source.renderer.uses_capabilities() {
+        true => ctx
+            .capabilities
+            .get()
+            .await
+            .map_err(FetchError::Capabilities)?,
+        false => Default::default(),
+    };
+    let rendered = tokio::task::spawn_blocking(move || {
+        repositories.fetch(&source, credentials.as_ref(), &capabilities)
+    })
+    .await??;
+    // A CRD this app declares and discovery has not seen: the next Helm
+    // render (of any app) discovers again.
+    let objects = rendered.manifests.iter().map(|manifest| &manifest.object);
+    ctx.capabilities.forget_unless_serving(objects).await;
+    Ok(rendered)
 }

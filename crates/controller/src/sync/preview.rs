@@ -14,7 +14,7 @@ use tether_cluster::{Applier, ClusterError, Resources};
 use tether_core::ObjectRef;
 use tether_core::diff::{Diff, DiffError, IgnoreRule, SecretMask, diff};
 use tether_core::tracking::{AppRef, stamp};
-use tether_source::{Manifest, Repositories, SourceError};
+use tether_source::{Capabilities, Manifest, Repositories, SourceError};
 
 use crate::api::Application;
 use crate::credentials::{self, CredentialsError};
@@ -77,10 +77,15 @@ pub async fn preview_application(
     }
     // Fetch with the app's credentials.
     let credentials = credentials::read(client, &namespace, &source).await?;
-    let rendered =
-        tokio::task::spawn_blocking(move || repositories.fetch(&source, credentials.as_ref()))
-            .await
-            .map_err(|error| PreviewError::FetchStopped(error.to_string()))??;
+    let capabilities = match source.renderer.uses_capabilities() {
+        true => tether_cluster::capabilities::discover(client).await?,
+        false => Capabilities::default(),
+    };
+    let rendered = tokio::task::spawn_blocking(move || {
+        repositories.fetch(&source, credentials.as_ref(), &capabilities)
+    })
+    .await
+    .map_err(|error| PreviewError::FetchStopped(error.to_string()))??;
     // Preview every object.
     let creates_namespace = app
         .spec

@@ -27,5 +27,13 @@ pub(crate) fn render_checkout(
     sandbox: &Sandbox,
 ) -> Result<Vec<Manifest>, AdoptError> {
     let files = Files::read_dir(root).map_err(crate::render::RenderError::from)?;
-    Ok(render(&source.renderer, &files, &source.path, sandbox)?)
+    // Helm's defaults: adopting does not know the cluster's capabilities yet.
+    let capabilities = crate::render::Capabilities::default();
+    Ok(render(
+        &source.renderer,
+        &files,
+        &source.path,
+        sandbox,
+        &capabilities,
+    )?)
 }

@@ -8,7 +8,9 @@
 //! not followed.
 //!
 //! The entry file may evaluate to one object, an array of objects, or an
-//! object of objects (keyed by any name; emitted in key order).
+//! object of objects (keyed by any name; emitted in key order) — or to a
+//! function, which is called with the top-level arguments (`tlas`,
+//! `tlaCode`) and must return one of those.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Write};
@@ -18,7 +20,8 @@ use std::process::ExitCode;
 use rsjsonnet_lang::arena::Arena;
 use rsjsonnet_lang::interner::InternedStr;
 use rsjsonnet_lang::program::{
-    Callbacks, EvalStackTraceItem, ImportError, NativeError, Program, Thunk, Value,
+    Callbacks, EvalError, EvalErrorKind, EvalStackTraceItem, ImportError, NativeError, Program,
+    Thunk, Value,
 };
 use rsjsonnet_lang::span::{SpanContextId, SpanId};
 use serde_json::Value as Json;
@@ -35,12 +38,21 @@ use crate::spec::JsonnetOptions;
 pub const JSONNET_CHILD: &str = "__render-jsonnet";
 
 /// What the parent asks of the child, as JSON on its standard input.
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Request {
     /// The entry file, relative to the repository root.
     main: String,
+    /// External variables and top-level arguments, as strings and as code
+    /// (see [`JsonnetOptions`]).
+    #[serde(default)]
     ext_vars: BTreeMap<String, String>,
+    #[serde(default)]
+    ext_code: BTreeMap<String, String>,
+    #[serde(default)]
+    tlas: BTreeMap<String, String>,
+    #[serde(default)]
+    tla_code: BTreeMap<String, String>,
 }
 
 pub fn render(
@@ -65,6 +77,9 @@ pub fn render(
     let request = Request {
         main: main.clone(),
         ext_vars: options.ext_vars.clone(),
+        ext_code: options.ext_code.clone(),
+        tlas: options.tlas.clone(),
+        tla_code: options.tla_code.clone(),
     };
     let input = serde_json::to_string(&request).map_err(|e| failed(e.to_string()))?;
     let args = [
@@ -168,38 +183,135 @@ fn child(args: &[String]) -> Result<String, String> {
     let request: Request =
         serde_json::from_str(&input).map_err(|e| format!("reading the request: {e}"))?;
     let repository = Files::read_dir(Path::new(".")).map_err(|e| e.to_string())?;
-    evaluate(&repository, &request.main, &request.ext_vars)
-        .map_err(|message| format!("{}: {message}", request.main))
+    evaluate(&repository, &request).map_err(|message| format!("{}: {message}", request.main))
 }
 
-/// Evaluates `main` (relative to the root of `repository`) and returns its
-/// value as JSON text.
-fn evaluate(
-    repository: &Files,
-    main: &str,
-    ext_vars: &BTreeMap<String, String>,
-) -> Result<String, String> {
+/// Evaluates the request's entry file (relative to the root of
+/// `repository`), calling it with the top-level arguments if it is a
+/// function, and returns its value as JSON text.
+fn evaluate(repository: &Files, request: &Request) -> Result<String, String> {
+    let main = request.main.as_str();
     let arena = Arena::new();
     let mut program = Program::new(&arena);
     program.set_max_stack(500);
-    for (name, value) in ext_vars {
-        let thunk = program.value_to_thunk(&Value::string(value));
-        let name = program.intern_str(name);
-        program.add_ext_var(name, &thunk);
-    }
     let mut loader = Loader {
         repository,
         files: HashMap::new(),
     };
+    let ext_vars = bindings(
+        &mut program,
+        &mut loader,
+        main,
+        Binding::EXT_VAR,
+        (&request.ext_vars, &request.ext_code),
+    )?;
+    for (name, thunk) in &ext_vars {
+        program.add_ext_var(*name, thunk);
+    }
+    let tlas = bindings(
+        &mut program,
+        &mut loader,
+        main,
+        Binding::TLA,
+        (&request.tlas, &request.tla_code),
+    )?;
     let thunk = loader
         .load(&mut program, main)
         .map_err(|_| "cannot load (missing, not UTF-8, or a syntax error)".to_string())?;
-    let value = program
+    let mut value = program
         .eval_value(&thunk, &mut loader)
-        .map_err(|e| format!("{e:?}"))?;
+        .map_err(|e| describe(&e))?;
+    if value.is_function() {
+        value = program
+            .eval_call(&thunk, &[], &tlas, &mut loader)
+            .map_err(|e| describe(&e))?;
+    }
     program
         .manifest_json(&value, false)
-        .map_err(|e| format!("{e:?}"))
+        .map_err(|e| describe(&e))
+}
+
+/// External variables or top-level arguments: what the spec calls them.
+struct Binding {
+    /// As the error names one (`external variable`, `top-level argument`).
+    what: &'static str,
+    /// The spec's fields for string and code values.
+    fields: (&'static str, &'static str),
+}
+
+impl Binding {
+    const EXT_VAR: Binding = Binding {
+        what: "external variable",
+        fields: ("extVars", "extCode"),
+    };
+    const TLA: Binding = Binding {
+        what: "top-level argument",
+        fields: ("tlas", "tlaCode"),
+    };
+}
+
+/// Thunks for named values given as strings and as code. Code is loaded
+/// as if it were in `main` (its imports are relative to it). A name given
+/// both ways is an error that names it and both fields.
+fn bindings<'p>(
+    program: &mut Program<'p>,
+    loader: &mut Loader<'_>,
+    main: &str,
+    binding: Binding,
+    (strings, code): (&BTreeMap<String, String>, &BTreeMap<String, String>),
+) -> Result<Vec<(InternedStr<'p>, Thunk<'p>)>, String> {
+    let mut thunks = Vec::with_capacity(strings.len() + code.len());
+    for (name, value) in strings {
+        if code.contains_key(name) {
+            let (string_field, code_field) = binding.fields;
+            return Err(format!(
+                "{} `{name}` is set both in {string_field} and in {code_field}",
+                binding.what
+            ));
+        }
+        let thunk = program.value_to_thunk(&Value::string(value));
+        thunks.push((program.intern_str(name), thunk));
+    }
+    for (name, text) in code {
+        let thunk = loader.load_code(program, main, name, text).map_err(|_| {
+            format!(
+                "{} `{name}` ({}): not valid Jsonnet",
+                binding.what, binding.fields.1
+            )
+        })?;
+        thunks.push((program.intern_str(name), thunk));
+    }
+    Ok(thunks)
+}
+
+/// An evaluation error in words: the top-level call's errors name the
+/// parameter; the rest keep the evaluator's own description.
+fn describe(error: &EvalError) -> String {
+    match &error.kind {
+        // The top-level call is the only one without a call site.
+        EvalErrorKind::CallParamNotBound {
+            param_name,
+            span: None,
+        } => {
+            format!("top-level argument `{param_name}` is required: set it in tlas or tlaCode")
+        }
+        EvalErrorKind::UnknownCallParam {
+            param_name,
+            span: None,
+        } => {
+            format!(
+                "top-level argument `{param_name}` is not a parameter of the program's function"
+            )
+        }
+        EvalErrorKind::CallParamNotBound { param_name, .. } => {
+            format!("a function is called without its parameter `{param_name}`")
+        }
+        EvalErrorKind::UnknownExtVar { name } => {
+            format!("external variable `{name}` is not set: set it in extVars or extCode")
+        }
+        EvalErrorKind::ManifestFunction => "evaluates to a function, not objects".into(),
+        kind => format!("{kind:?}"),
+    }
 }
 
 fn escape(path: &str) -> RenderError {
@@ -253,6 +365,22 @@ impl Loader<'_> {
         self.files.insert(context, path.to_string());
         program
             .load_source(context, &bytes, true, path)
+            .map_err(|_| ImportError)
+    }
+
+    /// Loads Jsonnet `code` given in the spec for `name`, as if it were
+    /// written in `main`.
+    fn load_code<'p>(
+        &mut self,
+        program: &mut Program<'p>,
+        main: &str,
+        name: &str,
+        code: &str,
+    ) -> Result<Thunk<'p>, ImportError> {
+        let (context, _) = program.span_manager_mut().insert_source_context(code.len());
+        self.files.insert(context, main.to_string());
+        program
+            .load_source(context, code.as_bytes(), true, &format!("<code {name}>"))
             .map_err(|_| ImportError)
     }
 
@@ -343,8 +471,12 @@ mod tests {
                 "local cm = import '../../lib/cm.libsonnet'; [cm('a'), cm(std.extVar('env'))]",
             ),
         ]);
-        let ext_vars = [("env".to_string(), "prod".to_string())].into();
-        let json = evaluate(&repository, "apps/web/main.jsonnet", &ext_vars).unwrap();
+        let request = Request {
+            main: "apps/web/main.jsonnet".into(),
+            ext_vars: map(&[("env", "prod")]),
+            ..Request::default()
+        };
+        let json = evaluate(&repository, &request).unwrap();
         let objects = objects_of(serde_json::from_str(&json).unwrap()).unwrap();
         let names: Vec<&str> = objects
             .iter()
@@ -353,10 +485,104 @@ mod tests {
         assert_eq!(names, vec!["a", "prod"]);
     }
 
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn main(path: &str) -> Request {
+        Request {
+            main: path.into(),
+            ..Request::default()
+        }
+    }
+
+    /// `function(env, replicas=1)` returning one ConfigMap that shows both.
+    const FUNCTION: &str = "function(env, replicas=1) {apiVersion: 'v1', kind: 'ConfigMap', \
+        metadata: {name: env}, data: {replicas: std.toString(replicas), type: std.type(replicas)}}";
+
+    #[test]
+    fn a_function_is_called_with_string_and_code_top_level_arguments() {
+        let repository = repo(&[("main.jsonnet", FUNCTION)]);
+        let with = |tlas: &[(&str, &str)], tla_code: &[(&str, &str)]| {
+            let request = Request {
+                tlas: map(tlas),
+                tla_code: map(tla_code),
+                ..main("main.jsonnet")
+            };
+            let json: Json = serde_json::from_str(&evaluate(&repository, &request)?).unwrap();
+            Ok::<_, String>(json)
+        };
+        let defaulted = with(&[("env", "prod")], &[]).unwrap();
+        assert_eq!(defaulted["metadata"]["name"], "prod");
+        assert_eq!(defaulted["data"]["replicas"], "1");
+        let as_code = with(&[("env", "prod")], &[("replicas", "1 + 2")]).unwrap();
+        assert_eq!(as_code["data"]["replicas"], "3");
+        assert_eq!(as_code["data"]["type"], "number");
+        let as_string = with(&[("env", "prod"), ("replicas", "3")], &[]).unwrap();
+        assert_eq!(as_string["data"]["type"], "string");
+    }
+
+    #[test]
+    fn a_missing_or_unknown_or_doubly_set_top_level_argument_is_named() {
+        let repository = repo(&[("main.jsonnet", FUNCTION)]);
+        let error = |tlas: &[(&str, &str)], tla_code: &[(&str, &str)]| {
+            let request = Request {
+                tlas: map(tlas),
+                tla_code: map(tla_code),
+                ..main("main.jsonnet")
+            };
+            evaluate(&repository, &request).unwrap_err()
+        };
+        assert_eq!(
+            error(&[], &[]),
+            "top-level argument `env` is required: set it in tlas or tlaCode"
+        );
+        assert_eq!(
+            error(&[("env", "a"), ("size", "1")], &[]),
+            "top-level argument `size` is not a parameter of the program's function"
+        );
+        assert_eq!(
+            error(&[("env", "a")], &[("env", "'b'")]),
+            "top-level argument `env` is set both in tlas and in tlaCode"
+        );
+        assert_eq!(
+            error(&[("env", "a")], &[("replicas", "{")]),
+            "top-level argument `replicas` (tlaCode): not valid Jsonnet"
+        );
+    }
+
+    #[test]
+    fn external_variables_may_be_code_that_imports_next_to_the_entry_file() {
+        let repository = repo(&[
+            ("apps/web/sizes.libsonnet", "{small: 1, large: 5}"),
+            (
+                "apps/web/main.jsonnet",
+                "{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: std.extVar('env')}, \
+                 data: {replicas: std.toString(std.extVar('sizes').large)}}",
+            ),
+        ]);
+        let request = Request {
+            ext_vars: map(&[("env", "prod")]),
+            ext_code: map(&[("sizes", "import 'sizes.libsonnet'")]),
+            ..main("apps/web/main.jsonnet")
+        };
+        let json: Json = serde_json::from_str(&evaluate(&repository, &request).unwrap()).unwrap();
+        assert_eq!(json["data"]["replicas"], "5");
+        let unset = evaluate(&repository, &main("apps/web/main.jsonnet")).unwrap_err();
+        assert!(
+            unset.starts_with("external variable `")
+                && unset.ends_with("` is not set: set it in extVars or extCode"),
+            "{unset}"
+        );
+    }
+
     #[test]
     fn jsonnet_imports_may_not_leave_the_repository() {
         let repository = repo(&[("main.jsonnet", "import '../../etc/x.libsonnet'")]);
-        assert!(evaluate(&repository, "main.jsonnet", &BTreeMap::new()).is_err());
+        assert!(evaluate(&repository, &main("main.jsonnet")).is_err());
         assert_eq!(join("a/b", "../../.."), None);
     }
 

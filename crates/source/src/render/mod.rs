@@ -10,6 +10,7 @@
 //! output is checked the same way: identities, duplicates, the [`Limits`]
 //! of one render, and all-or-nothing.
 
+mod helm;
 mod jsonnet;
 mod kustomize;
 mod process;
@@ -24,7 +25,8 @@ use crate::files::Files;
 pub use crate::limits::Limits;
 use crate::limits::{Budget, size};
 use crate::manifest::{Manifest, ManifestError, identify, parse_output};
-use crate::spec::{HelmOptions, Renderer};
+use crate::spec::Renderer;
+pub use tether_core::capabilities::Capabilities;
 
 /// How renderers run: their bounds, and where to find them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,12 +154,15 @@ impl RenderError {
 }
 
 /// Renders the application at `path` (`/`-separated, relative to the
-/// repository root) of the repository snapshot `repository`.
+/// repository root) of the repository snapshot `repository`, for a cluster
+/// with `capabilities` (which only Helm reads; [`Capabilities::default`]
+/// when no cluster is known).
 pub fn render(
     renderer: &Renderer,
     repository: &Files,
     path: &str,
     sandbox: &Sandbox,
+    capabilities: &Capabilities,
 ) -> Result<Vec<Manifest>, RenderError> {
     let path = path.trim_matches('/');
     check_relative("path", path)?;
@@ -194,63 +199,17 @@ pub fn render(
             run_binary(&binary, repository, path, sandbox, &mut budget)?
         }
         Renderer::Helm(options) => {
-            let program =
-                find_program("helm", sandbox).ok_or_else(|| RenderError::NotInstalled {
-                    renderer: "helm".into(),
-                    tried: "`helm`".into(),
-                })?;
-            let args = helm_args(options, repository, path)?;
-            let binary = Binary {
-                renderer: "helm",
-                program: &program,
-                args: &args,
-                inline_values: (!options.values.is_empty()).then_some(options.values.as_str()),
+            let target = helm::Target {
+                repository,
+                path,
+                capabilities,
             };
-            run_binary(&binary, repository, path, sandbox, &mut budget)?
+            helm::render(options, &target, sandbox, &mut budget)?
         }
     };
     check_duplicates(&manifests)?;
     Ok(manifests)
 }
-
-fn helm_args(
-    options: &HelmOptions,
-    repository: &Files,
-    path: &str,
-) -> Result<Vec<String>, RenderError> {
-    let release = if options.release_name.is_empty() {
-        path.rsplit('/')
-            .next()
-            .filter(|s| !s.is_empty())
-            .unwrap_or("release")
-    } else {
-        &options.release_name
-    };
-    let mut args = vec!["template".to_string(), release.to_string(), ".".into()];
-    if !options.namespace.is_empty() {
-        args.extend(["--namespace".into(), options.namespace.clone()]);
-    }
-    for file in &options.value_files {
-        let in_repo = Path::new(path).join(file);
-        check_relative("valueFiles", &in_repo.to_string_lossy())?;
-        // Followed through the repository's links, as helm will open it.
-        repository
-            .resolve(&in_repo.to_string_lossy())
-            .map_err(|reason| RenderError::PathEscape {
-                path: file.clone(),
-                reason: format!("valueFiles leaves the repository ({reason})"),
-            })?;
-        args.extend(["--values".into(), file.clone()]);
-    }
-    if !options.values.is_empty() {
-        args.extend(["--values".into(), INLINE_VALUES.into()]);
-    }
-    Ok(args)
-}
-
-/// Inline Helm values are fed on standard input, so nothing is written
-/// next to the chart.
-const INLINE_VALUES: &str = "/dev/stdin";
 
 /// A renderer binary and how to call it.
 struct Binary<'a> {
@@ -346,16 +305,5 @@ mod tests {
         assert!(check_relative("path", "apps/../web").is_ok());
         assert!(check_relative("path", "../other").is_err());
         assert!(check_relative("path", "/etc").is_err());
-        let options = HelmOptions {
-            value_files: vec!["../../../etc/passwd".into()],
-            ..Default::default()
-        };
-        let error = helm_args(&options, &Files::default(), "charts/web")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            error.contains("valueFiles escapes the repository"),
-            "{error}"
-        );
     }
 }
