@@ -40,6 +40,11 @@ pub struct Source {
     /// Application's namespace (see `Credentials::from_data` for its keys).
     #[serde(default, rename = "secretRef", skip_serializing_if = "Option::is_none")]
     pub secret_ref: Option<SecretRef>,
+    /// How often the repository is asked whether the revision moved
+    /// (`10s`, `3m`; default: the controller's `--poll-interval`, 3m).
+    /// Apps on one repository share one poll, at the shortest interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<String>,
 }
 
 /// A Secret, by name, in the namespace of whatever refers to it.

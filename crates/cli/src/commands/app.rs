@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 use tether_controller::api::Application;
@@ -36,8 +36,17 @@ pub enum AppCommand {
     List,
     /// Print one Application as YAML.
     Get { name: String },
-    /// Delete an Application (its objects stay in the cluster).
-    Delete { name: String },
+    /// Delete an Application. Its objects stay in the cluster (the output
+    /// lists them) unless `--cascade`.
+    Delete {
+        name: String,
+        /// Delete the objects the app owns too (those in its inventory
+        /// that still carry its tracking label and annotation; adopted ones
+        /// only with `pruneAdopted`): sets the `tether.dev/cascade`
+        /// finalizer, and the controller deletes them before the app.
+        #[arg(long)]
+        cascade: bool,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -114,11 +123,14 @@ pub async fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("Application {}/{name}", args.namespace))?;
             outln!("{}", serde_json::to_string_pretty(&app)?);
         }
-        AppCommand::Delete { name } => {
-            apps.delete(&name, &DeleteParams::default())
-                .await
-                .with_context(|| format!("Application {}/{name}", args.namespace))?;
-            outln!("Application {}/{name} deleted", args.namespace);
+        AppCommand::Delete { name, cascade } => {
+            let what = format!("Application {}/{name}", args.namespace);
+            outln!(
+                "{}",
+                super::app_delete::delete(&apps, &name, cascade)
+                    .await
+                    .context(what)?
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

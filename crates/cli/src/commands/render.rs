@@ -133,6 +133,7 @@ fn fetch(
     let allowed_signers = options.allowed_signers.as_ref().map(read).transpose()?;
     let source = Source {
         secret_ref: None,
+        interval: None,
         repo_url: repo.to_string(),
         revision: args.revision.clone(),
         path: args
