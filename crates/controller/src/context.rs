@@ -26,6 +26,9 @@ use crate::report::writes::StatusWrites;
 pub struct Config {
     /// Safety-net resync of every application (jittered ±10%).
     pub resync: Duration,
+    /// How often a repository is asked whether an app's revision moved,
+    /// for apps whose `spec.source.interval` says nothing (default 3m).
+    pub poll_interval: Duration,
     /// Applications reconciled at once.
     pub concurrency: u16,
     /// Where Git object stores live.
@@ -51,6 +54,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             resync: Duration::from_secs(180),
+            poll_interval: tether_core::poll::DEFAULT_INTERVAL,
             concurrency: 16,
             cache_dir: std::env::temp_dir().join("tether-cache"),
             lease_namespace: "default".into(),

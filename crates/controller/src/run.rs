@@ -20,6 +20,7 @@ use crate::context::{Config, Context, Ready};
 use crate::credentials;
 use crate::observe::live::{AppKey, LiveCache};
 use crate::reconcile::{error_policy, reconcile};
+use crate::serve::poll;
 use crate::serve::probe::Probe;
 use crate::serve::trigger::Trigger;
 
@@ -40,8 +41,8 @@ pub enum RunError {
 
 /// Runs the controller until the process is stopped: waits to lead (a
 /// Lease, so two replicas never both act), then reconciles every
-/// Application on change, on changes to its managed objects, and on a
-/// periodic resync.
+/// Application on change, on changes to its managed objects, when a poll
+/// finds its revision moved, and on a periodic resync.
 pub async fn run(client: Client, config: Config) -> Result<(), RunError> {
     run_with(client, config, Trigger::default(), Probe::default()).await
 }
@@ -190,7 +191,9 @@ pub async fn run_with(
     })
     .applied_objects();
     let controller = Controller::for_stream(app_events, apps_store);
-    trigger.wire(controller.store(), wake_tx);
+    trigger.wire(controller.store(), wake_tx.clone());
+    // Poll each repository for apps whose revision moved.
+    let polls = poll::poll(context.clone(), controller.store(), wake_tx);
     let controller = controller
         .with_config(
             controller::Config::default()
@@ -227,6 +230,7 @@ pub async fn run_with(
     let deferred_status = context.status_writes.run_deferred();
     tokio::select! {
         () = controller => Ok(()),
+        () = polls => Ok(()),
         () = deferred_status => Ok(()),
         () = windows => Ok(()),
         () = secrets_watch => Ok(()),

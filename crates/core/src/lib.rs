@@ -18,6 +18,7 @@ pub mod health;
 pub mod object;
 pub mod order;
 pub mod ownership;
+pub mod poll;
 pub mod prune;
 pub mod revision;
 pub mod state;

@@ -76,8 +76,8 @@ impl WindowTimes {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("time to live {text:?}: {reason} (use e.g. 90s, 30m, 2h, 1h30m)")]
 pub struct TtlError {
-    text: String,
-    reason: &'static str,
+    pub(crate) text: String,
+    pub(crate) reason: &'static str,
 }
 
 /// Parses a time to live like `2h`, `30m`, `90s` or `1h30m`. Zero is

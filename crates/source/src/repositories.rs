@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use crate::cache::RenderCache;
 use crate::credentials::Credentials;
 use crate::files::Files;
-use crate::git::{GitError, Resolved, Store, Update, resolve};
+use crate::git::{GitError, RemoteRefs, Resolved, Store, Update, resolve};
 use crate::manifest::Manifest;
 use crate::render::{Capabilities, RenderError, Sandbox, render};
 use crate::spec::{Renderer, Revision, Source, VerifyMode};
@@ -139,6 +139,17 @@ impl Repositories {
         credentials: Option<&Credentials>,
     ) -> Result<Update, SourceError> {
         Ok(self.store(repo_url)?.update(credentials)?)
+    }
+
+    /// Lists the remote's refs without fetching (`git ls-remote`): the
+    /// cheap check a poll makes. Uses the same transport and credentials
+    /// as [`Repositories::update`].
+    pub fn list_refs(
+        &self,
+        repo_url: &str,
+        credentials: Option<&Credentials>,
+    ) -> Result<RemoteRefs, SourceError> {
+        Ok(self.store(repo_url)?.list_refs(credentials)?)
     }
 
     /// Resolves, verifies and renders `source` against `update` (the result

@@ -59,6 +59,12 @@ impl AppFixture {
         self
     }
 
+    /// `spec.source.interval`: how often its repository is polled.
+    pub fn interval(mut self, interval: &str) -> AppFixture {
+        self.manifest["spec"]["source"]["interval"] = json!(interval);
+        self
+    }
+
     /// A label on the Application.
     pub fn label(mut self, key: &str, value: &str) -> AppFixture {
         self.manifest["metadata"]["labels"][key] = json!(value);

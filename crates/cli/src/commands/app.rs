@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams};
+use kube::api::Api;
 use tether_controller::api::Application;
 
 use super::out::{outln, print_as};
@@ -45,8 +45,17 @@ pub enum AppCommand {
     List,
     /// Print one Application as YAML.
     Get { name: String },
-    /// Delete an Application (its objects stay in the cluster).
-    Delete { name: String },
+    /// Delete an Application. Its objects stay in the cluster (the output
+    /// lists them) unless `--cascade`.
+    Delete {
+        name: String,
+        /// Delete the objects the app owns too (those in its inventory
+        /// that still carry its tracking label and annotation; adopted ones
+        /// only with `pruneAdopted`): sets the `tether.dev/cascade`
+        /// finalizer, and the controller deletes them before the app.
+        #[arg(long)]
+        cascade: bool,
+    },
 }
 
 pub async fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
@@ -81,11 +90,14 @@ pub async fn run(args: AppArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("Application {}/{name}", args.namespace))?;
             print_as(&app, output.unwrap_or("yaml"))?;
         }
-        AppCommand::Delete { name } => {
-            apps.delete(&name, &DeleteParams::default())
-                .await
-                .with_context(|| format!("Application {}/{name}", args.namespace))?;
-            outln!("Application {}/{name} deleted", args.namespace);
+        AppCommand::Delete { name, cascade } => {
+            let what = format!("Application {}/{name}", args.namespace);
+            outln!(
+                "{}",
+                super::app_delete::delete(&apps, &name, cascade)
+                    .await
+                    .context(what)?
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -2,6 +2,7 @@
 
 mod adopt;
 mod app;
+mod app_delete;
 mod break_glass;
 mod columns;
 mod diff;

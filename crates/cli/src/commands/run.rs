@@ -20,7 +20,9 @@ use super::kubeconfig::Kubeconfig;
 /// With `--http-addr` it serves `/healthz` and `/readyz` (503 while the
 /// controller cannot list its Applications) and, given a webhook secret,
 /// `POST /webhook/{github|gitlab|gitea|forgejo}`: a verified push wakes
-/// every Application of the pushed repository at once.
+/// every Application of the pushed repository at once. Without a webhook,
+/// each repository is polled (`--poll-interval`, or an app's
+/// `spec.source.interval`) and a moved revision wakes its apps.
 ///
 /// Example: `tether run --lease-namespace tether-system --http-addr 127.0.0.1:8080
 /// --webhook-secret-file /etc/tether/webhook-secret`
@@ -32,6 +34,11 @@ pub struct RunArgs {
     /// Seconds between safety-net resyncs of each application.
     #[arg(long, default_value_t = 180)]
     pub resync_seconds: u64,
+    /// How often each repository is asked whether an app's revision moved
+    /// (a `git ls-remote`, shared by the apps of one repository), for apps
+    /// whose `spec.source.interval` says nothing: 30s, 3m, 1h.
+    #[arg(long, default_value = "3m")]
+    pub poll_interval: String,
     /// Applications reconciled concurrently.
     #[arg(long, default_value_t = 16)]
     pub concurrency: u16,
@@ -68,6 +75,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let defaults = Config::default();
     let config = Config {
         resync: Duration::from_secs(args.resync_seconds),
+        poll_interval: tether_core::poll::parse_interval(&args.poll_interval)?,
         concurrency: args.concurrency,
         cache_dir: args.cache_dir.unwrap_or(defaults.cache_dir),
         lease_namespace: args.lease_namespace,

@@ -210,6 +210,10 @@ pub const ALLOW_MASS_PRUNE_ANNOTATION: &str = "tether.dev/allow-mass-prune";
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 /// The annotation naming the Application a namespace was created for.
 pub const CREATED_FOR_ANNOTATION: &str = "tether.dev/created-for";
+/// The finalizer that deletes an Application's objects before it
+/// (`tether app delete --cascade`; Argo CD's
+/// `resources-finalizer.argocd.argoproj.io`).
+pub const CASCADE_FINALIZER: &str = "tether.dev/cascade";
 /// Per-object opt-out from self-heal: `tether.dev/self-heal: disabled`.
 pub const SELF_HEAL_ANNOTATION: &str = "tether.dev/self-heal";
 

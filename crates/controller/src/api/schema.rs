@@ -36,6 +36,8 @@ pub(crate) fn source(_: &mut SchemaGenerator) -> Schema {
             "revision": {"type": "string",
                 "description": "A branch, a tag, a semver range over tags, a full commit SHA, or empty for HEAD."},
             "path": {"type": "string", "description": "Directory inside the repository; empty for the root."},
+            "interval": {"type": "string", "pattern": "^([0-9]+[dhms])+$",
+                "description": "How often the repository is polled for a new commit: 10s, 3m, 1h (default 3m, or tether run --poll-interval)."},
             "secretRef": {"type": "object", "required": ["name"],
                 "properties": {"name": {"type": "string", "minLength": 1}}},
             "renderer": {
@@ -166,7 +168,7 @@ mod tests {
         ];
         for renderer in renderers {
             let spec = json!({"repoURL": "file:///r", "revision": "main", "path": "p",
-                "renderer": renderer, "secretRef": {"name": "s"},
+                "renderer": renderer, "secretRef": {"name": "s"}, "interval": "10s",
                 "verify": {"mode": "tag-and-head", "openpgpKeys": ["k"], "allowedSigners": "a"}});
             let typed: tether_source::Source = serde_json::from_value(spec.clone()).unwrap();
             let mut used_paths = Vec::new();

@@ -3,12 +3,15 @@
 //! [`reconcile_app`] tells the whole story on one screen; each step is one
 //! call into a file of this folder: [`fetch`] (with [`argocd`] and
 //! [`generated`]), [`admit`], [`observe`], [`windows`], [`apply`] (with
-//! [`operation`]) and [`report`]. An
-//! Application that does not decode is only reported ([`invalid`]).
+//! [`operation`]) and [`report`]. An Application that does not decode is
+//! only reported ([`invalid`]); one being deleted is never synced again,
+//! and with the cascade finalizer its objects are deleted first
+//! ([`cascade`]).
 
 pub mod admit;
 pub mod apply;
 pub mod argocd;
+pub mod cascade;
 pub mod fetch;
 pub mod generated;
 pub mod invalid;
@@ -44,15 +47,21 @@ pub enum ReconcileError {
     Status { app: String, error: kube::Error },
     #[error(transparent)]
     Invalid(invalid::ReportError),
+    #[error("Application {app}: removing the cascade finalizer failed: {error}")]
+    Finalizer { app: String, error: kube::Error },
 }
 
 /// Reconciles one stored Application: one that does not decode is only
-/// reported ([`invalid`]).
+/// reported ([`invalid`]); one being deleted only loses its objects if it
+/// asked to ([`cascade`]).
 pub async fn reconcile(
     stored: Arc<StoredApplication>,
     ctx: Arc<Context>,
 ) -> Result<Next, ReconcileError> {
+    let deleting = stored.metadata.deletion_timestamp.is_some();
     match &stored.decoded {
+        Ok(app) if cascade::cascades(&stored) => cascade::delete(&Pass::new(&ctx, app)).await,
+        Ok(_) if deleting => Ok(Next::await_change()),
         Ok(app) => reconcile_app(&Pass::new(&ctx, app)).await,
         Err(invalid) => invalid::report(&ctx, &stored, invalid)
             .await

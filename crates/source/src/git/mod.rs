@@ -17,7 +17,7 @@ use std::time::Instant;
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
 
-pub use resolve::{Resolved, resolve};
+pub use resolve::{Resolved, moved, resolve};
 pub use url::repo_key;
 
 use crate::credentials::Credentials;
@@ -96,6 +96,15 @@ pub struct Store {
     trees: Mutex<HashMap<ObjectId, Arc<TreeEntries>>>,
     /// Root tree of each commit seen.
     roots: Mutex<HashMap<ObjectId, ObjectId>>,
+}
+
+/// What an exchange with the remote transfers after listing its refs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Transfer {
+    /// Nothing (`git ls-remote`).
+    ListOnly,
+    /// The objects of any tip not in the store yet (`git fetch`).
+    Missing,
 }
 
 /// An update and when (and with which credentials) it began.
@@ -179,8 +188,24 @@ impl Store {
         })
     }
 
+    /// Lists the remote's branches, tags and HEAD (one ls-refs exchange,
+    /// as `git ls-remote`) and fetches nothing: the cheap check a poll
+    /// makes before waking the apps whose revision moved.
+    pub fn list_refs(&self, credentials: Option<&Credentials>) -> Result<RemoteRefs, GitError> {
+        Ok(self.exchange(credentials, Transfer::ListOnly)?.refs)
+    }
+
     /// One ls-refs exchange, and a fetch if a tip is missing.
     fn update_now(&self, credentials: Option<&Credentials>) -> Result<Update, GitError> {
+        self.exchange(credentials, Transfer::Missing)
+    }
+
+    /// One ls-refs exchange, then the objects `transfer` asks for.
+    fn exchange(
+        &self,
+        credentials: Option<&Credentials>,
+        transfer: Transfer,
+    ) -> Result<Update, GitError> {
         let mut repo = self.repo.to_thread_local();
         let ssh = match credentials {
             Some(Credentials::Ssh {
@@ -244,7 +269,7 @@ impl Store {
             .map(|r| r.object)
             .chain(refs.head)
             .any(|id| !repo.has_object(id));
-        if !missing {
+        if !missing || transfer == Transfer::ListOnly {
             return Ok(Update {
                 refs,
                 fetched: false,

@@ -83,6 +83,17 @@ pub fn resolve(
     }
 }
 
+/// Whether `revision` names another commit (or tag) in `after` than in
+/// `before`, two listings of the same remote: a branch moved, a newer tag
+/// matches a range, a missing branch appeared. An exact commit never moves.
+pub fn moved(before: &RemoteRefs, after: &RemoteRefs, revision: &Revision) -> bool {
+    if matches!(revision, Revision::Commit(_)) {
+        return false;
+    }
+    let resolved = |refs: &RemoteRefs| resolve("", refs, revision, |_| false).ok();
+    resolved(before) != resolved(after)
+}
+
 fn tagged(tag: &str, tip: &super::RemoteRef) -> Resolved {
     Resolved {
         commit: tip.commit,
@@ -142,6 +153,30 @@ mod tests {
                 .to_string()
                 .contains("no tag matches")
         );
+    }
+
+    #[test]
+    fn a_revision_moved_when_it_resolves_elsewhere_in_a_new_listing() {
+        let before = refs();
+        let mut after = refs();
+        let tip = RemoteRef {
+            object: id(7),
+            commit: id(7),
+        };
+        after.refs.insert("refs/heads/main".into(), tip);
+        let moved_text =
+            |after: &RemoteRefs, text: &str| moved(&before, after, &Revision::parse(text).unwrap());
+        assert!(moved_text(&after, "main"));
+        assert!(!moved_text(&after, "v1.2.0"), "another ref moved");
+        assert!(!moved_text(&after, ""), "HEAD did not move");
+        let commit = id(1).to_string();
+        assert!(!moved_text(&after, &commit), "a commit never moves");
+
+        after.refs.insert("refs/tags/v1.9.5".into(), tip);
+        after.refs.insert("refs/heads/feature".into(), tip);
+        assert!(moved_text(&after, "1.*"), "a newer tag matches the range");
+        assert!(!moved_text(&after, "~1.2"));
+        assert!(moved_text(&after, "feature"), "the branch appeared");
     }
 
     #[test]

@@ -1,0 +1,206 @@
+//! Polling Git without a webhook: a cheap ref check per repository.
+//!
+//! Each Application is polled at its `spec.source.interval` (or
+//! [`crate::Config::poll_interval`]); apps on one repository (read with the
+//! same credentials) share one poll at the shortest of their intervals
+//! ([`tether_core::poll`] decides which are due). A poll lists the remote's
+//! refs as `git ls-remote` does — no objects are fetched — and wakes exactly
+//! the apps whose revision now names another commit
+//! ([`tether_source::git::moved`]); their reconcile does the fetch. The
+//! first poll of a repository only records what it lists: the apps
+//! reconcile when the controller starts or when they are created anyway.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kube::ResourceExt;
+use kube::runtime::reflector::Store;
+use tether_core::poll::{due, next_due, parse_interval, schedule};
+use tether_source::git::{RemoteRefs, moved, repo_key};
+use tether_source::{Revision, Source};
+use tokio::sync::mpsc;
+
+use crate::api::StoredApplication;
+use crate::context::Context;
+use crate::observe::live::AppKey;
+
+/// How often the Application cache is looked at again for apps, repositories
+/// or intervals that changed, when no poll falls due sooner.
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// What makes two apps' polls interchangeable: the repository, and the
+/// Secret (namespace, name) it is read with, if any.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PollKey {
+    pub repository: String,
+    pub secret: Option<(String, String)>,
+}
+
+/// One app that follows a revision of a repository.
+#[derive(Debug, Clone)]
+pub struct Follower {
+    pub key: PollKey,
+    pub app: AppKey,
+    pub revision: Revision,
+    pub interval: Duration,
+    pub source: Source,
+}
+
+/// The apps to poll for, from the Application cache: those that decode and
+/// whose revision parses (the others' reconcile reports why).
+pub fn followers(apps: &[Arc<StoredApplication>], default: Duration) -> Vec<Follower> {
+    apps.iter()
+        .filter_map(|stored| stored.decoded.as_ref().ok())
+        .filter_map(|app| {
+            let source = &app.spec.source;
+            let namespace = app.namespace().unwrap_or_default();
+            Some(Follower {
+                key: PollKey {
+                    repository: repo_key(&source.repo_url),
+                    secret: source
+                        .secret_ref
+                        .as_ref()
+                        .map(|secret| (namespace.clone(), secret.name.clone())),
+                },
+                app: (namespace, app.name_any()),
+                revision: Revision::parse(&source.revision).ok()?,
+                interval: source
+                    .interval
+                    .as_deref()
+                    .and_then(|text| parse_interval(text).ok())
+                    .unwrap_or(default),
+                source: source.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Polls every followed repository when due, until the controller stops,
+/// sending the apps whose revision moved to `wake`.
+pub async fn poll(
+    ctx: Arc<Context>,
+    apps: Store<StoredApplication>,
+    wake: mpsc::UnboundedSender<AppKey>,
+) {
+    let mut polled: BTreeMap<PollKey, Instant> = BTreeMap::new();
+    let mut listed: HashMap<PollKey, RemoteRefs> = HashMap::new();
+    loop {
+        let followers = followers(&apps.state(), ctx.config.poll_interval);
+        let schedule = schedule(followers.iter().map(|f| (f.key.clone(), f.interval)));
+        polled.retain(|key, _| schedule.contains_key(key));
+        listed.retain(|key, _| schedule.contains_key(key));
+        let now = Instant::now();
+        let polls = due(&schedule, &polled, now).into_iter().map(|key| {
+            let follower = followers.iter().find(|f| f.key == *key).expect("scheduled");
+            list_refs(&ctx, follower)
+        });
+        for (key, refs) in futures::future::join_all(polls).await {
+            polled.insert(key.clone(), now);
+            let Some(refs) = refs else { continue };
+            let Some(before) = listed.insert(key.clone(), refs.clone()) else {
+                continue;
+            };
+            for follower in followers.iter().filter(|f| f.key == key) {
+                if moved(&before, &refs, &follower.revision) {
+                    tracing::info!(app = %format!("{}/{}", follower.app.0, follower.app.1),
+                        revision = %follower.source.revision, "the revision moved; waking the app");
+                    let _ = wake.send(follower.app.clone());
+                }
+            }
+        }
+        let recheck = Instant::now() + RECHECK;
+        let next = next_due(&schedule, &polled, Instant::now()).map_or(recheck, |n| n.min(recheck));
+        tokio::time::sleep_until(next.into()).await;
+    }
+}
+
+/// Lists `follower`'s repository with its credentials (`None` when that
+/// fails: the next poll tries again, and the app's reconcile reports it).
+async fn list_refs(ctx: &Context, follower: &Follower) -> (PollKey, Option<RemoteRefs>) {
+    let key = follower.key.clone();
+    let source = follower.source.clone();
+    if source.secret_ref.is_some() && !ctx.secrets_ready.wait().await {
+        return (key, None);
+    }
+    let credentials = match crate::credentials::for_source(&ctx.secrets, &follower.app.0, &source) {
+        Ok(credentials) => credentials,
+        Err(error) => {
+            tracing::debug!(%error, "polling: no credentials");
+            return (key, None);
+        }
+    };
+    let repositories = ctx.repositories.clone();
+    let listed = tokio::task::spawn_blocking(move || {
+        repositories.list_refs(&source.repo_url, credentials.as_ref())
+    })
+    .await;
+    match listed {
+        Ok(Ok(refs)) => (key, Some(refs)),
+        Ok(Err(error)) => {
+            tracing::debug!(%error, "polling failed; trying again at the next interval");
+            (key, None)
+        }
+        Err(error) => {
+            tracing::warn!(%error, "polling task failed");
+            (key, None)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn stored(name: &str, repo_url: &str, extra: serde_json::Value) -> Arc<StoredApplication> {
+        let mut source = json!({"repoURL": repo_url, "path": name});
+        source
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        Arc::new(StoredApplication::decode(&json!({
+            "apiVersion": "tether.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": name, "namespace": "shop"},
+            "spec": {"source": source, "destination": {"namespace": "shop"}}
+        })))
+    }
+
+    #[test]
+    fn apps_on_one_repository_are_polled_once_at_their_shortest_interval() {
+        let apps = [
+            stored(
+                "web",
+                "https://git.example.com/shop.git",
+                json!({"interval": "10s"}),
+            ),
+            stored("api", "git@git.example.com:shop", json!({})),
+            stored("blog", "https://git.example.com/blog.git", json!({})),
+            stored(
+                "bad",
+                "https://git.example.com/shop.git",
+                json!({"revision": ">=x"}),
+            ),
+        ];
+        let followers = followers(&apps, Duration::from_secs(180));
+        assert_eq!(
+            followers.len(),
+            3,
+            "an app whose revision does not parse is left out"
+        );
+        let schedule = schedule(followers.iter().map(|f| (f.key.clone(), f.interval)));
+        let intervals: Vec<u64> = schedule.values().map(Duration::as_secs).collect();
+        assert_eq!(intervals, [180, 10], "blog, then shop");
+    }
+
+    #[test]
+    fn apps_reading_a_repository_with_other_credentials_poll_on_their_own() {
+        let secret = json!({"secretRef": {"name": "deploy-key"}});
+        let apps = [
+            stored("web", "https://git.example.com/shop.git", json!({})),
+            stored("api", "https://git.example.com/shop.git", secret),
+        ];
+        let followers = followers(&apps, Duration::from_secs(180));
+        assert_ne!(followers[0].key, followers[1].key);
+    }
+}
