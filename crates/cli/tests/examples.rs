@@ -184,7 +184,7 @@ async fn every_first_hour_example_reaches_synced_and_healthy_from_app_create() {
 
     // The namespaces Tether created outlive the test namespace: remove them.
     let mut made: Vec<String> = EXAMPLES.iter().map(|e| format!("{n}-{}", e.name)).collect();
-    made.extend([format!("{n}-guestbook"), format!("{n}-waves")]);
+    made.extend([format!("{n}-child-guestbook"), format!("{n}-child-waves")]);
     for namespace in made {
         let _ = std::process::Command::new("kubectl")
             .arg("--kubeconfig")
