@@ -271,3 +271,41 @@ async fn a_dry_run_into_a_missing_namespace_fails_as_the_sync_would() {
         "{shown}"
     );
 }
+
+#[tokio::test]
+async fn an_orphan_kept_with_prune_off_is_counted_in_tether_status() {
+    let ns = TestNamespace::create("cli-orphans").await;
+    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let _controller = run_controller(&ns, "only");
+    let repo = Repo::new();
+    repo.commit(
+        &[
+            ("app/settings.yaml", config_map("settings", "hello")),
+            ("app/old.yaml", config_map("old", "bye")),
+        ],
+        "two ConfigMaps",
+    );
+    create_app(&ns, &repo, json!({"automated": true, "prune": false}));
+    let first = repo.head();
+    tether_testkit::eventually("both applied", || async {
+        let table = tether_ok(&ns, &["status", "-n", &ns.name]);
+        table.contains(&first[..12]).then_some(())
+    })
+    .await;
+    repo.git(&["rm", "-q", "app/old.yaml"]);
+    repo.commit_all("old goes from Git");
+    let row = tether_testkit::eventually("the orphan counted", || async {
+        let table = tether_ok(&ns, &["status", "-n", &ns.name]);
+        let row = table.lines().find(|l| l.starts_with("shop "))?.to_string();
+        row.contains(" Synced ")
+            .then_some((table, row))
+            .filter(|(_, row)| row.contains("no longer in Git"))
+    })
+    .await;
+    let (table, row) = row;
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    let at = |column: &str| cells[header.iter().position(|h| *h == column).unwrap()];
+    assert_eq!(at("DRIFT"), "0", "{table}");
+    assert_eq!(at("ORPHANS"), "1", "{table}");
+}

@@ -10,6 +10,7 @@ use tether_controller::api::ApplicationStatus;
 use tether_controller::report::status::{
     BACK_OFF_CONDITION, PRUNE_BLOCKED_CONDITION, RECONCILED_CONDITION,
 };
+use tether_core::prune::PruneFate;
 use tether_core::{HealthStatus, OperationalState, SyncStatus};
 
 use super::columns::aligned;
@@ -49,11 +50,11 @@ pub async fn run(args: StatusArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// NAME SYNC HEALTH STATE REVISION DRIFT AGE MESSAGE
+/// NAME SYNC HEALTH STATE REVISION DRIFT ORPHANS AGE MESSAGE
 fn table(apps: &[Application]) -> String {
     let mut rows = vec![
         [
-            "NAME", "SYNC", "HEALTH", "STATE", "REVISION", "DRIFT", "AGE", "MESSAGE",
+            "NAME", "SYNC", "HEALTH", "STATE", "REVISION", "DRIFT", "ORPHANS", "AGE", "MESSAGE",
         ]
         .map(String::from)
         .to_vec(),
@@ -76,6 +77,7 @@ fn table(apps: &[Application]) -> String {
             word(status.state.map(OperationalState::as_str)),
             revision[..revision.len().min(12)].to_string(),
             drifted.to_string(),
+            kept_orphans(&status).to_string(),
             age(app),
             message(&status),
         ]);
@@ -102,11 +104,15 @@ fn message(status: &ApplicationStatus) -> String {
         .conditions
         .iter()
         .find(|c| PROBLEM_CONDITIONS.contains(&c.type_.as_str()) && c.status == "True");
+    let orphans = kept_orphans(status);
     let text = match (failed, problem) {
         (Some(c), _) | (None, Some(c)) => format!("{}: {}", c.reason, c.message),
         (None, None) if status.health.status != HealthStatus::Healthy => {
             status.health.message.clone()
         }
+        (None, None) if orphans > 0 => format!(
+            "{orphans} object(s) no longer in Git kept in the cluster (tether drift shows why)"
+        ),
         (None, None) => String::new(),
     };
     let line = text.lines().next().unwrap_or_default();
@@ -114,6 +120,16 @@ fn message(status: &ApplicationStatus) -> String {
         Some((cut, _)) => format!("{}…", &line[..cut]),
         None => line.to_string(),
     }
+}
+
+/// Objects no longer in Git that prune left in the cluster (prune off, or
+/// kept for a reason): Synced with DRIFT 0 would hide them.
+fn kept_orphans(status: &ApplicationStatus) -> usize {
+    status
+        .orphans
+        .iter()
+        .filter(|o| o.prune != PruneFate::Deleted)
+        .count()
 }
 
 /// Per app, the writers besides Tether still owning fields of its objects
@@ -185,6 +201,14 @@ mod tests {
         assert_eq!(message(&degraded), "Deployment web: 0/2 available");
         let fine = status(serde_json::json!({"health": {"status": "Healthy", "message": "ok"}}));
         assert_eq!(message(&fine), "");
+        let orphaned = status(serde_json::json!({"health": {"status": "Healthy"},
+            "orphans": [{"object": "Service shop/old", "prune": "kept: prune is off for this app"},
+                        {"object": "ConfigMap shop/gone", "prune": "Deleted"}]}));
+        assert_eq!(kept_orphans(&orphaned), 1);
+        assert_eq!(
+            message(&orphaned),
+            "1 object(s) no longer in Git kept in the cluster (tether drift shows why)"
+        );
         let long = status(serde_json::json!({"conditions": [{"type": "PruneBlocked",
             "status": "True", "reason": "CircuitBreaker", "message": "x".repeat(300)}]}));
         assert_eq!(message(&long).chars().count(), MESSAGE_WIDTH + 1);
