@@ -106,7 +106,7 @@ async fn a_commit_with_one_invalid_object_applies_nothing_and_the_next_good_comm
     .await;
     assert_eq!(status.sync.status, "OutOfSync");
     let condition = tether_testkit::condition(&status, "Reconciled").unwrap();
-    assert_eq!(condition.reason, "ApplyFailed");
+    assert_eq!(condition.reason, "ValidationFailed");
     assert!(
         condition
             .message

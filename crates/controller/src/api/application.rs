@@ -431,7 +431,8 @@ pub struct GeneratedEntry {
 }
 
 /// A condition in the Kubernetes convention; one reason per failing step
-/// (FetchFailed, VerifyFailed, RenderFailed, DiffFailed, ApplyFailed …).
+/// (FetchFailed, VerifyFailed, RenderFailed, DiffFailed, ValidationFailed,
+/// ApplyFailed …).
 #[serde_with::skip_serializing_none]
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -18,10 +18,12 @@ use crate::context::Context;
 use crate::observe::compare::Compared;
 use crate::observe::drift::{Assessed, Response};
 use crate::report::events::announce;
-use crate::report::status::{Failure, Observed, Step, SyncRun, next_status, only_revision_moved};
+use crate::report::status::{
+    Failure, Observed, RECONCILED_CONDITION, Step, SyncRun, next_status, only_revision_moved,
+};
 use crate::request;
-use crate::sync::Ran;
 use crate::sync::prune::PruneReport;
+use crate::sync::{Ran, SyncError};
 
 /// What a reconcile that got past its checks found and did.
 pub struct Findings<'a> {
@@ -63,7 +65,7 @@ pub async fn findings(pass: &Pass<'_>, found: &Findings<'_>) -> Result<Next, Rec
     });
     let failure = match found.sync {
         Some(ran) => ran.result.as_ref().err().map(|error| Failure {
-            step: Step::Apply,
+            step: step_of(error),
             message: error.to_string(),
         }),
         None => failure_in_force(app, &desired.commit, found.compared),
@@ -120,15 +122,32 @@ pub fn look_again(
     }
 }
 
+/// The step a sync failed at: the dry run of the whole set (and the
+/// waves' order) validates; anything after it applies.
+fn step_of(error: &SyncError) -> Step {
+    match error {
+        SyncError::Order { .. } | SyncError::Validate(_) => Step::Validate,
+        _ => Step::Apply,
+    }
+}
+
 /// A failed sync of this very revision that no sync has replaced yet (it
 /// is waiting out its backoff): its failure still stands, so a reconcile
 /// in between must not report success.
 fn failure_in_force(app: &Application, revision: &str, compared: &[Compared]) -> Option<Failure> {
-    let operation = app.status.as_ref()?.operation_state.as_ref()?;
+    let status = app.status.as_ref()?;
+    let operation = status.operation_state.as_ref()?;
     let pending = compared.iter().any(|c| !c.in_sync());
+    // The step the failure was reported under when the sync ran.
+    let step = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == RECONCILED_CONDITION)
+        .and_then(|c| c.reason.parse().ok())
+        .unwrap_or(Step::Apply);
     (operation.phase == OperationPhase::Failed && operation.revision == revision && pending).then(
         || Failure {
-            step: Step::Apply,
+            step,
             message: operation.message.clone(),
         },
     )

@@ -62,6 +62,9 @@ tether_core::vocabulary! {
         Diff = "DiffFailed",
         /// Admitting the objects other apps hold or nobody gave this app.
         Ownership = "OwnershipConflict",
+        /// The API server refused the commit's objects in the dry run
+        /// before any was applied (or their sync waves were malformed).
+        Validate = "ValidationFailed",
         Apply = "ApplyFailed",
     }
 }
