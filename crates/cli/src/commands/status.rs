@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use kube::ResourceExt;
 use tether_controller::api::Application;
 use tether_controller::api::ApplicationStatus;
+use tether_controller::api::application::OtherWriterEntry;
 use tether_controller::report::status::{
     BACK_OFF_CONDITION, PRUNE_BLOCKED_CONDITION, RECONCILED_CONDITION,
 };
@@ -143,24 +144,30 @@ fn other_writers(apps: &[Application]) -> String {
         }
         out.push_str(&format!("\n{}: other writers\n", app.name_any()));
         for entry in &status.other_writers {
-            let writer = &entry.writer.writer;
-            let via = writer
-                .subresource
-                .as_deref()
-                .map(|s| format!(" /{s}"))
-                .unwrap_or_default();
-            out.push_str(&format!(
-                "  {}  {} ({:?}{via})  {} field(s): {}  {}\n",
-                entry.object,
-                writer.manager,
-                writer.operation,
-                entry.writer.fields,
-                entry.writer.paths.join(", "),
-                writer.time.as_deref().unwrap_or("-"),
-            ));
+            out.push_str(&format!("  {}\n", writer_line(entry)));
         }
     }
     out
+}
+
+/// One writer besides Tether: the object, the manager (operation,
+/// subresource), how many fields and which, and when.
+pub(super) fn writer_line(entry: &OtherWriterEntry) -> String {
+    let writer = &entry.writer.writer;
+    let via = writer
+        .subresource
+        .as_deref()
+        .map(|s| format!(" /{s}"))
+        .unwrap_or_default();
+    format!(
+        "{}  {} ({:?}{via})  {} field(s): {}  {}",
+        entry.object,
+        writer.manager,
+        writer.operation,
+        entry.writer.fields,
+        entry.writer.paths.join(", "),
+        writer.time.as_deref().unwrap_or("-"),
+    )
 }
 
 fn age(app: &Application) -> String {

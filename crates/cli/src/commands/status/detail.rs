@@ -324,21 +324,7 @@ fn other_writers(out: &mut Text, status: &ApplicationStatus) {
     }
     out.field("Other writers", &status.other_writers.len().to_string());
     for entry in &status.other_writers {
-        let writer = &entry.writer.writer;
-        let via = writer
-            .subresource
-            .as_deref()
-            .map(|s| format!(" /{s}"))
-            .unwrap_or_default();
-        out.line(&format!(
-            "  {}  {} ({:?}{via})  {} field(s): {}  {}",
-            entry.object,
-            writer.manager,
-            writer.operation,
-            entry.writer.fields,
-            entry.writer.paths.join(", "),
-            writer.time.as_deref().unwrap_or("-"),
-        ));
+        out.line(&format!("  {}", super::writer_line(entry)));
     }
 }
 
