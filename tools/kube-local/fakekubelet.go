@@ -57,6 +57,9 @@ func imageRepository(image string) string {
 func runFakeKubelet(args []string) error {
 	flags := flag.NewFlagSet("fake-kubelet", flag.ContinueOnError)
 	kubeconfig := flags.String("kubeconfig", "", "admin kubeconfig")
+	var images execImages
+	flags.Var(&images, "exec-image", "IMAGE=PATH: run pods of IMAGE as PATH (repeatable)")
+	podsDir := flags.String("pods-dir", "", "where pods that really run keep their files")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -73,10 +76,19 @@ func runFakeKubelet(args []string) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
 
-	if err := registerNode(ctx, client); err != nil {
+	k := &fakeKubelet{client: client, queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
+	var kubeletPort int
+	if len(images) > 0 {
+		if k.exec, err = newExecKubelet(client, config, images, *podsDir); err != nil {
+			return err
+		}
+		if kubeletPort, err = k.exec.serveKubelet(ctx); err != nil {
+			return fmt.Errorf("serving the kubelet API: %w", err)
+		}
+	}
+	if err := registerNode(ctx, client, kubeletPort); err != nil {
 		return fmt.Errorf("registering node %s: %w", fakeNodeName, err)
 	}
-	k := &fakeKubelet{client: client, queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	pods := factory.Core().V1().Pods()
 	k.lister = pods.Lister()
@@ -98,7 +110,9 @@ func runFakeKubelet(args []string) error {
 	return nil
 }
 
-func registerNode(ctx context.Context, client kubernetes.Interface) error {
+// registerNode registers the node; kubeletPort, when not 0, is where the
+// API server finds its kubelet API (logs).
+func registerNode(ctx context.Context, client kubernetes.Interface, kubeletPort int) error {
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("64"),
 		corev1.ResourceMemory: resource.MustParse("256Gi"),
@@ -117,12 +131,13 @@ func registerNode(ctx context.Context, client kubernetes.Interface) error {
 		if err != nil {
 			return err
 		}
-		return postReadyStatus(ctx, client, created, capacity)
+		return postReadyStatus(ctx, client, created, capacity, kubeletPort)
 	})
 }
 
-// postReadyStatus writes node's status: Ready, with capacity.
-func postReadyStatus(ctx context.Context, client kubernetes.Interface, created *corev1.Node, capacity corev1.ResourceList) error {
+// postReadyStatus writes node's status: Ready, with capacity, and the
+// kubelet's port unless 0.
+func postReadyStatus(ctx context.Context, client kubernetes.Interface, created *corev1.Node, capacity corev1.ResourceList, kubeletPort int) error {
 	now := metav1.Now()
 	created.Status = corev1.NodeStatus{
 		Capacity:    capacity,
@@ -134,6 +149,9 @@ func postReadyStatus(ctx context.Context, client kubernetes.Interface, created *
 		Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}},
 		NodeInfo:  corev1.NodeSystemInfo{KubeletVersion: "v0.0.0-fake", OperatingSystem: "linux", Architecture: "amd64"},
 	}
+	if kubeletPort != 0 {
+		created.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(kubeletPort)
+	}
 	_, err := client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
 	return err
 }
@@ -142,6 +160,8 @@ type fakeKubelet struct {
 	client kubernetes.Interface
 	lister corelisters.PodLister
 	queue  workqueue.TypedRateLimitingInterface[string]
+	// exec runs the pods of allow-listed images for real (nil: none).
+	exec *execKubelet
 }
 
 func (k *fakeKubelet) enqueue(obj interface{}) {
@@ -179,7 +199,19 @@ func (k *fakeKubelet) sync(ctx context.Context, key string) error {
 		return err
 	}
 	pods := k.client.CoreV1().Pods(namespace)
+	programs, runs := k.exec.programsFor(pod)
 	switch {
+	case pod.DeletionTimestamp != nil && runs:
+		// Stop the containers, then finish the deletion as the kubelet
+		// does; the worker does not wait for the grace period.
+		go func() {
+			if running, first := k.exec.terminate(pod); running && !first {
+				return
+			}
+			zero := int64(0)
+			_ = pods.Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+		}()
+		return nil
 	case pod.DeletionTimestamp != nil:
 		zero := int64(0)
 		err := pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &pod.UID}})
@@ -197,6 +229,9 @@ func (k *fakeKubelet) sync(ctx context.Context, key string) error {
 			return nil
 		}
 		return err
+	case pod.Spec.NodeName == fakeNodeName && runs:
+		k.exec.ensure(pod, programs)
+		return nil
 	case pod.Spec.NodeName == fakeNodeName && pod.Status.StartTime == nil:
 		updated := pod.DeepCopy()
 		updated.Status = k.statusFor(pod, 0)

@@ -18,11 +18,22 @@ const usage = `kube-local: a local Kubernetes control plane built from upstream 
 
 Usage:
   kube-local up --dir DIR [--controller-manager] [--fake-kubelet]
-                [--port PORT] [--audit-log FILE]
+                [--exec-image IMAGE=PATH]... [--port PORT] [--audit-log FILE]
       Start etcd and kube-apiserver on 127.0.0.1, write DIR/kubeconfig and
       print "READY <kubeconfig>". Stops on SIGTERM, SIGINT or stdin EOF.
       --controller-manager  also run kube-controller-manager
       --fake-kubelet        also run a fake kubelet with one Ready node
+      --exec-image IMAGE=PATH
+                            (with --fake-kubelet; repeatable) really run the
+                            pods whose images are all listed: each container
+                            is PATH as a host process (its entrypoint; a
+                            command's first word stands for PATH), in a mount
+                            namespace of its own with the pod's ServiceAccount
+                            token, CA and namespace at
+                            /var/run/secrets/kubernetes.io/serviceaccount and
+                            its emptyDir volumes; restarts, probes, logs
+                            (kubectl logs) and graceful deletion as a kubelet.
+                            Pods share the host's network (podIP 127.0.0.1).
       --port PORT           kube-apiserver port (default: a free one)
       --audit-log FILE      write an API audit log (Metadata level) to FILE
   kube-local kubeconfig --dir DIR --user NAME [--group G]... --out FILE
@@ -30,6 +41,7 @@ Usage:
 
 Internal (started by "up"):
   kube-local etcd | apiserver | controller-manager | fake-kubelet  [flags]
+  kube-local exec-container [--bind SOURCE=TARGET]... -- PROGRAM ARGS...
 `
 
 func main() {
@@ -52,6 +64,8 @@ func main() {
 		err = runControllerManager(args)
 	case "fake-kubelet":
 		err = runFakeKubelet(args)
+	case "exec-container":
+		err = runExecContainer(args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -39,7 +40,7 @@ func TestUpFlagsParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := upOptions{dir: "d", fakeKubelet: true, port: 6443, auditLog: "a.log"}
-	if *o != want {
+	if !reflect.DeepEqual(*o, want) {
 		t.Errorf("got %+v, want %+v", *o, want)
 	}
 }

@@ -32,6 +32,7 @@ type upOptions struct {
 	fakeKubelet       bool
 	port              int
 	auditLog          string
+	execImages        execImages
 }
 
 // upFlags defines the flags of `kube-local up` (the usage text in main.go
@@ -42,6 +43,7 @@ func upFlags() (*flag.FlagSet, *upOptions) {
 	flags.StringVar(&o.dir, "dir", "", "state directory (pki, kubeconfig, logs)")
 	flags.BoolVar(&o.controllerManager, "controller-manager", false, "also run kube-controller-manager")
 	flags.BoolVar(&o.fakeKubelet, "fake-kubelet", false, "also run a fake kubelet with one Ready node")
+	flags.Var(&o.execImages, "exec-image", "IMAGE=PATH: really run the pods of IMAGE as the host program PATH (repeatable)")
 	flags.IntVar(&o.port, "port", 0, "kube-apiserver port on 127.0.0.1 (0: pick a free one)")
 	flags.StringVar(&o.auditLog, "audit-log", "", "write an API audit log (Metadata level) to this file")
 	return flags, o
@@ -58,6 +60,9 @@ func runUp(args []string) error {
 	}
 	if o.port < 0 || o.port > 65535 {
 		return fmt.Errorf("--port %d is not a TCP port", o.port)
+	}
+	if err := checkExecImages(o.execImages, o.fakeKubelet); err != nil {
+		return err
 	}
 	absDir, err := filepath.Abs(o.dir)
 	if err != nil {
@@ -77,7 +82,7 @@ func runUp(args []string) error {
 		}
 	}
 	if o.fakeKubelet {
-		if err := plane.startFakeKubelet(); err != nil {
+		if err := plane.startFakeKubelet(o.execImages); err != nil {
 			return err
 		}
 	}
@@ -287,8 +292,37 @@ func (p *controlPlane) startControllerManager() error {
 	)
 }
 
-func (p *controlPlane) startFakeKubelet() error {
-	return p.spawn("fake-kubelet", "--kubeconfig", p.kubeconfig())
+func (p *controlPlane) startFakeKubelet(images execImages) error {
+	args := []string{"--kubeconfig", p.kubeconfig()}
+	if len(images) > 0 {
+		args = append(args, "--pods-dir", filepath.Join(p.dir, "pods"))
+		for image, path := range images {
+			args = append(args, "--exec-image", image+"="+path)
+		}
+	}
+	return p.spawn("fake-kubelet", args...)
+}
+
+// checkExecImages refuses --exec-image without the kubelet that would run
+// them, or with a program that is not an absolute path to an executable
+// (the container starts in /).
+func checkExecImages(images execImages, fakeKubelet bool) error {
+	if len(images) > 0 && !fakeKubelet {
+		return errors.New("--exec-image needs --fake-kubelet")
+	}
+	for image, path := range images {
+		if !filepath.IsAbs(path) {
+			return fmt.Errorf("--exec-image %s=%s: the program must be an absolute path", image, path)
+		}
+		info, err := os.Stat(path)
+		if err != nil {
+			return fmt.Errorf("--exec-image %s=%s: %w", image, path, err)
+		}
+		if info.IsDir() || info.Mode()&0o111 == 0 {
+			return fmt.Errorf("--exec-image %s=%s: not an executable file", image, path)
+		}
+	}
+	return nil
 }
 
 // spawn starts this binary as a child running one component. The kernel

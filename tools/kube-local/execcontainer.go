@@ -1,0 +1,53 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+)
+
+// runExecContainer is the first moment of a container that really runs:
+// started by the exec kubelet in a mount namespace of its own, it
+// bind-mounts the pod's directories (service account, emptyDir volumes) at
+// their paths, then replaces itself with the container's program, which
+// keeps its process id. Go cannot run code between fork and exec, hence
+// this step as a process.
+//
+// A mount target that does not exist on the host is created there as an
+// empty directory (mkdir is not confined to a mount namespace); the
+// mounts themselves are seen only by the container.
+func runExecContainer(args []string) error {
+	flags := flag.NewFlagSet("exec-container", flag.ContinueOnError)
+	var mounts stringList
+	flags.Var(&mounts, "bind", "SOURCE=TARGET to bind-mount (repeatable)")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	argv := flags.Args()
+	if len(argv) == 0 {
+		return errors.New("no program to run")
+	}
+	// Nothing mounted here may reach the host's namespace.
+	if err := syscall.Mount("none", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("making / private: %w", err)
+	}
+	for _, mount := range mounts {
+		source, target, ok := strings.Cut(mount, "=")
+		if !ok {
+			return fmt.Errorf("--bind %q is not SOURCE=TARGET", mount)
+		}
+		if err := os.MkdirAll(target, 0o755); err != nil {
+			return fmt.Errorf("creating mount point %s: %w", target, err)
+		}
+		if err := syscall.Mount(source, target, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind-mounting %s at %s: %w", source, target, err)
+		}
+	}
+	if err := os.Chdir("/"); err != nil {
+		return err
+	}
+	return syscall.Exec(argv[0], argv, os.Environ())
+}
