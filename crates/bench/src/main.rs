@@ -89,6 +89,7 @@ async fn main() -> anyhow::Result<()> {
             controller_manager,
             audit_log: Some(audit_log.clone()),
             show_stderr: false,
+            exec_images: Vec::new(),
         },
     );
     let admin = client_for(plane.kubeconfig()).await;

@@ -20,6 +20,10 @@ pub struct Launch {
     pub audit_log: Option<PathBuf>,
     /// Show kube-local's stderr (else it is dropped).
     pub show_stderr: bool,
+    /// Really run the pods whose images are all in this list, each image
+    /// as the host program beside it (`kube-local up --exec-image
+    /// IMAGE=PATH`; needs `controller_manager`, which brings the kubelet).
+    pub exec_images: Vec<(String, PathBuf)>,
 }
 
 /// A running control plane and the kubeconfig of its admin user. One this
@@ -46,6 +50,11 @@ impl ControlPlane {
         command.args(["up", "--dir"]).arg(dir);
         if launch.controller_manager {
             command.args(["--controller-manager", "--fake-kubelet"]);
+        }
+        for (image, program) in &launch.exec_images {
+            let mut flag = std::ffi::OsString::from(format!("{image}="));
+            flag.push(program);
+            command.arg("--exec-image").arg(flag);
         }
         if let Some(audit_log) = &launch.audit_log {
             command.arg("--audit-log").arg(audit_log);
@@ -137,8 +146,8 @@ pub fn control_plane() -> &'static ControlPlane {
             &std::env::temp_dir().join(format!("tether-test-plane-{}", std::process::id())),
             &Launch {
                 controller_manager: true,
-                audit_log: None,
                 show_stderr: true,
+                ..Launch::default()
             },
         ),
     })
