@@ -143,3 +143,66 @@ async fn of_two_tether_run_processes_only_the_leader_acts_and_the_other_takes_ov
     );
     drop((alpha, beta));
 }
+
+/// A leader stopped with SIGTERM (a deleted pod) gives the Lease back as
+/// it exits, so the other replica leads at once, not after the lease
+/// duration.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_leader_stopped_with_sigterm_gives_the_lease_back_and_the_other_leads_at_once() {
+    let ns = TestNamespace::create("cli-sigterm").await;
+    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let repo = Repo::new();
+    let first = repo.commit(
+        &[("app/settings.yaml", config_map("settings", "one"))],
+        "one",
+    );
+    create_app(&ns, &repo, json!({}));
+    let mut alpha = run_controller(&ns, "alpha");
+    let mut beta = run_controller(&ns, "beta");
+    let cluster = Cluster {
+        apps: Api::namespaced(ns.client.clone(), &ns.name),
+        config_maps: Api::namespaced(ns.client.clone(), &ns.name),
+        leases: Api::namespaced(ns.client.clone(), &ns.name),
+        ns,
+    };
+    let leader = eventually("a lease holder", || cluster.holder()).await;
+    cluster.applied(&first, "one").await;
+    let (stopping, survivor) = if leader == "alpha" {
+        (&mut alpha, "beta")
+    } else {
+        (&mut beta, "alpha")
+    };
+    let pid = stopping.child.id().to_string();
+    let terminated = Instant::now();
+    tether_testkit::run_ok(std::process::Command::new("kill").args(["-TERM", &pid]));
+    eventually("the survivor holding the lease", || async {
+        (cluster.holder().await.as_deref() == Some(survivor)).then_some(())
+    })
+    .await;
+    let took_over = terminated.elapsed();
+    let mut exit = None;
+    for _ in 0..100 {
+        exit = stopping.child.try_wait().unwrap();
+        if exit.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let exit = exit.expect("the stopped leader exits within 10 s");
+    assert!(exit.success(), "{exit:?}");
+    let second = repo.commit(
+        &[("app/settings.yaml", config_map("settings", "two"))],
+        "two",
+    );
+    cluster.applied(&second, "two").await;
+    println!(
+        "takeover after SIGTERM: {:.1} s; next commit applied after {:.1} s",
+        took_over.as_secs_f64(),
+        terminated.elapsed().as_secs_f64()
+    );
+    assert!(
+        took_over < Duration::from_secs(5),
+        "took over after {took_over:?}"
+    );
+    drop((alpha, beta));
+}

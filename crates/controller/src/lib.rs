@@ -23,6 +23,7 @@ pub mod break_glass;
 pub mod context;
 pub mod credentials;
 pub mod install;
+pub mod lease;
 pub mod observe;
 pub mod reconcile;
 pub mod report;
@@ -33,7 +34,7 @@ pub mod single_writer;
 pub mod sync;
 
 pub use context::{Config, Context};
-pub use run::{run, run_with};
+pub use run::{run, run_until, run_with};
 pub use serve::probe::Probe;
 pub use serve::trigger::Trigger;
 pub use sync::{SyncError, SyncOptions, SyncReport, sync_manifests, sync_manifests_with};

@@ -10,7 +10,6 @@ use kube::api::Api;
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
-use kube_lease_manager::LeaseManagerBuilder;
 use tokio::sync::mpsc;
 
 use crate::api::{BreakGlass, StoredApplication};
@@ -18,23 +17,18 @@ use crate::break_glass::lifecycle::{self, WindowContext};
 use crate::break_glass::{audit, key};
 use crate::context::{Config, Context, Ready};
 use crate::credentials;
+use crate::lease;
 use crate::observe::live::{AppKey, LiveCache};
 use crate::reconcile::{error_policy, reconcile};
 use crate::serve::poll;
 use crate::serve::probe::Probe;
 use crate::serve::trigger::Trigger;
 
-const LEASE_NAME: &str = "tether-controller";
-const LEASE_SECONDS: u64 = 15;
-const LEASE_GRACE_SECONDS: u64 = 5;
-
 /// Why the controller stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error("leader election on Lease {namespace}/{LEASE_NAME}: {message}")]
-    Lease { namespace: String, message: String },
-    #[error("lost the leader lease to another replica; stopping so only one acts")]
-    LostLease,
+    #[error(transparent)]
+    Lease(#[from] lease::LeaseError),
     #[error(transparent)]
     AuditKey(#[from] key::KeyError),
 }
@@ -55,28 +49,49 @@ pub async fn run_with(
     trigger: Trigger,
     probe: Probe,
 ) -> Result<(), RunError> {
-    let lease_error = |error: kube_lease_manager::LeaseManagerError| RunError::Lease {
-        namespace: config.lease_namespace.clone(),
-        message: error.to_string(),
+    run_until(client, config, trigger, probe, std::future::pending()).await
+}
+
+/// [`run_with`] until `shutdown` completes (SIGTERM): then the work in
+/// flight is dropped (an interrupted sync is converged by the next leader)
+/// and the Lease given back, so another replica leads at once rather than
+/// when the Lease expires.
+pub async fn run_until(
+    client: Client,
+    config: Config,
+    trigger: Trigger,
+    probe: Probe,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), RunError> {
+    let mut shutdown = std::pin::pin!(shutdown);
+    let identity = config.identity.clone();
+    let acquired = tokio::select! {
+        hold = lease::acquire(&client, &config) => Some(hold?),
+        () = &mut shutdown => None,
     };
-    let lease = LeaseManagerBuilder::new(client.clone(), LEASE_NAME)
-        .with_namespace(&config.lease_namespace)
-        .with_identity(&config.identity)
-        .with_duration(LEASE_SECONDS)
-        .with_grace(LEASE_GRACE_SECONDS)
-        .build()
-        .await
-        .map_err(lease_error)?;
-    let (mut leading, lease_task) = lease.watch().await;
-    // The lease task is spawned; stop it with this function (a stopped
-    // controller must not keep renewing its lease).
-    let _lease_task = tokio_util::task::AbortOnDropHandle::new(lease_task);
-    tracing::info!(identity = %config.identity, "waiting to lead");
-    while !*leading.borrow_and_update() {
-        if leading.changed().await.is_err() {
-            return Err(RunError::LostLease);
+    let Some(hold) = acquired else {
+        return Ok(());
+    };
+    let leading = hold.leading.clone();
+    let result = tokio::select! {
+        result = lead(client, config, trigger, probe, leading) => result,
+        () = shutdown => {
+            tracing::info!(%identity, "stopping: giving the lease back");
+            Ok(())
         }
-    }
+    };
+    hold.release(&identity).await;
+    result
+}
+
+/// Reconciles, as the leader, until the lease is lost.
+async fn lead(
+    client: Client,
+    config: Config,
+    trigger: Trigger,
+    probe: Probe,
+    mut leading: tokio::sync::watch::Receiver<bool>,
+) -> Result<(), RunError> {
     tracing::info!(identity = %config.identity, "leading; reconciling");
     let audit_key = audit_key(&client, &config.lease_namespace).await?;
     warn_unless_controller_namespace(&client, &config.lease_namespace).await;
@@ -236,7 +251,7 @@ pub async fn run_with(
         () = secrets_watch => Ok(()),
         () = windows_waiter => Ok(()),
         () = secrets_waiter => Ok(()),
-        () = lost => Err(RunError::LostLease),
+        () = lost => Err(lease::LeaseError::Lost.into()),
     }
 }
 

@@ -71,6 +71,23 @@ pub struct RunArgs {
     pub render_sandbox: SandboxMode,
 }
 
+/// Completes on SIGTERM (a pod being deleted) or SIGINT (Ctrl-C).
+async fn stop() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+    tracing::info!("tether controller stopping");
+}
+
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let defaults = Config::default();
     let config = Config {
@@ -129,10 +146,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             None => std::future::pending().await,
         }
     };
+    let controller =
+        tether_controller::run_until(client, config, trigger.clone(), probe.clone(), stop());
     tokio::select! {
-        result = tether_controller::run_with(client, config, trigger.clone(), probe.clone()) => result?,
+        result = controller => result?,
         result = serve_http => result?,
-        _ = tokio::signal::ctrl_c() => tracing::info!("tether controller stopping"),
     }
     Ok(ExitCode::SUCCESS)
 }

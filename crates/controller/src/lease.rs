@@ -1,0 +1,129 @@
+//! Leader election on the controller's Lease: wait to lead, and give the
+//! Lease back when stopping. A follower also watches the Lease, so when a
+//! stopping leader gives it back the follower leads at once instead of
+//! when the Lease would have expired.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Client;
+use kube::api::Api;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube_lease_manager::{LeaseManager, LeaseManagerBuilder, LeaseManagerError};
+use tokio::sync::watch;
+use tokio_util::task::AbortOnDropHandle;
+
+use crate::context::Config;
+
+/// The Lease the replicas share.
+pub const LEASE_NAME: &str = "tether-controller";
+/// Seconds the Lease stays valid after a renewal.
+const LEASE_SECONDS: u64 = 15;
+/// Seconds before expiry that the holder renews it.
+const LEASE_GRACE_SECONDS: u64 = 5;
+/// How long a stopping controller waits to give its Lease back.
+const RELEASE_WAIT: Duration = Duration::from_secs(3);
+
+/// Why leading failed or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum LeaseError {
+    #[error("leader election on Lease {namespace}/{LEASE_NAME}: {message}")]
+    Manager { namespace: String, message: String },
+    #[error("lost the leader lease to another replica; stopping so only one acts")]
+    Lost,
+}
+
+/// This replica's hold on the Lease: `leading` says whether it still
+/// holds it; dropping the hold gives it back (see [`Hold::release`]).
+pub struct Hold {
+    pub leading: watch::Receiver<bool>,
+    task: AbortOnDropHandle<Result<LeaseManager, LeaseManagerError>>,
+}
+
+impl Hold {
+    /// Gives the Lease back: closing the channel makes the lease task
+    /// release it and end; waits for that a short while.
+    pub async fn release(self, identity: &str) {
+        let Hold { leading, mut task } = self;
+        drop(leading);
+        match tokio::time::timeout(RELEASE_WAIT, &mut task).await {
+            Ok(Ok(Ok(_))) => tracing::info!(%identity, "lease given back"),
+            Ok(Ok(Err(error))) => tracing::warn!(%identity, %error, "giving the lease back failed"),
+            Ok(Err(error)) => tracing::warn!(%identity, %error, "the lease task failed"),
+            Err(_) => tracing::warn!(%identity, "giving the lease back took too long"),
+        }
+    }
+}
+
+/// Waits until this replica holds the Lease.
+pub async fn acquire(client: &Client, config: &Config) -> Result<Hold, LeaseError> {
+    loop {
+        let mut hold = watch_lease(client, config).await?;
+        if *hold.leading.borrow_and_update() {
+            return Ok(hold);
+        }
+        tracing::info!(identity = %config.identity, "waiting to lead");
+        tokio::select! {
+            led = became_leader(&mut hold.leading) => {
+                return led.map(|()| hold);
+            }
+            () = given_back(client, &config.lease_namespace) => {
+                // The holder stopped: start over, so the new lease
+                // manager takes the free Lease now.
+                hold.release(&config.identity).await;
+            }
+        }
+    }
+}
+
+async fn watch_lease(client: &Client, config: &Config) -> Result<Hold, LeaseError> {
+    let lease = LeaseManagerBuilder::new(client.clone(), LEASE_NAME)
+        .with_namespace(&config.lease_namespace)
+        .with_identity(&config.identity)
+        .with_duration(LEASE_SECONDS)
+        .with_grace(LEASE_GRACE_SECONDS)
+        .build()
+        .await
+        .map_err(|error| LeaseError::Manager {
+            namespace: config.lease_namespace.clone(),
+            message: error.to_string(),
+        })?;
+    let (leading, task) = lease.watch().await;
+    Ok(Hold {
+        leading,
+        task: AbortOnDropHandle::new(task),
+    })
+}
+
+async fn became_leader(leading: &mut watch::Receiver<bool>) -> Result<(), LeaseError> {
+    loop {
+        if leading.changed().await.is_err() {
+            return Err(LeaseError::Lost);
+        }
+        if *leading.borrow_and_update() {
+            return Ok(());
+        }
+    }
+}
+
+/// Completes when the Lease, seen held, is given back (no holder).
+async fn given_back(client: &Client, namespace: &str) {
+    let leases: Api<Lease> = Api::namespaced(client.clone(), namespace);
+    let config = watcher::Config::default().fields(&format!("metadata.name={LEASE_NAME}"));
+    let mut seen_held = false;
+    let mut events = std::pin::pin!(watcher(leases, config).default_backoff().applied_objects());
+    while let Some(event) = events.next().await {
+        let Ok(lease) = event else { continue };
+        let holder = lease
+            .spec
+            .and_then(|spec| spec.holder_identity)
+            .filter(|holder| !holder.is_empty());
+        match holder {
+            Some(_) => seen_held = true,
+            None if seen_held => return,
+            None => {}
+        }
+    }
+    std::future::pending().await
+}
