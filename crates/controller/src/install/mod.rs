@@ -395,6 +395,38 @@ mod tests {
     }
 
     #[test]
+    fn no_enum_in_the_crds_lists_null_which_kubectl_validation_refuses() {
+        fn nulls(value: &Value, path: &str, found: &mut Vec<String>) {
+            match value {
+                Value::Object(map) => {
+                    for (key, value) in map {
+                        if key == "enum"
+                            && value.as_array().is_some_and(|e| e.contains(&Value::Null))
+                        {
+                            found.push(path.to_string());
+                        }
+                        nulls(value, &format!("{path}.{key}"), found);
+                    }
+                }
+                Value::Array(items) => items.iter().for_each(|v| nulls(v, path, found)),
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        for crd in crds() {
+            nulls(&crd, "", &mut found);
+        }
+        assert!(found.is_empty(), "{found:#?}");
+        let spec =
+            &crds()[0]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        let policy = &spec["properties"]["syncPolicy"];
+        assert!(
+            !policy["required"].to_string().contains("prunePropagation"),
+            "{policy}"
+        );
+    }
+
+    #[test]
     fn the_break_glass_policy_carries_the_cap() {
         let manifests = manifests_with_cap("tether-system", Duration::from_secs(2 * 3600));
         let policy = named(&manifests, "ValidatingAdmissionPolicy", BREAK_GLASS_POLICY).to_string();
