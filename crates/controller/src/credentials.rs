@@ -293,4 +293,27 @@ mod tests {
         let text = not_read("shop", "repo", kube::Error::SerdeError(garbled)).to_string();
         assert!(!text.contains(VALUE), "{text}");
     }
+
+    #[test]
+    fn a_secret_outside_the_watched_namespaces_says_which_flag_grants_it() {
+        let (store, _writer) = kube::runtime::reflector::store::<Secret>();
+        let secrets = RepositorySecrets::per_namespace(vec![("tether-system".into(), store)]);
+        let source: Source = serde_json::from_value(serde_json::json!({
+            "repoURL": "https://git.example.com/shop.git", "path": "app",
+            "secretRef": {"name": "repo"}
+        }))
+        .unwrap();
+        let error = for_source(&secrets, "shop", &source)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("Secret shop/repo: the controller reads repository credentials only in namespaces tether-system; grant namespace shop with `tether install --secrets-namespace shop`"),
+            "{error}"
+        );
+        let missing = for_source(&secrets, "tether-system", &source).unwrap_err();
+        assert!(
+            matches!(missing, CredentialsError::NotFound { .. }),
+            "{missing}"
+        );
+    }
 }
