@@ -40,6 +40,10 @@ pub struct Config {
     pub identity: String,
     /// Reconcile only the Applications in this namespace (default: all).
     pub watch_namespace: Option<String>,
+    /// Read repository credentials only in these namespaces (default:
+    /// the watched namespace, or all), so the controller needs no
+    /// cluster-wide access to Secrets.
+    pub secrets_namespaces: Vec<String>,
     /// When self-heal stops fighting another writer (default: more than 3
     /// reverts of one field in 5 minutes backs off for 1 minute, doubling).
     pub flap_policy: FlapPolicy,
@@ -60,6 +64,7 @@ impl Default for Config {
             lease_namespace: "default".into(),
             identity: format!("tether-{}", std::process::id()),
             watch_namespace: None,
+            secrets_namespaces: Vec::new(),
             flap_policy: FlapPolicy::default(),
             sandbox: tether_source::Sandbox::default(),
             max_window_ttl: tether_core::window::DEFAULT_MAX_TTL,
@@ -88,6 +93,27 @@ impl Ready {
                 tx.send_replace(true);
             }
             // Keep the sender: a dropped one would read as "never ready".
+            std::future::pending::<()>().await;
+        };
+        (Ready(rx), waiter)
+    }
+
+    /// Readiness of every one of `stores` (see [`Ready::of`]).
+    pub fn of_all<K>(stores: Vec<Store<K>>) -> (Ready, impl std::future::Future<Output = ()>)
+    where
+        K: kube::runtime::reflector::Lookup + Clone + 'static,
+        K::DynamicType: Eq + std::hash::Hash + Clone,
+    {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let waiter = async move {
+            let lists = stores.iter().map(|store| store.wait_until_ready());
+            if futures::future::join_all(lists)
+                .await
+                .iter()
+                .all(Result::is_ok)
+            {
+                tx.send_replace(true);
+            }
             std::future::pending::<()>().await;
         };
         (Ready(rx), waiter)
@@ -130,7 +156,7 @@ pub struct Context {
     /// The controller's audit key: seals the audit log, masks Secret values.
     pub audit_key: AuditKey,
     /// The watched repository-credential Secrets (see [`crate::credentials`]).
-    pub secrets: Store<k8s_openapi::api::core::v1::Secret>,
+    pub secrets: crate::credentials::RepositorySecrets,
     pub secrets_ready: Ready,
     pub config: Config,
     memos: Mutex<HashMap<AppKey, Arc<Mutex<AppMemo>>>>,
@@ -141,7 +167,7 @@ impl Context {
         client: Client,
         live: LiveCache,
         (windows, windows_ready): (Store<BreakGlass>, Ready),
-        (secrets, secrets_ready): (Store<k8s_openapi::api::core::v1::Secret>, Ready),
+        (secrets, secrets_ready): (crate::credentials::RepositorySecrets, Ready),
         audit_key: AuditKey,
         config: Config,
     ) -> Self {

@@ -37,6 +37,15 @@ pub enum CredentialsError {
         "Secret {namespace}/{name}: not labelled {SECRET_TYPE_LABEL}={REPOSITORY}, so it is not used as repository credentials"
     )]
     NotLabelled { namespace: String, name: String },
+    #[error(
+        "Secret {namespace}/{name}: the controller reads repository credentials only in {watched}; grant namespace {namespace} with `tether install --secrets-namespace {namespace}` (the controller then runs with `--secrets-namespace {namespace}` too)"
+    )]
+    NotWatched {
+        namespace: String,
+        name: String,
+        /// The namespaces it reads them in, as a phrase.
+        watched: String,
+    },
     #[error("Secret {namespace}/{name}: forbidden: {message}")]
     Forbidden {
         namespace: String,
@@ -83,23 +92,64 @@ pub fn decode(secret: &Secret) -> Result<Credentials, CredentialsError> {
     })
 }
 
+/// The watched repository-credential Secrets: one store for every
+/// namespace, or one per namespace the controller may read Secrets in
+/// (`tether run --secrets-namespace`), since RBAC cannot grant Secrets by
+/// label.
+#[derive(Clone)]
+pub struct RepositorySecrets(Vec<(Option<String>, Store<Secret>)>);
+
+impl RepositorySecrets {
+    /// Secrets of every namespace, in one store.
+    pub fn everywhere(store: Store<Secret>) -> Self {
+        RepositorySecrets(vec![(None, store)])
+    }
+
+    /// Secrets of the given namespaces, a store each.
+    pub fn per_namespace(stores: Vec<(String, Store<Secret>)>) -> Self {
+        RepositorySecrets(stores.into_iter().map(|(ns, s)| (Some(ns), s)).collect())
+    }
+
+    /// The stores, to wait until each has had its first list.
+    pub fn stores(&self) -> Vec<Store<Secret>> {
+        self.0.iter().map(|(_, store)| store.clone()).collect()
+    }
+
+    fn store_of(&self, namespace: &str) -> Option<&Store<Secret>> {
+        self.0
+            .iter()
+            .find(|(watched, _)| watched.as_deref().is_none_or(|w| w == namespace))
+            .map(|(_, store)| store)
+    }
+
+    fn watched(&self) -> String {
+        let names: Vec<_> = self.0.iter().filter_map(|(ns, _)| ns.as_deref()).collect();
+        format!("namespaces {}", names.join(", "))
+    }
+}
+
 /// The credentials `source` asks for, read from `secrets` (the watched
 /// repository Secrets) in `namespace`; `None` when it asks for none.
 pub fn for_source(
-    secrets: &Store<Secret>,
+    secrets: &RepositorySecrets,
     namespace: &str,
     source: &Source,
 ) -> Result<Option<Credentials>, CredentialsError> {
     let Some(reference) = &source.secret_ref else {
         return Ok(None);
     };
-    let key = ObjectRef::<Secret>::new(&reference.name).within(namespace);
-    let secret = secrets
-        .get(&key)
-        .ok_or_else(|| CredentialsError::NotFound {
+    let store = secrets
+        .store_of(namespace)
+        .ok_or_else(|| CredentialsError::NotWatched {
             namespace: namespace.to_string(),
             name: reference.name.clone(),
+            watched: secrets.watched(),
         })?;
+    let key = ObjectRef::<Secret>::new(&reference.name).within(namespace);
+    let secret = store.get(&key).ok_or_else(|| CredentialsError::NotFound {
+        namespace: namespace.to_string(),
+        name: reference.name.clone(),
+    })?;
     decode(&secret).map(Some)
 }
 
@@ -242,5 +292,28 @@ mod tests {
             .unwrap_err();
         let text = not_read("shop", "repo", kube::Error::SerdeError(garbled)).to_string();
         assert!(!text.contains(VALUE), "{text}");
+    }
+
+    #[test]
+    fn a_secret_outside_the_watched_namespaces_says_which_flag_grants_it() {
+        let (store, _writer) = kube::runtime::reflector::store::<Secret>();
+        let secrets = RepositorySecrets::per_namespace(vec![("tether-system".into(), store)]);
+        let source: Source = serde_json::from_value(serde_json::json!({
+            "repoURL": "https://git.example.com/shop.git", "path": "app",
+            "secretRef": {"name": "repo"}
+        }))
+        .unwrap();
+        let error = for_source(&secrets, "shop", &source)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("Secret shop/repo: the controller reads repository credentials only in namespaces tether-system; grant namespace shop with `tether install --secrets-namespace shop`"),
+            "{error}"
+        );
+        let missing = for_source(&secrets, "tether-system", &source).unwrap_err();
+        assert!(
+            matches!(missing, CredentialsError::NotFound { .. }),
+            "{missing}"
+        );
     }
 }

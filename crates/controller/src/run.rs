@@ -121,31 +121,11 @@ async fn lead(
             Some(ObjectRef::<BreakGlass>::new(name).within(namespace))
         },
     );
-    // Repository credentials: only Secrets labelled as such are watched.
-    let secrets_api: Api<Secret> = match &config.watch_namespace {
-        Some(namespace) => Api::namespaced(client.clone(), namespace),
-        None => Api::all(client.clone()),
-    };
-    let (secrets, secrets_writer) = reflector::store();
-    let secrets_watch = reflector::reflector(
-        secrets_writer,
-        watcher(
-            secrets_api,
-            watcher::Config::default().labels(&format!(
-                "{}={}",
-                credentials::SECRET_TYPE_LABEL,
-                credentials::REPOSITORY
-            )),
-        )
-        .default_backoff(),
-    )
-    .for_each(|event| async move {
-        if let Err(error) = event {
-            tracing::warn!(%error, "the repository Secret watch was interrupted; retrying");
-        }
-    });
+    // Repository credentials: only Secrets labelled as such are watched,
+    // in the namespaces the controller may read Secrets in.
+    let (secrets, secrets_watch) = watch_repository_secrets(&client, &config);
     let (windows_ready, windows_waiter) = Ready::of(windows.store());
-    let (secrets_ready, secrets_waiter) = Ready::of(secrets.clone());
+    let (secrets_ready, secrets_waiter) = Ready::of_all(secrets.stores());
     let context = Arc::new(Context::new(
         client.clone(),
         live,
@@ -253,6 +233,59 @@ async fn lead(
         () = secrets_waiter => Ok(()),
         () = lost => Err(lease::LeaseError::Lost.into()),
     }
+}
+
+/// The repository-credential Secrets (labelled as such) in the watched
+/// namespace, else each of `secrets_namespaces`, else every namespace; and
+/// the future that keeps them watched.
+fn watch_repository_secrets(
+    client: &Client,
+    config: &Config,
+) -> (
+    credentials::RepositorySecrets,
+    impl std::future::Future<Output = ()> + use<>,
+) {
+    let namespaces: Vec<Option<String>> =
+        match (&config.watch_namespace, &config.secrets_namespaces) {
+            (Some(namespace), _) => vec![Some(namespace.clone())],
+            (None, some) if !some.is_empty() => some.iter().cloned().map(Some).collect(),
+            (None, _) => vec![None],
+        };
+    let labelled = watcher::Config::default().labels(&format!(
+        "{}={}",
+        credentials::SECRET_TYPE_LABEL,
+        credentials::REPOSITORY
+    ));
+    let mut stores = Vec::new();
+    let mut watches = Vec::new();
+    for namespace in namespaces {
+        let api: Api<Secret> = match &namespace {
+            Some(namespace) => Api::namespaced(client.clone(), namespace),
+            None => Api::all(client.clone()),
+        };
+        let (store, writer) = reflector::store();
+        stores.push((namespace, store));
+        let watch = reflector::reflector(writer, watcher(api, labelled.clone()).default_backoff())
+            .for_each(|event| async move {
+                if let Err(error) = event {
+                    tracing::warn!(%error, "the repository Secret watch was interrupted; retrying");
+                }
+            });
+        watches.push(watch);
+    }
+    let secrets = match stores.as_slice() {
+        [(None, store)] => credentials::RepositorySecrets::everywhere(store.clone()),
+        _ => credentials::RepositorySecrets::per_namespace(
+            stores
+                .into_iter()
+                .filter_map(|(ns, store)| Some((ns?, store)))
+                .collect(),
+        ),
+    };
+    let watch = async move {
+        futures::future::join_all(watches).await;
+    };
+    (secrets, watch)
 }
 
 /// The audit key, created on first use; retried while the API server

@@ -74,21 +74,15 @@ async fn guarded_app(prefix: &str, policy: serde_json::Value) -> Guarded {
     let controller = service_account_user(&ns.name);
     let identity = plane.user_kubeconfig(&controller, &["system:serviceaccounts"]);
     let client = client_for(&identity).await;
-    // install's ClusterRoleBinding names one namespace's service account,
-    // and tests running at once each install: bind this one on its own
-    // (the watch caches of managed objects are cluster-wide).
-    let binding = format!("tether-controller-{}", ns.name);
+    // install binds this namespace's service account on its own (bindings
+    // are named after the namespace); remove them when the test ends.
     let mut cluster_objects = ClusterObjects {
-        names: vec![format!("clusterrolebinding/{binding}")],
+        names: vec![
+            format!("clusterrolebinding/tether-controller-{}", ns.name),
+            format!("clusterrolebinding/tether-applier-{}", ns.name),
+        ],
         kubeconfig: ns.kubeconfig.clone(),
     };
-    ns.kubectl_ok(&[
-        "create",
-        "clusterrolebinding",
-        &binding,
-        "--clusterrole=tether-controller",
-        &format!("--serviceaccount={}:tether-controller", ns.name),
-    ]);
     // RBAC sees new bindings through an informer: wait for it.
     let everywhere: Api<ConfigMap> = Api::all(client.clone());
     eventually("RBAC for the service account", || async {

@@ -122,6 +122,20 @@ impl TestNamespace {
         command
     }
 
+    /// A client acting as ServiceAccount `name` of this namespace (the
+    /// admin impersonates it, with the groups the API server gives every
+    /// service account), so exactly its RBAC applies.
+    pub async fn client_as_service_account(&self, name: &str) -> Client {
+        let mut config = config_for(&self.kubeconfig).await;
+        config.auth_info.impersonate = Some(format!("system:serviceaccount:{}:{name}", self.name));
+        config.auth_info.impersonate_groups = Some(vec![
+            "system:serviceaccounts".into(),
+            format!("system:serviceaccounts:{}", self.name),
+            "system:authenticated".into(),
+        ]);
+        Client::try_from(config).expect("client builds")
+    }
+
     /// The Git cache directory of a controller run for this namespace,
     /// removed with the namespace.
     pub fn cache_dir(&self) -> PathBuf {

@@ -1,13 +1,15 @@
 //! `tether install`: the CRDs and the controller's identity and RBAC, and
-//! optionally the single-writer admission policy.
+//! optionally the controller's Deployment and the single-writer admission
+//! policy.
 
 use std::process::ExitCode;
 
 use super::kubeconfig::Kubeconfig;
-use super::out::outln;
+use super::out::{outln, print_as};
 
 /// Install Tether's CRDs (Application, BreakGlass), its namespace, service
-/// account and RBAC into the cluster, with server-side apply, and the
+/// account and least-privilege RBAC into the cluster, with server-side
+/// apply, and the
 /// admission policies `tether-break-glass` (a window's authors are the API
 /// server's word; no grant longer than `--max-break-glass-ttl`) and
 /// `tether-audit-records` (audit records only in the controller's
@@ -20,7 +22,14 @@ use super::out::outln;
 /// break-glass group. Remove it with
 /// `kubectl delete validatingadmissionpolicybinding,validatingadmissionpolicy tether-single-writer`.
 ///
+/// The controller may observe most kinds but applies only those the
+/// aggregated ClusterRole `tether-applier` grants (see the README, "What
+/// the controller may do"); it reads Secrets only in its namespace and
+/// each `--secrets-namespace`.
+///
 /// Example: `tether install --namespace tether-system`
+///
+/// Example: `tether install --image registry.example.com/tether:0.1 --dry-run -o yaml > tether.yaml`
 ///
 /// Example: `tether install --enforce-single-writer --writer kube-local-admin`
 #[derive(Debug, clap::Args)]
@@ -29,8 +38,18 @@ pub struct InstallArgs {
     #[arg(long, short = 'n', default_value = "tether-system")]
     pub namespace: String,
     /// Also run the controller in the cluster: a Deployment of this image.
-    #[arg(long)]
-    pub deployment_image: Option<String>,
+    #[arg(long, alias = "deployment-image")]
+    pub image: Option<String>,
+    /// How many controller replicas the Deployment runs (one leads).
+    #[arg(long, default_value_t = 2, requires = "image")]
+    pub replicas: u32,
+    /// A namespace whose Secrets (repository credentials) the controller
+    /// may read, besides its own (repeatable).
+    #[arg(long = "secrets-namespace", value_name = "NS")]
+    pub secrets_namespaces: Vec<String>,
+    /// Install only the CRDs.
+    #[arg(long, conflicts_with_all = ["image", "enforce_single_writer", "secrets_namespaces"])]
+    pub crds_only: bool,
     /// Install the admission policy that makes Tether the only writer of
     /// the objects it manages.
     #[arg(long)]
@@ -57,19 +76,26 @@ pub struct InstallArgs {
     /// the admission policy beyond it (as `tether run --max-break-glass-ttl`).
     #[arg(long, default_value = "24h")]
     pub max_break_glass_ttl: String,
-    /// Print the manifests as JSON instead of applying them.
+    /// Print the manifests instead of applying them (to commit them to Git).
     #[arg(long)]
+    pub dry_run: bool,
+    /// The format of `--dry-run`: YAML documents, or a JSON `List`.
+    #[arg(long, short = 'o', default_value = "yaml", value_parser = ["yaml", "json"], requires = "dry_run")]
+    pub output: String,
+    /// `--dry-run -o json`, kept for scripts written before `--dry-run`.
+    #[arg(long, hide = true, conflicts_with = "dry_run")]
     pub print: bool,
     #[command(flatten)]
     pub kubeconfig: Kubeconfig,
 }
 
 pub async fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
-    let cap = tether_core::window::parse_ttl(&args.max_break_glass_ttl)?;
-    let deployment = args
-        .deployment_image
-        .as_deref()
-        .map(|image| tether_controller::install::deployment(&args.namespace, image));
+    let mut install = tether_controller::install::Install::new(&args.namespace);
+    install.max_window_ttl = tether_core::window::parse_ttl(&args.max_break_glass_ttl)?;
+    install.secrets_namespaces = args.secrets_namespaces.clone();
+    install.image = args.image.clone();
+    install.replicas = args.replicas;
+    install.crds_only = args.crds_only;
     let single_writer = args.enforce_single_writer.then(|| {
         let mut rule = tether_controller::single_writer::SingleWriter::new(&args.namespace);
         rule.writers.extend(args.writers.iter().cloned());
@@ -77,32 +103,20 @@ pub async fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
         rule.namespaces = args.enforce_namespaces.clone();
         rule
     });
-    if args.print {
-        let manifests = tether_controller::install::manifests_with_cap(&args.namespace, cap);
+    if args.dry_run || args.print {
         let policy = single_writer.iter().flat_map(|rule| rule.manifests());
-        for manifest in manifests
-            .iter()
-            .cloned()
-            .chain(deployment.clone())
-            .chain(policy)
-        {
-            outln!("{}", serde_json::to_string_pretty(&manifest)?);
-        }
+        let manifests: Vec<_> = install.manifests().into_iter().chain(policy).collect();
+        let format = if args.print {
+            "json"
+        } else {
+            args.output.as_str()
+        };
+        print_manifests(&manifests, format)?;
         return Ok(ExitCode::SUCCESS);
     }
     let client = args.kubeconfig.connect().await?;
-    for (object, action) in
-        tether_controller::install::install_with_cap(client.clone(), &args.namespace, cap).await?
-    {
+    for (object, action) in tether_controller::install::apply(client.clone(), &install).await? {
         outln!("{object} {action}");
-    }
-    if let Some(deployment) = deployment {
-        let applier = tether_cluster::Applier::new(
-            tether_cluster::Resources::new(client.clone()),
-            args.namespace.clone(),
-        );
-        let applied = applier.apply(&deployment, false).await?;
-        outln!("{} {}", applied.object, applied.action);
     }
     if let Some(rule) = single_writer {
         for (object, action) in tether_controller::single_writer::enforce(client, &rule).await? {
@@ -110,4 +124,18 @@ pub async fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `manifests` as YAML documents, or as one JSON `List`: either applies
+/// with `kubectl apply -f -`.
+fn print_manifests(manifests: &[serde_json::Value], format: &str) -> anyhow::Result<()> {
+    if format == "json" {
+        let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": manifests});
+        return print_as(&list, "json");
+    }
+    for manifest in manifests {
+        outln!("---");
+        print_as(manifest, "yaml")?;
+    }
+    Ok(())
 }

@@ -17,6 +17,7 @@ mod run;
 mod selection;
 mod status;
 mod sync;
+mod uninstall;
 
 use std::process::ExitCode;
 
@@ -57,6 +58,7 @@ pub enum Command {
     Run(run::RunArgs),
     Status(status::StatusArgs),
     Sync(sync::SyncArgs),
+    Uninstall(uninstall::UninstallArgs),
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -72,5 +74,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Status(args) => status::run(args).await,
         Command::Render(args) => render::run(args),
         Command::Sync(args) => sync::run(args).await,
+        Command::Uninstall(args) => uninstall::run(args).await,
     }
 }

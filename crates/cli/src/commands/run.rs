@@ -51,6 +51,12 @@ pub struct RunArgs {
     /// Reconcile only the Applications in this namespace (default: all).
     #[arg(long)]
     pub watch_namespace: Option<String>,
+    /// Read repository-credential Secrets only in this namespace
+    /// (repeatable; default: the watched namespace, or all), so the
+    /// controller needs no cluster-wide access to Secrets (`tether install
+    /// --secrets-namespace` grants each).
+    #[arg(long = "secrets-namespace", value_name = "NS")]
+    pub secrets_namespaces: Vec<String>,
     /// The longest a break-glass window may be granted at once (its
     /// opening or an extension): 90m, 12h, 1d. Windows beyond it are
     /// Invalid and suspend nothing.
@@ -98,6 +104,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         lease_namespace: args.lease_namespace,
         identity: args.identity.unwrap_or(defaults.identity),
         watch_namespace: args.watch_namespace,
+        secrets_namespaces: args.secrets_namespaces,
         flap_policy: defaults.flap_policy,
         sandbox: super::render::sandbox(args.render_sandbox),
         max_window_ttl: tether_core::window::parse_ttl(&args.max_break_glass_ttl)?,

@@ -123,6 +123,8 @@ pub struct SyncPolicy {
     #[serde(default)]
     pub prune: bool,
     /// How deletions propagate to dependents (default background).
+    #[serde(default)]
+    #[schemars(schema_with = "super::schema::prune_propagation")]
     pub prune_propagation: Option<PrunePropagation>,
     /// The largest share of the inventory, in percent, one prune may delete
     /// without `tether sync APP --allow-mass-prune` (default 50).

@@ -19,6 +19,13 @@ pub(crate) fn word<T: Vocabulary>(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "string", "enum": words})
 }
 
+/// `syncPolicy.prunePropagation`: one of the deletion propagations. The
+/// derived schema of an `Option` of an enum lists `null` among the words,
+/// which `kubectl apply`'s validation refuses (the API server does not).
+pub(crate) fn prune_propagation(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "string", "enum": ["foreground", "background", "orphan"]})
+}
+
 /// `spec.source`: see `tether_source::Source`.
 pub(crate) fn source(_: &mut SchemaGenerator) -> Schema {
     let strings = json_schema!({"type": "array", "items": {"type": "string"}});

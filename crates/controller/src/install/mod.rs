@@ -12,6 +12,9 @@ use tether_core::{Action, ObjectRef};
 use crate::api::{Application, BreakGlass};
 use crate::break_glass::audit::WINDOW_UID_LABEL;
 
+pub mod rbac;
+pub mod uninstall;
+
 /// The group whose members may change managed objects during an incident.
 pub const BREAK_GLASS_GROUP: &str = "tether:break-glass";
 /// The controller's service account name.
@@ -20,6 +23,67 @@ pub const SERVICE_ACCOUNT: &str = "tether-controller";
 /// Label on the controller's namespace: the only namespaces where audit
 /// records may be created. Only cluster administrators label namespaces.
 pub const CONTROLLER_NAMESPACE_LABEL: &str = "tether.dev/controller-namespace";
+
+/// What one `tether install` puts in the cluster.
+#[derive(Debug, Clone)]
+pub struct Install {
+    /// The controller's namespace (its service account, Lease, audit records).
+    pub namespace: String,
+    /// The longest break-glass grant the admission policy lets through.
+    pub max_window_ttl: Duration,
+    /// Namespaces whose repository-credential Secrets the controller may read
+    /// (its own always).
+    pub secrets_namespaces: Vec<String>,
+    /// Run the controller in the cluster: a Deployment of this image.
+    pub image: Option<String>,
+    /// The Deployment's replicas (one leads, the others wait on the Lease).
+    pub replicas: u32,
+    /// Only the CRDs.
+    pub crds_only: bool,
+}
+
+impl Install {
+    /// The defaults of `tether install --namespace namespace`.
+    pub fn new(namespace: impl Into<String>) -> Install {
+        Install {
+            namespace: namespace.into(),
+            max_window_ttl: tether_core::window::DEFAULT_MAX_TTL,
+            secrets_namespaces: Vec::new(),
+            image: None,
+            replicas: 2,
+            crds_only: false,
+        }
+    }
+
+    /// The objects to apply, in apply order.
+    pub fn manifests(&self) -> Vec<Value> {
+        if self.crds_only {
+            return crds();
+        }
+        let mut manifests = manifests_with_cap(&self.namespace, self.max_window_ttl);
+        manifests.extend(rbac::secrets_roles(
+            &self.namespace,
+            &self.secrets_namespaces,
+        ));
+        manifests.extend(self.image.as_deref().map(|image| {
+            deployment(
+                &self.namespace,
+                image,
+                self.replicas,
+                &self.secrets_namespaces,
+            )
+        }));
+        manifests
+    }
+}
+
+/// The CustomResourceDefinitions: Application and BreakGlass.
+pub fn crds() -> Vec<Value> {
+    vec![
+        serde_json::to_value(Application::crd()).expect("CRD serializes"),
+        serde_json::to_value(BreakGlass::crd()).expect("CRD serializes"),
+    ]
+}
 
 /// The objects `tether install` applies, in apply order, with the default
 /// cap on break-glass windows.
@@ -30,27 +94,16 @@ pub fn manifests(namespace: &str) -> Vec<Value> {
 /// [`manifests`], with the admission policy refusing any break-glass grant
 /// longer than `cap` (the controller's `--max-break-glass-ttl`).
 pub fn manifests_with_cap(namespace: &str, cap: Duration) -> Vec<Value> {
-    vec![
+    let mut manifests = vec![
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace,
             "labels": {CONTROLLER_NAMESPACE_LABEL: "true"}}}),
-        serde_json::to_value(Application::crd()).expect("CRD serializes"),
-        serde_json::to_value(BreakGlass::crd()).expect("CRD serializes"),
-        json!({"apiVersion": "v1", "kind": "ServiceAccount",
-            "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace}}),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-        "metadata": {"name": SERVICE_ACCOUNT},
-        // Tether applies whatever Git declares, so it may manage any kind.
-        // Outside resources it only reads discovery (kube's `pinned_kind`
-        // and API resolution), which `system:discovery` grants every
-        // authenticated user anyway: nothing else.
-        "rules": [
-            {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
-            {"nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/version"], "verbs": ["get"]}
-        ]}),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": SERVICE_ACCOUNT},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": SERVICE_ACCOUNT},
-            "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": namespace}]}),
+    ];
+    manifests.extend(crds());
+    manifests.push(json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace,
+            "labels": {rbac::INSTALL_NAMESPACE_LABEL: namespace}}}));
+    manifests.extend(rbac::manifests(namespace));
+    manifests.extend(vec![
         // The break-glass group may open, extend and close windows and read
         // what they are about; everyone who can view a namespace sees them.
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
@@ -88,7 +141,8 @@ pub fn manifests_with_cap(namespace: &str, cap: Duration) -> Vec<Value> {
         json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
             "metadata": {"name": AUDIT_RECORDS_POLICY},
             "spec": {"policyName": AUDIT_RECORDS_POLICY, "validationActions": ["Deny"]}}),
-    ]
+    ]);
+    manifests
 }
 
 /// The Role (in the controller's namespace) to read audit records.
@@ -199,19 +253,39 @@ fn break_glass_policy(cap: Duration) -> Value {
 }
 
 /// A Deployment running `tether run` in the cluster as the controller's
-/// service account, two replicas (one leads; the other waits on the Lease),
-/// webhooks served on port 8080 when a secret named `tether-webhook` exists.
-pub fn deployment(namespace: &str, image: &str) -> Value {
+/// service account, `replicas` of them (one leads; the others wait on the
+/// Lease), webhooks served on port 8080 when a secret named
+/// `tether-webhook` exists.
+pub fn deployment(
+    namespace: &str,
+    image: &str,
+    replicas: u32,
+    secrets_namespaces: &[String],
+) -> Value {
+    let mut args = vec![
+        "run",
+        "--lease-namespace",
+        namespace,
+        "--http-addr",
+        "0.0.0.0:8080",
+        "--webhook-secret-file",
+        "/etc/tether/webhook/secret",
+    ];
+    // Repository credentials only where its Roles let it read Secrets.
+    let others = secrets_namespaces.iter().filter(|ns| *ns != namespace);
+    for secrets in std::iter::once(namespace).chain(others.map(String::as_str)) {
+        args.extend(["--secrets-namespace", secrets]);
+    }
     let labels = json!({"app.kubernetes.io/name": "tether-controller"});
     json!({"apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace, "labels": labels},
-        "spec": {"replicas": 2, "selector": {"matchLabels": labels},
+        "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace,
+            "labels": {"app.kubernetes.io/name": "tether-controller",
+                rbac::INSTALL_NAMESPACE_LABEL: namespace}},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
             "template": {"metadata": {"labels": labels},
                 "spec": {"serviceAccountName": SERVICE_ACCOUNT,
                     "containers": [{"name": "tether", "image": image,
-                        "args": ["run", "--lease-namespace", namespace,
-                                 "--http-addr", "0.0.0.0:8080",
-                                 "--webhook-secret-file", "/etc/tether/webhook/secret"],
+                        "args": args,
                         "ports": [{"name": "http", "containerPort": 8080}],
                         // Only the leader lists Applications, so only it is
                         // ready (and receives webhooks); a standby is live.
@@ -238,9 +312,21 @@ pub async fn install_with_cap(
     namespace: &str,
     cap: Duration,
 ) -> Result<Vec<(ObjectRef, Action)>, ClusterError> {
-    let applier = Applier::new(Resources::new(client.clone()), namespace);
+    let mut install = Install::new(namespace);
+    install.max_window_ttl = cap;
+    apply(client, &install).await
+}
+
+/// Applies `install`'s manifests with server-side apply (forcing Tether's
+/// fields), waiting until each CRD is established. Safe to run again, and
+/// next to an install into another namespace.
+pub async fn apply(
+    client: kube::Client,
+    install: &Install,
+) -> Result<Vec<(ObjectRef, Action)>, ClusterError> {
+    let applier = Applier::new(Resources::new(client.clone()), &install.namespace);
     let mut results = Vec::new();
-    for manifest in manifests_with_cap(namespace, cap) {
+    for manifest in install.manifests() {
         let applied = applier.apply(&manifest, false).await?;
         if applied.object.kind == "CustomResourceDefinition" {
             tether_cluster::wait::crd_established(
@@ -261,12 +347,23 @@ mod tests {
 
     #[test]
     fn the_in_cluster_deployment_runs_the_controller_as_its_service_account() {
-        let deployment = deployment("tether-system", "example.com/tether:0.1");
+        let deployment = deployment(
+            "tether-system",
+            "example.com/tether:0.1",
+            3,
+            &["shop".into()],
+        );
         let pod = &deployment["spec"]["template"]["spec"];
         assert_eq!(pod["serviceAccountName"], SERVICE_ACCOUNT);
         assert_eq!(pod["containers"][0]["image"], "example.com/tether:0.1");
         assert_eq!(pod["containers"][0]["args"][0], "run");
         assert_eq!(deployment["metadata"]["namespace"], "tether-system");
+        assert_eq!(deployment["spec"]["replicas"], 3);
+        let args = pod["containers"][0]["args"].to_string();
+        assert!(
+            args.contains(r#""--secrets-namespace","tether-system","--secrets-namespace","shop""#),
+            "{args}"
+        );
     }
 
     fn named<'a>(manifests: &'a [Value], kind: &str, name: &str) -> &'a Value {
@@ -280,7 +377,8 @@ mod tests {
     fn the_controller_reads_only_discovery_outside_resources_and_break_glass_no_configmaps() {
         let manifests = manifests("tether-system");
         let controller = named(&manifests, "ClusterRole", SERVICE_ACCOUNT);
-        let urls = &controller["rules"][1]["nonResourceURLs"];
+        let rules = controller["rules"].as_array().unwrap();
+        let urls = &rules.last().unwrap()["nonResourceURLs"];
         assert!(!urls.as_array().unwrap().contains(&json!("*")), "{urls}");
         let break_glass = named(&manifests, "ClusterRole", BREAK_GLASS_ROLE);
         assert!(
@@ -293,6 +391,38 @@ mod tests {
         assert_eq!(
             namespace["metadata"]["labels"][CONTROLLER_NAMESPACE_LABEL],
             "true"
+        );
+    }
+
+    #[test]
+    fn no_enum_in_the_crds_lists_null_which_kubectl_validation_refuses() {
+        fn nulls(value: &Value, path: &str, found: &mut Vec<String>) {
+            match value {
+                Value::Object(map) => {
+                    for (key, value) in map {
+                        if key == "enum"
+                            && value.as_array().is_some_and(|e| e.contains(&Value::Null))
+                        {
+                            found.push(path.to_string());
+                        }
+                        nulls(value, &format!("{path}.{key}"), found);
+                    }
+                }
+                Value::Array(items) => items.iter().for_each(|v| nulls(v, path, found)),
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        for crd in crds() {
+            nulls(&crd, "", &mut found);
+        }
+        assert!(found.is_empty(), "{found:#?}");
+        let spec =
+            &crds()[0]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        let policy = &spec["properties"]["syncPolicy"];
+        assert!(
+            !policy["required"].to_string().contains("prunePropagation"),
+            "{policy}"
         );
     }
 
