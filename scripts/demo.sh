@@ -60,7 +60,7 @@ wait_for() { # wait_for DESCRIPTION COMMAND...
   for _ in $(seq 1 300); do "${@:2}" >/dev/null 2>&1 && return 0; sleep 0.2; done
   echo "demo: timed out waiting for $1" >&2; "$tether" status >&2; exit 1
 }
-converged() { "$tether" status shop | grep -q ' Synced .* Healthy .* Converged '; }
+converged() { "$tether" status | grep -q '^shop  *Synced  *Healthy  *Converged '; }
 wait_for "shop to converge" converged
 "$tether" status
 
@@ -79,6 +79,7 @@ at_head() { "$tether" status shop -o json | grep -q "\"revision\": \"$head\""; }
 wait_for "the new commit to sync" at_head
 wait_for "shop to converge" converged
 "$tether" status
+"$tether" status shop | sed 's/^/    /'
 echo "    greeting in the cluster: $(kubectl -n shop get configmap/web-settings -o jsonpath='{.data.greeting}')"
 echo "    history:"
 "$tether" status shop -o json | python3 -c '

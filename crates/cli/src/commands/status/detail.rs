@@ -293,7 +293,7 @@ fn drift(out: &mut Text, status: &ApplicationStatus) {
             2,
             "Resolved",
             &format!(
-                "{} recently (`tether drift` lists them)",
+                "{} recently (`tether drift --resolved` lists them)",
                 status.last_drift.len()
             ),
         );
