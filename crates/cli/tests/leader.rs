@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};
 use serde_json::json;
-use support::{Repo, config_map, create_app, run_controller, tether_ok};
+use support::{Repo, Running, config_map, create_app, run_controller, tether_ok};
 use tether_controller::api::Application;
 use tether_testkit::TestNamespace;
 use tether_testkit::eventually;
@@ -75,10 +75,10 @@ impl Cluster {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn of_two_tether_run_processes_only_the_leader_acts_and_the_other_takes_over_when_it_is_killed()
- {
-    let ns = TestNamespace::create("cli-leader").await;
+/// Tether installed in a new namespace, app `shop` at commit `first` of
+/// `repo`, and two `tether run` replicas, `alpha` and `beta`.
+async fn two_replicas(prefix: &str) -> (Cluster, Repo, String, Running, Running) {
+    let ns = TestNamespace::create(prefix).await;
     tether_ok(&ns, &["install", "--namespace", &ns.name]);
     let repo = Repo::new();
     let first = repo.commit(
@@ -86,16 +86,21 @@ async fn of_two_tether_run_processes_only_the_leader_acts_and_the_other_takes_ov
         "one",
     );
     create_app(&ns, &repo, json!({}));
-
-    let start = |identity: &str| run_controller(&ns, identity);
-    let mut alpha = start("alpha");
-    let mut beta = start("beta");
+    let alpha = run_controller(&ns, "alpha");
+    let beta = run_controller(&ns, "beta");
     let cluster = Cluster {
         apps: Api::namespaced(ns.client.clone(), &ns.name),
         config_maps: Api::namespaced(ns.client.clone(), &ns.name),
         leases: Api::namespaced(ns.client.clone(), &ns.name),
         ns,
     };
+    (cluster, repo, first, alpha, beta)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn of_two_tether_run_processes_only_the_leader_acts_and_the_other_takes_over_when_it_is_killed()
+ {
+    let (cluster, repo, first, mut alpha, mut beta) = two_replicas("cli-leader").await;
 
     // One of them leads, and it alone applies and reports.
     let leader = eventually("a lease holder", || cluster.holder()).await;
@@ -149,22 +154,7 @@ async fn of_two_tether_run_processes_only_the_leader_acts_and_the_other_takes_ov
 /// duration.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_leader_stopped_with_sigterm_gives_the_lease_back_and_the_other_leads_at_once() {
-    let ns = TestNamespace::create("cli-sigterm").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
-    let repo = Repo::new();
-    let first = repo.commit(
-        &[("app/settings.yaml", config_map("settings", "one"))],
-        "one",
-    );
-    create_app(&ns, &repo, json!({}));
-    let mut alpha = run_controller(&ns, "alpha");
-    let mut beta = run_controller(&ns, "beta");
-    let cluster = Cluster {
-        apps: Api::namespaced(ns.client.clone(), &ns.name),
-        config_maps: Api::namespaced(ns.client.clone(), &ns.name),
-        leases: Api::namespaced(ns.client.clone(), &ns.name),
-        ns,
-    };
+    let (cluster, repo, first, mut alpha, mut beta) = two_replicas("cli-sigterm").await;
     let leader = eventually("a lease holder", || cluster.holder()).await;
     cluster.applied(&first, "one").await;
     let (stopping, survivor) = if leader == "alpha" {
