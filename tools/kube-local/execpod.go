@@ -60,6 +60,9 @@ type execPod struct {
 	stopOnce sync.Once
 	stopped  chan struct{}
 
+	// net is the pod's network namespace (nil with hostNetwork).
+	net *podNetwork
+
 	mu    sync.Mutex
 	runs  []containerRun
 	procs map[string]*os.Process
@@ -136,6 +139,9 @@ func (k *execKubelet) terminate(pod *corev1.Pod) (running, first bool) {
 	p.stopOnce.Do(func() {
 		first = true
 		p.stop(time.Duration(grace) * time.Second)
+		if p.net != nil {
+			p.net.close()
+		}
 		k.mu.Lock()
 		delete(k.pods, pod.UID)
 		k.mu.Unlock()
@@ -200,6 +206,14 @@ func (p *execPod) start() {
 				return
 			}
 		}
+	}
+	if !p.pod.Spec.HostNetwork {
+		network, err := newPodNetwork(p.k.apiHost, p.k.apiPort)
+		if err != nil {
+			p.waitAll("CreatePodSandboxError", err.Error())
+			return
+		}
+		p.net = network
 	}
 	// Write the ServiceAccount's credentials, retrying while the
 	// ServiceAccount does not exist (yet).
@@ -347,17 +361,23 @@ func (p *execPod) startProcess(container *corev1.Container) (*os.Process, <-chan
 		}
 	}
 	args = append(args, "--")
-	args = append(args, containerArgv(p.programs[container.Name], container)...)
+	env := containerEnv(p.pod, container, filepath.Join(p.dir, "home"), p.k.apiHost, p.k.apiPort)
+	args = append(args, containerArgv(p.programs[container.Name], container, env)...)
 	logFile, err := os.OpenFile(p.logFile(container.Name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, nil, err
 	}
 	cmd := exec.Command(self, args...)
-	cmd.Env = containerEnv(p.pod, container, filepath.Join(p.dir, "home"), p.k.apiHost, p.k.apiPort)
+	cmd.Env = env
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS, Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if p.net != nil {
+		err = p.net.start(cmd.Start)
+	} else {
+		err = cmd.Start()
+	}
+	if err != nil {
 		logFile.Close()
 		return nil, nil, fmt.Errorf("starting %s: %w", container.Name, err)
 	}

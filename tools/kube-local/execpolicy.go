@@ -54,13 +54,23 @@ func (e execImages) programsFor(pod *corev1.Pod) (map[string]string, bool) {
 // program is the image's entrypoint, so `args` alone follow it; a
 // `command` replaces the entrypoint, and its first word (the program's
 // name inside the image, e.g. "tether" or "/usr/local/bin/tether") stands
-// for program: command[1:] and then args follow it.
-func containerArgv(program string, container *corev1.Container) []string {
-	argv := []string{program}
-	if len(container.Command) > 0 {
-		argv = append(argv, container.Command[1:]...)
+// for program: command[1:] and then args follow it. `$(VAR)` references
+// to the container's environment env are expanded, as the kubelet does.
+func containerArgv(program string, container *corev1.Container, env []string) []string {
+	defined := map[string]string{}
+	for _, variable := range env {
+		name, value, _ := strings.Cut(variable, "=")
+		defined[name] = value
 	}
-	return append(argv, container.Args...)
+	var words []string
+	if len(container.Command) > 0 {
+		words = append(words, container.Command[1:]...)
+	}
+	argv := []string{program}
+	for _, word := range append(words, container.Args...) {
+		argv = append(argv, expandEnv(word, defined))
+	}
+	return argv
 }
 
 // containerEnv is the environment of container: a PATH, HOME (the pod's
@@ -148,7 +158,8 @@ func fieldValue(pod *corev1.Pod, path string) string {
 	return ""
 }
 
-// execPodIP: pods that really run share the host's network.
+// execPodIP: a pod's address inside its own network namespace, where only
+// loopback exists (and the host's, for a hostNetwork pod).
 const execPodIP = "127.0.0.1"
 
 func serviceAccountOf(pod *corev1.Pod) string {

@@ -78,9 +78,11 @@ func TestTheProgramIsTheEntrypointAndACommandsFirstWordStandsForIt(t *testing.T)
 		{[]string{"tether", "run"}, []string{"-v"}, []string{"/bin/tether", "run", "-v"}},
 		{[]string{"/usr/local/bin/tether"}, []string{"status"}, []string{"/bin/tether", "status"}},
 		{nil, nil, []string{"/bin/tether"}},
+		{nil, []string{"--identity", "$(POD_NAME)", "$(UNSET)", "$$(POD_NAME)"},
+			[]string{"/bin/tether", "--identity", "web-1", "$(UNSET)", "$(POD_NAME)"}},
 	}
 	for _, c := range cases {
-		got := containerArgv("/bin/tether", &corev1.Container{Command: c.command, Args: c.args})
+		got := containerArgv("/bin/tether", &corev1.Container{Command: c.command, Args: c.args}, []string{"POD_NAME=web-1"})
 		if !reflect.DeepEqual(got, c.want) {
 			t.Errorf("command %v args %v: got %v, want %v", c.command, c.args, got, c.want)
 		}

@@ -17,17 +17,17 @@ import (
 // probe runs container i's readiness and liveness probes while ctx lasts:
 // readiness sets the container's ready flag, a failed liveness probe kills
 // the process (the restart policy then applies). Pods share the host's
-// network, so a probe's port is a port on 127.0.0.1. HTTP GET and TCP
+// network namespace unless it uses the host's; a probe dials into it. HTTP GET and TCP
 // probes are supported; exec and gRPC probes always succeed, and startup
 // probes are not run.
 func (p *execPod) probe(ctx context.Context, i int, container *corev1.Container, process *os.Process) {
 	if probe := container.ReadinessProbe; probe != nil {
-		go runProbe(ctx, probe, container, func(ok bool) {
+		go runProbe(ctx, probe, container, p.dialer(), func(ok bool) {
 			p.update(i, func(run *containerRun) { run.ready = ok && run.running })
 		})
 	}
 	if probe := container.LivenessProbe; probe != nil {
-		go runProbe(ctx, probe, container, func(ok bool) {
+		go runProbe(ctx, probe, container, p.dialer(), func(ok bool) {
 			if !ok {
 				fmt.Fprintf(os.Stderr, "exec-kubelet: pod %s/%s: container %s failed its liveness probe; killing it\n",
 					p.pod.Namespace, p.pod.Name, container.Name)
@@ -70,7 +70,19 @@ func (s *probeState) observe(probe *corev1.Probe, success bool) (changed bool) {
 	return false
 }
 
-func runProbe(ctx context.Context, probe *corev1.Probe, container *corev1.Container, changed func(ok bool)) {
+// dialFunc connects to an address in a pod's network.
+type dialFunc func(ctx context.Context, network, address string) (net.Conn, error)
+
+// dialer dials into the pod's network namespace, or the host's.
+func (p *execPod) dialer() dialFunc {
+	if p.net != nil {
+		return p.net.dial
+	}
+	var dialer net.Dialer
+	return dialer.DialContext
+}
+
+func runProbe(ctx context.Context, probe *corev1.Probe, container *corev1.Container, dial dialFunc, changed func(ok bool)) {
 	period := time.Duration(probe.PeriodSeconds) * time.Second
 	if period <= 0 {
 		period = 10 * time.Second
@@ -88,7 +100,7 @@ func runProbe(ctx context.Context, probe *corev1.Probe, container *corev1.Contai
 		case <-time.After(wait):
 		}
 		wait = period
-		if state.observe(probe, probeOnce(ctx, probe, container, timeout)) && ctx.Err() == nil {
+		if state.observe(probe, probeOnce(ctx, probe, container, dial, timeout)) && ctx.Err() == nil {
 			changed(state.ok)
 		}
 	}
@@ -96,7 +108,7 @@ func runProbe(ctx context.Context, probe *corev1.Probe, container *corev1.Contai
 
 // probeOnce runs probe once: an HTTP status in [200, 400) or an accepted
 // TCP connection is a success.
-func probeOnce(ctx context.Context, probe *corev1.Probe, container *corev1.Container, timeout time.Duration) bool {
+func probeOnce(ctx context.Context, probe *corev1.Probe, container *corev1.Container, dial dialFunc, timeout time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	switch {
@@ -123,7 +135,11 @@ func probeOnce(ctx context.Context, probe *corev1.Probe, container *corev1.Conta
 			request.Header.Add(header.Name, header.Value)
 		}
 		// The kubelet does not verify a probed server's certificate.
-		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		client := &http.Client{Transport: &http.Transport{
+			DialContext:       dial,
+			DisableKeepAlives: true,
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
+		}}
 		response, err := client.Do(request)
 		if err != nil {
 			return false
@@ -135,8 +151,7 @@ func probeOnce(ctx context.Context, probe *corev1.Probe, container *corev1.Conta
 		if !ok {
 			return false
 		}
-		var dialer net.Dialer
-		connection, err := dialer.DialContext(ctx, "tcp", net.JoinHostPort(execPodIP, strconv.Itoa(port)))
+		connection, err := dial(ctx, "tcp", net.JoinHostPort(execPodIP, strconv.Itoa(port)))
 		if err != nil {
 			return false
 		}

@@ -4,6 +4,7 @@ go 1.24.0
 
 require (
 	go.etcd.io/etcd/server/v3 v3.6.4
+	golang.org/x/sys v0.31.0
 	golang.org/x/term v0.30.0
 	k8s.io/api v0.34.4
 	k8s.io/apimachinery v0.34.4
@@ -126,7 +127,6 @@ require (
 	golang.org/x/net v0.38.0 // indirect
 	golang.org/x/oauth2 v0.27.0 // indirect
 	golang.org/x/sync v0.12.0 // indirect
-	golang.org/x/sys v0.31.0 // indirect
 	golang.org/x/text v0.23.0 // indirect
 	golang.org/x/time v0.9.0 // indirect
 	golang.org/x/tools v0.26.0 // indirect
