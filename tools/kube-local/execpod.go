@@ -524,8 +524,8 @@ func (p *execPod) status(live *corev1.Pod) corev1.PodStatus {
 		Phase:     podPhase(runs),
 		HostIP:    execPodIP,
 		HostIPs:   []corev1.HostIP{{IP: execPodIP}},
-		PodIP:     execPodIP,
-		PodIPs:    []corev1.PodIP{{IP: execPodIP}},
+		PodIP:     execPodAddress(live),
+		PodIPs:    []corev1.PodIP{{IP: execPodAddress(live)}},
 		StartTime: &started,
 		QOSClass:  qos,
 	}

@@ -152,10 +152,25 @@ func fieldValue(pod *corev1.Pod, path string) string {
 		return pod.Spec.NodeName
 	case "spec.serviceAccountName":
 		return serviceAccountOf(pod)
-	case "status.podIP", "status.hostIP":
+	case "status.podIP":
+		return execPodAddress(pod)
+	case "status.hostIP":
 		return execPodIP
 	}
 	return ""
+}
+
+// execPodAddress is the address a pod reports: the host's for a
+// hostNetwork pod, else the fake kubelet's stable address from its UID,
+// as a Service's EndpointSlice needs (the API server refuses loopback
+// endpoints). Nothing is sent to it: probes and forwarding use loopback
+// inside the pod's network namespace, and the address is not configured
+// there (a program binding to it would fail).
+func execPodAddress(pod *corev1.Pod) string {
+	if pod.Spec.HostNetwork {
+		return execPodIP
+	}
+	return podIP(pod)
 }
 
 // execPodIP: a pod's address inside its own network namespace, where only

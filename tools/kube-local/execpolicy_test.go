@@ -109,7 +109,7 @@ func TestContainerEnvPointsAtTheAPIServerAndResolvesFieldRefs(t *testing.T) {
 	}
 	want := map[string]string{
 		"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": "6443",
-		"GREETING": "hello", "POD_NAME": "web-1", "POD_NAMESPACE": "shop", "POD_IP": "127.0.0.1",
+		"GREETING": "hello", "POD_NAME": "web-1", "POD_NAMESPACE": "shop", "POD_IP": podIP(pod),
 		"ACCOUNT": "tether", "SECRET": "", "HOME": "/override", "HOSTNAME": "web-1",
 		// Expanded in order: POD_NAME is defined after MESSAGE.
 		"MESSAGE": "hello from $(POD_NAME) $(UNDEFINED) $(GREETING)",

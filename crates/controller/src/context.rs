@@ -21,6 +21,14 @@ use crate::observe::live::{AppKey, LiveCache};
 use crate::observe::memo::AppMemo;
 use crate::report::writes::StatusWrites;
 
+/// The pod a replica runs in (the downward API's `POD_NAMESPACE` and
+/// `POD_NAME`), labelled `tether.dev/leader` while it leads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaPod {
+    pub namespace: String,
+    pub name: String,
+}
+
 /// How the controller runs.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -38,6 +46,8 @@ pub struct Config {
     pub lease_namespace: String,
     /// This replica's identity in the Lease.
     pub identity: String,
+    /// The pod this replica runs in, labelled while it leads.
+    pub pod: Option<ReplicaPod>,
     /// Reconcile only the Applications in this namespace (default: all).
     pub watch_namespace: Option<String>,
     /// Read repository credentials only in these namespaces (default:
@@ -63,6 +73,7 @@ impl Default for Config {
             cache_dir: std::env::temp_dir().join("tether-cache"),
             lease_namespace: "default".into(),
             identity: format!("tether-{}", std::process::id()),
+            pod: None,
             watch_namespace: None,
             secrets_namespaces: Vec::new(),
             flap_policy: FlapPolicy::default(),

@@ -14,7 +14,34 @@ use kube_lease_manager::{LeaseManager, LeaseManagerBuilder, LeaseManagerError};
 use tokio::sync::watch;
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::context::Config;
+use crate::context::{Config, ReplicaPod};
+use crate::serve::probe::Probe;
+
+/// The label on the leading replica's pod (`"true"`): the Service routes
+/// webhooks to the leader only, the one replica that acts on them.
+pub const LEADER_LABEL: &str = "tether.dev/leader";
+
+/// Labels `pod` as leading, or removes the label (a restarted container
+/// first clears what its previous run left). A failure is logged, never
+/// fatal: only webhooks depend on it, and polling catches up.
+pub async fn label_pod(client: &Client, pod: &ReplicaPod, leading: bool) {
+    use k8s_openapi::api::core::v1::Pod as KubePod;
+    use kube::api::{Patch, PatchParams};
+    let value = if leading {
+        serde_json::json!("true")
+    } else {
+        serde_json::Value::Null
+    };
+    let patch = serde_json::json!({"metadata": {"labels": {LEADER_LABEL: value}}});
+    let pods: Api<KubePod> = Api::namespaced(client.clone(), &pod.namespace);
+    if let Err(error) = pods
+        .patch(&pod.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        tracing::warn!(pod = %format!("{}/{}", pod.namespace, pod.name), leading, %error,
+            "cannot label this replica's pod; webhooks may reach a standby until it can");
+    }
+}
 
 /// The Lease the replicas share.
 pub const LEASE_NAME: &str = "tether-controller";
@@ -57,15 +84,19 @@ impl Hold {
 }
 
 /// Waits until this replica holds the Lease.
-pub async fn acquire(client: &Client, config: &Config) -> Result<Hold, LeaseError> {
+/// Until then `probe` says this replica is a standby.
+pub async fn acquire(client: &Client, config: &Config, probe: &Probe) -> Result<Hold, LeaseError> {
     loop {
         let mut hold = watch_lease(client, config).await?;
         if *hold.leading.borrow_and_update() {
+            probe.standby(false);
             return Ok(hold);
         }
+        probe.standby(true);
         tracing::info!(identity = %config.identity, "waiting to lead");
         tokio::select! {
             led = became_leader(&mut hold.leading) => {
+                probe.standby(false);
                 return led.map(|()| hold);
             }
             () = given_back(client, &config.lease_namespace) => {

@@ -65,21 +65,31 @@ pub async fn run_until(
 ) -> Result<(), RunError> {
     let mut shutdown = std::pin::pin!(shutdown);
     let identity = config.identity.clone();
+    let pod = config.pod.clone();
+    if let Some(pod) = &pod {
+        lease::label_pod(&client, pod, false).await;
+    }
     let acquired = tokio::select! {
-        hold = lease::acquire(&client, &config) => Some(hold?),
+        hold = lease::acquire(&client, &config, &probe) => Some(hold?),
         () = &mut shutdown => None,
     };
     let Some(hold) = acquired else {
         return Ok(());
     };
+    if let Some(pod) = &pod {
+        lease::label_pod(&client, pod, true).await;
+    }
     let leading = hold.leading.clone();
     let result = tokio::select! {
-        result = lead(client, config, trigger, probe, leading) => result,
+        result = lead(client.clone(), config, trigger, probe, leading) => result,
         () = shutdown => {
             tracing::info!(%identity, "stopping: giving the lease back");
             Ok(())
         }
     };
+    if let Some(pod) = &pod {
+        lease::label_pod(&client, pod, false).await;
+    }
     hold.release(&identity).await;
     result
 }

@@ -21,6 +21,8 @@ mod files;
 mod fixtures;
 pub mod git_server;
 mod hostile;
+#[cfg(feature = "controller")]
+pub mod in_cluster;
 mod log;
 mod modules;
 mod namespace;

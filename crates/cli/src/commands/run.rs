@@ -45,9 +45,18 @@ pub struct RunArgs {
     /// Where Git object stores and caches are kept.
     #[arg(long, env = "TETHER_CACHE_DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// This replica's name in the Lease (default: tether-<pid>).
+    /// This replica's name in the Lease (default: its pod's name, else
+    /// tether-<pid>).
     #[arg(long)]
     pub identity: Option<String>,
+    /// The pod this replica runs in (set from the downward API by `tether
+    /// install`): labelled `tether.dev/leader=true` while it leads, so the
+    /// Service sends webhooks to the leader.
+    #[arg(long, env = "POD_NAME", requires = "pod_namespace")]
+    pub pod_name: Option<String>,
+    /// The namespace of `--pod-name`.
+    #[arg(long, env = "POD_NAMESPACE")]
+    pub pod_namespace: Option<String>,
     /// Reconcile only the Applications in this namespace (default: all).
     #[arg(long)]
     pub watch_namespace: Option<String>,
@@ -68,7 +77,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub http_addr: Option<SocketAddr>,
     /// File holding the shared webhook secret (GitHub/Gitea HMAC key,
-    /// GitLab token); without it no webhook is accepted.
+    /// GitLab token); without it, or while the file does not exist, no
+    /// webhook is accepted.
     #[arg(long, env = "TETHER_WEBHOOK_SECRET_FILE")]
     pub webhook_secret_file: Option<PathBuf>,
     /// Run renderers (helm, kustomize, Jsonnet) in a bubblewrap sandbox:
@@ -102,7 +112,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         concurrency: args.concurrency,
         cache_dir: args.cache_dir.unwrap_or(defaults.cache_dir),
         lease_namespace: args.lease_namespace,
-        identity: args.identity.unwrap_or(defaults.identity),
+        identity: args
+            .identity
+            .or_else(|| args.pod_name.clone())
+            .unwrap_or(defaults.identity),
+        pod: args
+            .pod_name
+            .zip(args.pod_namespace)
+            .map(|(name, namespace)| tether_controller::context::ReplicaPod { namespace, name }),
         watch_namespace: args.watch_namespace,
         secrets_namespaces: args.secrets_namespaces,
         flap_policy: defaults.flap_policy,
@@ -110,6 +127,15 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         max_window_ttl: tether_core::window::parse_ttl(&args.max_break_glass_ttl)?,
     };
     let secret = match &args.webhook_secret_file {
+        // The in-cluster Deployment mounts the Secret `tether-webhook` as
+        // optional: without it there are no webhooks (polling goes on).
+        Some(path) if !path.exists() => {
+            tracing::warn!(
+                path = %path.display(),
+                "no webhook secret; webhooks are off (create the Secret tether-webhook with key `secret`, then restart)"
+            );
+            None
+        }
         Some(path) => Some(
             std::fs::read_to_string(path)
                 .with_context(|| format!("reading the webhook secret {}", path.display()))?

@@ -65,14 +65,9 @@ impl Install {
             &self.namespace,
             &self.secrets_namespaces,
         ));
-        manifests.extend(self.image.as_deref().map(|image| {
-            deployment(
-                &self.namespace,
-                image,
-                self.replicas,
-                &self.secrets_namespaces,
-            )
-        }));
+        if let Some(image) = &self.image {
+            manifests.extend(in_cluster(self, image));
+        }
         manifests
     }
 }
@@ -252,50 +247,127 @@ fn break_glass_policy(cap: Duration) -> Value {
         ]}})
 }
 
+/// The controller's HTTP port (probes, webhooks), in the pod and on the
+/// Service.
+pub const HTTP_PORT: u16 = 8080;
+/// Where the controller keeps Git object stores in its pod (an emptyDir).
+pub const CACHE_DIR: &str = "/var/cache/tether";
+/// The non-root user and group the image runs as.
+pub const RUN_AS: u32 = 65532;
+
+/// The controller's pods: label `app.kubernetes.io/name`.
+fn selector() -> Value {
+    json!({"app.kubernetes.io/name": SERVICE_ACCOUNT})
+}
+
+/// What `tether install --image` adds: the controller's Deployment, the
+/// Service to its leader and a PodDisruptionBudget.
+pub fn in_cluster(install: &Install, image: &str) -> Vec<Value> {
+    let namespace = install.namespace.as_str();
+    let labels = json!({"app.kubernetes.io/name": SERVICE_ACCOUNT,
+        rbac::INSTALL_NAMESPACE_LABEL: namespace});
+    let mut leader = selector();
+    leader[crate::lease::LEADER_LABEL] = json!("true");
+    vec![
+        deployment(install, image),
+        // Webhooks reach the leader, the one replica that acts on them
+        // (it labels its pod while it leads).
+        json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace, "labels": labels},
+            "spec": {"selector": leader,
+                "ports": [{"name": "http", "port": HTTP_PORT, "targetPort": "http", "protocol": "TCP"}]}}),
+        // A drain evicts one replica at a time; the other takes over.
+        json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace, "labels": labels},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": selector()}}}),
+    ]
+}
+
 /// A Deployment running `tether run` in the cluster as the controller's
 /// service account, `replicas` of them (one leads; the others wait on the
-/// Lease), webhooks served on port 8080 when a secret named
-/// `tether-webhook` exists.
-pub fn deployment(
-    namespace: &str,
-    image: &str,
-    replicas: u32,
-    secrets_namespaces: &[String],
-) -> Value {
+/// Lease and take over within seconds when it stops), webhooks served on
+/// [`HTTP_PORT`] when a secret named `tether-webhook` exists. The pods run
+/// as a non-root user with a read-only root filesystem, no privilege
+/// escalation, no capabilities and the runtime's default seccomp profile;
+/// the Git cache and `/tmp` are emptyDirs.
+pub fn deployment(install: &Install, image: &str) -> Value {
+    let namespace = install.namespace.as_str();
+    let http = format!("0.0.0.0:{HTTP_PORT}");
+    // The controller's cap on break-glass grants is the admission policy's.
+    let cap = format!("{}s", install.max_window_ttl.as_secs());
     let mut args = vec![
         "run",
         "--lease-namespace",
         namespace,
         "--http-addr",
-        "0.0.0.0:8080",
+        &http,
+        "--cache-dir",
+        CACHE_DIR,
         "--webhook-secret-file",
         "/etc/tether/webhook/secret",
+        // The pod is the renderers' sandbox: bubblewrap needs user
+        // namespaces, which a restricted pod does not get.
+        "--render-sandbox",
+        "off",
+        "--max-break-glass-ttl",
+        &cap,
     ];
     // Repository credentials only where its Roles let it read Secrets.
-    let others = secrets_namespaces.iter().filter(|ns| *ns != namespace);
+    let others = install
+        .secrets_namespaces
+        .iter()
+        .filter(|ns| *ns != namespace);
     for secrets in std::iter::once(namespace).chain(others.map(String::as_str)) {
         args.extend(["--secrets-namespace", secrets]);
     }
-    let labels = json!({"app.kubernetes.io/name": "tether-controller"});
+    let field = |path: &str| json!({"fieldRef": {"fieldPath": path}});
     json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace,
-            "labels": {"app.kubernetes.io/name": "tether-controller",
+            "labels": {"app.kubernetes.io/name": SERVICE_ACCOUNT,
                 rbac::INSTALL_NAMESPACE_LABEL: namespace}},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels},
+        "spec": {"replicas": install.replicas, "selector": {"matchLabels": selector()},
+            // A new replica starts (and waits on the Lease) before an old
+            // one stops, so a rollout hands over once per old replica.
+            "strategy": {"type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "template": {"metadata": {"labels": selector()},
                 "spec": {"serviceAccountName": SERVICE_ACCOUNT,
+                    // Longer than the controller needs to give its Lease back.
+                    "terminationGracePeriodSeconds": 30,
+                    "securityContext": {"runAsNonRoot": true, "runAsUser": RUN_AS,
+                        "runAsGroup": RUN_AS, "fsGroup": RUN_AS,
+                        "seccompProfile": {"type": "RuntimeDefault"}},
+                    // Replicas on different nodes, where there are several.
+                    "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                            "labelSelector": {"matchLabels": selector()}}}]}},
                     "containers": [{"name": "tether", "image": image,
                         "args": args,
-                        "ports": [{"name": "http", "containerPort": 8080}],
-                        // Only the leader lists Applications, so only it is
-                        // ready (and receives webhooks); a standby is live.
-                        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"}},
-                        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http"}},
-                        "volumeMounts": [{"name": "webhook", "mountPath": "/etc/tether/webhook", "readOnly": true}],
+                        "env": [{"name": "POD_NAME", "valueFrom": field("metadata.name")},
+                                {"name": "POD_NAMESPACE", "valueFrom": field("metadata.namespace")},
+                                // Git and Helm write under HOME; the root fs is read-only.
+                                {"name": "HOME", "value": "/tmp"}],
+                        "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
+                        // Live while it can watch its Applications; ready as
+                        // a standby that reads the Lease, or as the leader
+                        // once it has listed every Application.
+                        "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"},
+                            "periodSeconds": 10, "failureThreshold": 3},
+                        "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http"},
+                            "periodSeconds": 2, "failureThreshold": 3},
+                        "securityContext": {"allowPrivilegeEscalation": false,
+                            "readOnlyRootFilesystem": true, "runAsNonRoot": true,
+                            "capabilities": {"drop": ["ALL"]}},
+                        "volumeMounts": [
+                            {"name": "webhook", "mountPath": "/etc/tether/webhook", "readOnly": true},
+                            {"name": "cache", "mountPath": CACHE_DIR},
+                            {"name": "tmp", "mountPath": "/tmp"}],
                         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
-                                      "limits": {"memory": "512Mi"}}}],
-                    "volumes": [{"name": "webhook",
-                        "secret": {"secretName": "tether-webhook", "optional": true}}]}}}})
+                                      "limits": {"memory": "1Gi"}}}],
+                    "volumes": [
+                        {"name": "webhook", "secret": {"secretName": "tether-webhook", "optional": true}},
+                        {"name": "cache", "emptyDir": {}},
+                        {"name": "tmp", "emptyDir": {}}]}}}})
 }
 
 /// Applies [`manifests`] and waits until the Application CRD is established.
@@ -347,12 +419,10 @@ mod tests {
 
     #[test]
     fn the_in_cluster_deployment_runs_the_controller_as_its_service_account() {
-        let deployment = deployment(
-            "tether-system",
-            "example.com/tether:0.1",
-            3,
-            &["shop".into()],
-        );
+        let mut install = Install::new("tether-system");
+        install.replicas = 3;
+        install.secrets_namespaces = vec!["shop".into()];
+        let deployment = deployment(&install, "example.com/tether:0.1");
         let pod = &deployment["spec"]["template"]["spec"];
         assert_eq!(pod["serviceAccountName"], SERVICE_ACCOUNT);
         assert_eq!(pod["containers"][0]["image"], "example.com/tether:0.1");
@@ -363,6 +433,42 @@ mod tests {
         assert!(
             args.contains(r#""--secrets-namespace","tether-system","--secrets-namespace","shop""#),
             "{args}"
+        );
+    }
+
+    #[test]
+    fn the_controller_pods_are_restricted_and_the_service_reaches_only_the_leader() {
+        let objects = in_cluster(&Install::new("tether-system"), "tether:dev");
+        let kinds: Vec<_> = objects
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["Deployment", "Service", "PodDisruptionBudget"]);
+        let pod = &objects[0]["spec"]["template"]["spec"];
+        let container = &pod["containers"][0];
+        assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+        assert_eq!(
+            pod["securityContext"]["seccompProfile"]["type"],
+            "RuntimeDefault"
+        );
+        let security = &container["securityContext"];
+        assert_eq!(security["allowPrivilegeEscalation"], false);
+        assert_eq!(security["readOnlyRootFilesystem"], true);
+        assert_eq!(security["capabilities"]["drop"], json!(["ALL"]));
+        let mounts = container["volumeMounts"].to_string();
+        assert!(
+            mounts.contains(CACHE_DIR) && mounts.contains("/tmp"),
+            "{mounts}"
+        );
+        assert_eq!(
+            objects[1]["spec"]["selector"][crate::lease::LEADER_LABEL],
+            "true"
+        );
+        assert_eq!(objects[2]["spec"]["maxUnavailable"], 1);
+        let template_labels = &objects[0]["spec"]["template"]["metadata"]["labels"];
+        assert_eq!(
+            &objects[2]["spec"]["selector"]["matchLabels"],
+            template_labels
         );
     }
 

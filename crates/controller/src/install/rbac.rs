@@ -12,7 +12,8 @@
 //!   grants the common namespaced workload kinds. Neither Secrets, RBAC
 //!   nor CRDs, and never escalate, bind or impersonate.
 //! - `tether-controller` (Role, in the controller's namespace): Leases,
-//!   the break-glass audit records (ConfigMaps) and the audit key (a Secret).
+//!   the break-glass audit records (ConfigMaps), the audit key (a Secret)
+//!   and its pods' leader label.
 //! - `tether-controller-<namespace>` (Role, in each `--secrets-namespace`):
 //!   read the repository-credential Secrets there.
 //!
@@ -132,6 +133,8 @@ pub fn manifests(namespace: &str) -> Vec<Value> {
             // The audit key, created on first start; and repository
             // credentials of Applications in this namespace.
             {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch", "create"]},
+            // Its own pod's leader label (the Service routes to the leader).
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "patch"]},
         ]}),
         binding(
             namespace,

@@ -16,6 +16,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Service, ServiceAccount};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
@@ -63,6 +64,12 @@ pub async fn uninstall(
     delete(
         &mut deleted,
         Api::<Service>::namespaced(client.clone(), namespace),
+        SERVICE_ACCOUNT,
+    )
+    .await?;
+    delete(
+        &mut deleted,
+        Api::<PodDisruptionBudget>::namespaced(client.clone(), namespace),
         SERVICE_ACCOUNT,
     )
     .await?;

@@ -20,19 +20,27 @@ struct State {
     listed: bool,
     /// The last watch error, while the watch has not recovered from it.
     failing: Option<String>,
+    /// Waiting on the Lease, which it can read: a standby, ready to lead.
+    standby: bool,
 }
 
 /// What a probe says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     Ok,
-    /// Not failing, but nothing listed yet (waiting to lead, starting).
+    /// Not failing, but nothing listed yet (starting, or just elected).
     Starting,
     /// The watch fails: the controller cannot see its Applications.
     Failing(String),
 }
 
 impl Probe {
+    /// This replica waits on the Lease another holds (`true`), or leads
+    /// (`false`).
+    pub fn standby(&self, standby: bool) {
+        self.state.lock().expect("lock").standby = standby;
+    }
+
     /// The watch listed every Application (or delivered an event).
     pub fn watch_ok(&self, initial_list_done: bool) {
         let mut state = self.state.lock().expect("lock");
@@ -54,10 +62,12 @@ impl Probe {
         }
     }
 
-    /// Readiness: the watch listed every Application and does not fail.
+    /// Readiness: a standby that reads the Lease is ready (to take over;
+    /// a rolling update or a drain waits on it); the leader once its
+    /// watch listed every Application and does not fail.
     pub fn ready(&self) -> Verdict {
         let state = self.state.lock().expect("lock");
-        match (&state.failing, state.listed) {
+        match (&state.failing, state.listed || state.standby) {
             (Some(error), _) => Verdict::Failing(error.clone()),
             (None, false) => Verdict::Starting,
             (None, true) => Verdict::Ok,
@@ -74,6 +84,10 @@ mod tests {
         let probe = Probe::default();
         assert_eq!(probe.live(), Verdict::Ok);
         assert_eq!(probe.ready(), Verdict::Starting);
+        probe.standby(true);
+        assert_eq!(probe.ready(), Verdict::Ok, "a standby is ready");
+        probe.standby(false);
+        assert_eq!(probe.ready(), Verdict::Starting, "a new leader lists first");
         probe.watch_ok(true);
         assert_eq!(probe.ready(), Verdict::Ok);
         probe.watch_failed("403 forbidden");
