@@ -22,7 +22,7 @@ fn config_map(greeting: &str) -> String {
 }
 
 #[tokio::test]
-async fn two_installed_replicas_elect_one_leader_and_the_other_syncs_a_new_commit_within_10s_of_its_deletion()
+async fn installed_replicas_fail_over_within_10s_upgrade_keeping_status_and_uninstall_leaving_what_they_applied()
  {
     let work = in_cluster::workspace(Path::new(env!("CARGO_TARGET_TMPDIR")));
     let tether = Path::new(env!("CARGO_BIN_EXE_tether"));
@@ -40,7 +40,7 @@ async fn two_installed_replicas_elect_one_leader_and_the_other_syncs_a_new_commi
 
     // Two replicas come up; one holds the Lease and labels its pod, and
     // the Service's endpoints are that pod alone.
-    in_cluster::install(tether, admin, &[]);
+    in_cluster::install(tether, admin, in_cluster::IMAGE, &[]);
     let ready = in_cluster::ready(&client, 2).await;
     eprintln!("figure: tether install to 2 ready replicas: {ready:.1?}");
     let leader = eventually("a leader", || in_cluster::leader(&client)).await;
@@ -125,4 +125,78 @@ async fn two_installed_replicas_elect_one_leader_and_the_other_syncs_a_new_commi
     .await;
     // The Deployment replaces the deleted pod with a new standby.
     in_cluster::ready(&client, 2).await;
+
+    // Upgrading to a new image rolls the replicas over one by one; the
+    // Application stays Synced at its commit all along.
+    let before = apps.get("shop").await.unwrap().status.unwrap();
+    in_cluster::install(tether, admin, in_cluster::NEXT_IMAGE, &[]);
+    let rolled = std::sync::atomic::AtomicBool::new(false);
+    let rollout = async {
+        let took = in_cluster::ready(&client, 2).await;
+        rolled.store(true, std::sync::atomic::Ordering::SeqCst);
+        took
+    };
+    let states = async {
+        let mut seen = std::collections::BTreeSet::new();
+        while !rolled.load(std::sync::atomic::Ordering::SeqCst) {
+            let status = apps.get("shop").await.unwrap().status.unwrap();
+            seen.insert((status.sync.status, status.health.status));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        seen
+    };
+    let (took, seen) = tokio::join!(rollout, states);
+    eprintln!("figure: upgrade rollout to 2 ready replicas of the new image: {took:.1?}");
+    assert_eq!(
+        seen.into_iter().collect::<Vec<_>>(),
+        [(SyncStatus::Synced, before.health.status)],
+        "the Application's state during the upgrade"
+    );
+    let images = kubectl(&[
+        "get",
+        "pods",
+        "-n",
+        NAMESPACE,
+        "-o",
+        "jsonpath={.items[*].spec.containers[0].image}",
+    ]);
+    assert_eq!(images, "tether:next tether:next");
+    eventually("the new replicas to lead", || in_cluster::leader(&client)).await;
+    let after = status_where(&apps, "Synced after the upgrade", |status| {
+        status.sync.status == SyncStatus::Synced
+    })
+    .await;
+    assert_eq!(after.sync.revision, before.sync.revision);
+    assert_eq!(after.health.status, before.health.status);
+    assert_eq!(after.resources, before.resources);
+
+    // Uninstalling removes the controller and leaves the Application and
+    // what it applied in place.
+    run_ok(
+        Command::new(tether)
+            .args(["uninstall", "--namespace", NAMESPACE])
+            .env("KUBECONFIG", admin),
+    );
+    let deployments = kubectl(&[
+        "get",
+        "deployments,services,poddisruptionbudgets",
+        "-n",
+        NAMESPACE,
+        "-o",
+        "name",
+    ]);
+    assert_eq!(deployments, "");
+    assert_eq!(
+        kubectl(&[
+            "get",
+            "configmap",
+            "-n",
+            "shop",
+            "greeting",
+            "-o",
+            "jsonpath={.data.greeting}"
+        ]),
+        "again"
+    );
+    assert!(apps.get_opt("shop").await.unwrap().is_some());
 }

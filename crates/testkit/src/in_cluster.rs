@@ -28,6 +28,8 @@ use crate::wait::eventually;
 
 /// The image the exec kubelet runs as the `tether` binary.
 pub const IMAGE: &str = "tether:dev";
+/// Another tag of the same binary, to upgrade to.
+pub const NEXT_IMAGE: &str = "tether:next";
 /// The controller's namespace.
 pub const NAMESPACE: &str = "tether-system";
 
@@ -42,31 +44,34 @@ pub fn workspace(base: &Path) -> tempfile::TempDir {
 }
 
 /// A control plane in `dir` (with kube-controller-manager, so Deployments
-/// make pods) whose kubelet runs [`IMAGE`] as `tether`.
+/// make pods) whose kubelet runs [`IMAGE`] and [`NEXT_IMAGE`] as `tether`.
 pub fn plane(dir: &Path, tether: &Path) -> ControlPlane {
     ControlPlane::start(
         dir,
         &Launch {
             controller_manager: true,
             show_stderr: true,
-            exec_images: vec![(IMAGE.into(), tether.to_path_buf())],
+            exec_images: vec![
+                (IMAGE.into(), tether.to_path_buf()),
+                (NEXT_IMAGE.into(), tether.to_path_buf()),
+            ],
             ..Launch::default()
         },
     )
 }
 
-/// `tether install --image tether:dev ARGS` as the cluster's admin; its output.
-pub fn install(tether: &Path, kubeconfig: &Path, args: &[&str]) -> String {
+/// `tether install --image IMAGE ARGS` as the cluster's admin; its output.
+pub fn install(tether: &Path, kubeconfig: &Path, image: &str, args: &[&str]) -> String {
     run_ok(
         Command::new(tether)
-            .args(["install", "--namespace", NAMESPACE, "--image", IMAGE])
+            .args(["install", "--namespace", NAMESPACE, "--image", image])
             .args(args)
             .env("KUBECONFIG", kubeconfig),
     )
 }
 
 /// Waits until the controller's Deployment has `replicas` ready replicas
-/// of its current template; returns how long that took.
+/// of its current template and no other; returns how long that took.
 pub async fn ready(client: &Client, replicas: i32) -> Duration {
     let started = Instant::now();
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), NAMESPACE);
