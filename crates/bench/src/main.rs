@@ -8,10 +8,14 @@
 //! 3. Commit-to-Synced latency of a 50-object app after a push webhook.
 //! 4. The controller's resident memory with everything synced.
 //!
+//! With `--in-cluster`, only the figures of the controller running in the
+//! cluster (see `in_cluster.rs`).
+//!
 //! Run with `scripts/bench.sh` (builds release binaries first). It prints
 //! figures; it asserts nothing.
 
 mod audit;
+mod in_cluster;
 mod workload;
 
 use std::fmt::Debug;
@@ -62,6 +66,13 @@ struct Options {
     /// Run kube-local without kube-controller-manager and the fake kubelet.
     #[arg(long)]
     no_controller_manager: bool,
+    /// Only the in-cluster figures: `tether install --image` on an exec
+    /// kubelet, time to Ready, failovers and the leader's memory.
+    #[arg(long)]
+    in_cluster: bool,
+    /// Leader-pod deletions measured with `--in-cluster`.
+    #[arg(long, default_value_t = 5)]
+    failovers: usize,
 }
 
 #[tokio::main]
@@ -74,6 +85,9 @@ async fn main() -> anyhow::Result<()> {
             "{} not found: build it (scripts/bench.sh does)",
             tether_bin.display()
         );
+    }
+    if options.in_cluster {
+        return in_cluster::run(&tether_bin, options.failovers).await;
     }
     let work = std::env::temp_dir().join(format!("tether-bench-{}", std::process::id()));
     std::fs::create_dir_all(&work)?;
