@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The main job, end to end on this machine: build Tether and the local
 # control plane, bring the control plane up (etcd, kube-apiserver,
-# controller-manager, a fake kubelet), make a Git repository from
-# examples/, install Tether, run the controller, create an Application and
-# show it reaching Synced/Healthy; then drift it with kubectl and push a new
-# commit, and show Tether converge both. Everything stops when this script
-# ends; pass --keep to leave it running (stop it with Ctrl-C).
+# controller-manager, a kubelet), make a Git repository from examples/,
+# install Tether *in the cluster* (`tether install --image tether:dev`: two
+# controller replicas, which this kubelet runs as real processes of the
+# tether binary just built, each with only its ServiceAccount's token),
+# create an Application and show it reaching Synced/Healthy; then drift it
+# with kubectl and push a new commit, and show Tether converge both.
+# Everything stops when this script ends; pass --keep to leave it running
+# (stop it with Ctrl-C).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
@@ -21,9 +24,10 @@ cargo build --quiet --bin tether
 tether="$PWD/target/debug/tether"
 kube_local="$(scripts/build-kube-local.sh)"
 
-echo "==> starting the local control plane"
+echo "==> starting the local control plane (its kubelet runs the image tether:dev as $tether)"
 mkfifo "$state/stdin"
 "$kube_local" up --dir "$state/plane" --controller-manager --fake-kubelet \
+  --exec-image "tether:dev=$tether" \
   <"$state/stdin" >"$state/up.log" 2>"$state/up.err" &
 # Holding the fifo open keeps the control plane alive; it stops (and takes
 # every child process with it) when this script exits and the fd closes.
@@ -44,17 +48,14 @@ git -C "$repo" -c user.name=Demo -c user.email=demo@example.com add -A
 git -C "$repo" -c user.name=Demo -c user.email=demo@example.com commit -q -m "shop: first version"
 git -C "$repo" log --oneline | sed 's/^/    /'
 
-echo "==> tether install"
-"$tether" install --namespace tether-system
-
-echo "==> tether run (in the background; polls Git every 5 s for the demo; log in .demo/tether.log)"
-"$tether" run --lease-namespace tether-system --cache-dir "$state/cache" --resync-seconds 5 \
-  >"$state/tether.log" 2>&1 &
-tether_pid=$!
-trap 'kill $tether_pid 2>/dev/null || true' EXIT
+echo "==> tether install --image tether:dev (the controller runs in the cluster: 2 replicas, one leads)"
+"$tether" install --namespace tether-system --image tether:dev | tail -n 4 | sed 's/^/    /'
+kubectl -n tether-system rollout status deployment/tether-controller --timeout=120s | sed 's/^/    /'
+kubectl -n tether-system get pods -L tether.dev/leader | sed 's/^/    /'
 
 echo "==> tether app create shop"
-"$tether" app create shop --repo "file://$repo" --path shop --dest-namespace shop
+# Polled every 5 s for the demo (a webhook would wake it at once).
+"$tether" app create shop --repo "file://$repo" --path shop --dest-namespace shop --interval 5s
 
 wait_for() { # wait_for DESCRIPTION COMMAND...
   for _ in $(seq 1 300); do "${@:2}" >/dev/null 2>&1 && return 0; sleep 0.2; done
@@ -86,6 +87,11 @@ echo "    history:"
 import json, sys
 for entry in json.load(sys.stdin)[0]["status"]["history"]:
     print("      ", entry["revision"][:12], entry["initiator"], entry["time"])'
+
+echo
+echo "==> the controller's log (kubectl logs of the leading pod)"
+leader="$(kubectl -n tether-system get pods -l tether.dev/leader=true -o name | head -n 1)"
+kubectl -n tether-system logs "$leader" | tail -n 5 | cut -c1-200 | sed 's/^/    /'
 
 if $keep; then
   echo
