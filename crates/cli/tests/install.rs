@@ -83,6 +83,11 @@ async fn the_controller_service_account_may_do_exactly_what_the_can_i_table_says
         (&["create", "configmaps", "-n", me], true),
         (&["get", "secrets", "-n", me], true),
         (&["create", "namespaces"], true),
+        // Its own pods' leader label; no other pod, no exec.
+        (&["patch", "pods", "-n", me], true),
+        (&["patch", "pods", "-n", "default"], false),
+        (&["create", "pods", "--subresource=exec", "-n", me], false),
+        (&["delete", "pods", "-n", me], false),
         (&["create", "clusterrolebindings"], false),
         (&["create", "rolebindings", "-n", "default"], false),
         (&["escalate", "clusterroles"], false),
