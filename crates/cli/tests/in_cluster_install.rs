@@ -38,6 +38,18 @@ async fn installed_replicas_fail_over_within_10s_upgrade_keeping_status_and_unin
         )
     };
 
+    let greeting = || {
+        kubectl(&[
+            "get",
+            "configmap",
+            "-n",
+            "shop",
+            "greeting",
+            "-o",
+            "jsonpath={.data.greeting}",
+        ])
+    };
+
     // Two replicas come up; one holds the Lease and labels its pod, and
     // the Service's endpoints are that pod alone.
     in_cluster::install(tether, admin, in_cluster::IMAGE, &[]);
@@ -76,18 +88,7 @@ async fn installed_replicas_fail_over_within_10s_upgrade_keeping_status_and_unin
         status.sync.status == SyncStatus::Synced && status.sync.revision.as_deref() == Some(&first)
     })
     .await;
-    assert_eq!(
-        kubectl(&[
-            "get",
-            "configmap",
-            "-n",
-            "shop",
-            "greeting",
-            "-o",
-            "jsonpath={.data.greeting}"
-        ]),
-        "hello"
-    );
+    assert_eq!(greeting(), "hello");
 
     // kubectl logs shows the controller's log.
     let logs = kubectl(&["logs", "-n", NAMESPACE, &leader]);
@@ -105,18 +106,7 @@ async fn installed_replicas_fail_over_within_10s_upgrade_keeping_status_and_unin
         failover.new_leader, failover.synced
     );
     assert!(failover.synced < Duration::from_secs(10), "{failover:?}");
-    assert_eq!(
-        kubectl(&[
-            "get",
-            "configmap",
-            "-n",
-            "shop",
-            "greeting",
-            "-o",
-            "jsonpath={.data.greeting}"
-        ]),
-        "again"
-    );
+    assert_eq!(greeting(), "again");
     let new_leader = in_cluster::leader(&client).await.expect("a new leader");
     assert_ne!(new_leader, leader);
     eventually("the new leader's pod alone to be labelled", || async {
@@ -186,17 +176,6 @@ async fn installed_replicas_fail_over_within_10s_upgrade_keeping_status_and_unin
         "name",
     ]);
     assert_eq!(deployments, "");
-    assert_eq!(
-        kubectl(&[
-            "get",
-            "configmap",
-            "-n",
-            "shop",
-            "greeting",
-            "-o",
-            "jsonpath={.data.greeting}"
-        ]),
-        "again"
-    );
+    assert_eq!(greeting(), "again");
     assert!(apps.get_opt("shop").await.unwrap().is_some());
 }
