@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Tether container image from the Containerfile with buildah (no
 # container engine, no base image): a static `tether`, static helm and
-# kustomize, bubblewrap with the libraries it links, CA certificates and a
-# non-root user. Prints the image's size uncompressed and compressed.
+# kustomize, bubblewrap, ssh and sh with the libraries they link, CA
+# certificates and a non-root user. Prints the image's size uncompressed and compressed.
 #
 #   scripts/build-image.sh [--output DIR|FILE.tar]
 #
@@ -98,10 +98,12 @@ ln -s usr/lib "$rootfs/lib"
 ln -s usr/lib64 "$rootfs/lib64"
 chmod 1777 "$rootfs/tmp"
 install -m 0755 "$tether" "$helm" "$kustomize" "$rootfs/usr/local/bin/"
-# Renderers run under bubblewrap unless `--render-sandbox off`: Debian's
-# bwrap, and the `true` that tether's sandbox probe runs in it, with the
-# shared libraries and loader they name, at their merged-/usr paths.
-for program in bwrap true; do
+# Debian's programs that tether runs, with the shared libraries and loader
+# they name, at their merged-/usr paths: bwrap for the renderer sandbox
+# (unless `--render-sandbox off`), the `true` its start-up check runs in it,
+# OpenSSH's client, which fetches ssh:// repositories, and `sh` (dash),
+# through which gix runs it (`sh -c 'ssh … 2>file'`).
+for program in bwrap true ssh sh; do
   path="$(type -P "$program")"
   install -m 0755 "$path" "$rootfs/usr/bin/$program"
   ldd "$path" | grep -o '/[^ ]*' | while read -r library; do

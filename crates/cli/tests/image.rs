@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use serde_json::Value;
-use tether_testkit::{repo_root, run_ok};
+use serde_json::{Value, json};
+use tether_testkit::git_server::sshd::{KeyPair, Sshd};
+use tether_testkit::{Repo, repo_root, run_ok};
 
 /// What the image may weigh compressed (gzip layers, as a registry stores
 /// it and a node pulls it).
@@ -109,7 +110,7 @@ fn the_containerfile_builds_a_static_non_root_image_under_80_mb() {
     let kustomized = image.run(&[
         "render",
         "--path",
-        "/tmp/examples/kustomize-guestbook/base",
+        "/tmp/inputs/examples/kustomize-guestbook/base",
         "--renderer",
         "kustomize",
     ]);
@@ -117,7 +118,7 @@ fn the_containerfile_builds_a_static_non_root_image_under_80_mb() {
     let charted = image.run(&[
         "render",
         "--path",
-        "/tmp/examples/helm-dependency",
+        "/tmp/inputs/examples/helm-dependency",
         "--renderer",
         "helm",
         "--release-name",
@@ -127,7 +128,7 @@ fn the_containerfile_builds_a_static_non_root_image_under_80_mb() {
     let evaluated = image.run(&[
         "render",
         "--path",
-        "/tmp/examples/jsonnet-guestbook",
+        "/tmp/inputs/examples/jsonnet-guestbook",
         "--renderer",
         "jsonnet",
         "--jsonnet-main",
@@ -136,16 +137,50 @@ fn the_containerfile_builds_a_static_non_root_image_under_80_mb() {
         "name=shop",
     ]);
     assert!(evaluated.contains("kind: Deployment"), "{evaluated}");
+
+    // It fetches over SSH with a deploy key, as its user, with the ssh it
+    // carries (on the host's loopback network for this one run).
+    if let Some(reason) = Sshd::unavailable() {
+        eprintln!("ssh fetch skipped: {reason}");
+        return;
+    }
+    let key = KeyPair::generate(dir.path(), "deploy");
+    let sshd = Sshd::start(&[&key]);
+    let repo = Repo::at(&dir.path().join("repo"));
+    let guestbook = repo_root().join("examples/first-hour/guestbook");
+    for file in ["guestbook-ui-deployment.yaml", "guestbook-ui-svc.yaml"] {
+        repo.write(
+            file,
+            &std::fs::read_to_string(guestbook.join(file)).unwrap(),
+        );
+    }
+    repo.commit_all("guestbook");
+    let bare = repo.publish("guestbook").join("guestbook.git");
+    // JSON is YAML: the credentials file `tether render` reads.
+    let credentials = json!({"sshPrivateKey": key.private, "knownHosts": sshd.known_hosts});
+    std::fs::write(image.inputs.join("ssh.yaml"), credentials.to_string()).unwrap();
+    let fetched = image.run_on_loopback(&[
+        "render",
+        "--repo",
+        &sshd.url(&bare),
+        "--path",
+        ".",
+        "--credentials",
+        "/tmp/inputs/ssh.yaml",
+    ]);
+    assert!(fetched.contains("kind: Deployment"), "{fetched}");
+    assert!(sshd.log().contains("Accepted publickey"), "{}", sshd.log());
 }
 
 /// An image from an OCI archive: its configuration, its sizes and its
-/// file tree, unpacked next to the archive with the first-hour examples.
+/// file tree, unpacked next to the archive; beside it the inputs it is
+/// shown at `/tmp/inputs` (the first-hour examples) and its cache.
 struct Image {
     config: Value,
     compressed: u64,
     uncompressed: u64,
     rootfs: PathBuf,
-    examples: PathBuf,
+    inputs: PathBuf,
     cache: PathBuf,
 }
 
@@ -190,12 +225,13 @@ impl Image {
                     .arg(&rootfs),
             );
         }
-        let examples = dir.join("examples");
+        let inputs = dir.join("inputs");
+        std::fs::create_dir(&inputs).unwrap();
         run_ok(
             Command::new("cp")
                 .arg("-r")
                 .arg(repo_root().join("examples/first-hour"))
-                .arg(&examples),
+                .arg(inputs.join("examples")),
         );
         let cache = dir.join("cache");
         std::fs::create_dir(&cache).unwrap();
@@ -204,7 +240,7 @@ impl Image {
             compressed,
             uncompressed,
             rootfs,
-            examples,
+            inputs,
             cache,
         };
         let (uid, gid) = image.user();
@@ -232,16 +268,28 @@ impl Image {
 
     /// The entrypoint with `args`: [`Image::run_program`] of tether.
     fn run(&self, args: &[&str]) -> String {
-        let entrypoint = self.config["config"]["Entrypoint"][0].as_str().unwrap();
-        self.run_program(entrypoint, args)
+        self.run_with(Network::None, self.entrypoint(), args)
+    }
+
+    /// [`Image::run`] on the host's network, to reach a server on loopback.
+    fn run_on_loopback(&self, args: &[&str]) -> String {
+        self.run_with(Network::Host, self.entrypoint(), args)
+    }
+
+    fn run_program(&self, program: &str, args: &[&str]) -> String {
+        self.run_with(Network::None, program, args)
+    }
+
+    fn entrypoint(&self) -> &str {
+        self.config["config"]["Entrypoint"][0].as_str().unwrap()
     }
 
     /// Runs `program args` in the image as a pod would: as the image's
     /// user with its environment, the root filesystem read-only, a fresh
-    /// `/tmp` (holding the examples) and the cache directory writable, and
-    /// every namespace new, the network's included. bubblewrap stands in
-    /// for the container runtime.
-    fn run_program(&self, program: &str, args: &[&str]) -> String {
+    /// `/tmp` (with the inputs) and the cache directory writable, and every
+    /// namespace new, the network's too unless `network` says otherwise.
+    /// bubblewrap stands in for the container runtime.
+    fn run_with(&self, network: Network, program: &str, args: &[&str]) -> String {
         let (uid, gid) = self.user();
         let mut command = Command::new("setpriv");
         command
@@ -255,9 +303,12 @@ impl Image {
             .arg(&self.cache)
             .arg("/var/cache/tether")
             .arg("--ro-bind")
-            .arg(&self.examples)
-            .arg("/tmp/examples")
+            .arg(&self.inputs)
+            .arg("/tmp/inputs")
             .args(["--chdir", "/tmp", "--clearenv"]);
+        if network == Network::Host {
+            command.arg("--share-net");
+        }
         for pair in self.env() {
             let (name, value) = pair.split_once('=').unwrap();
             command.args(["--setenv", name, value]);
@@ -265,6 +316,13 @@ impl Image {
         command.arg("--").arg(program).args(args);
         run_ok(&mut command)
     }
+}
+
+/// Which network a program in the image sees.
+#[derive(PartialEq)]
+enum Network {
+    None,
+    Host,
 }
 
 /// The number on the script's output line `NAME NUMBER`.
