@@ -117,9 +117,9 @@ printf 'root:x:0:0:root:/root:/sbin/nologin\ntether:x:65532:65532:tether:/tmp:/s
 printf 'root:x:0:\ntether:x:65532:\n' >"$rootfs/etc/group"
 cp Containerfile "$context/"
 
-# Build the image in storage of our own: no daemon, nothing global. The
-# Containerfile runs nothing (only COPY), so chroot isolation and vfs
-# suffice, as root and without user namespaces.
+# Build the image in storage of our own (no daemon, nothing kept in
+# /var/lib/containers). The Containerfile runs nothing (only COPY), so
+# chroot isolation and vfs suffice, as root and without user namespaces.
 buildah_() {
   buildah --root "$storage/root" --runroot "$storage/run" --storage-driver vfs "$@"
 }
