@@ -21,6 +21,8 @@ need_debian python3 python3
 need_debian curl curl
 # Renderers (helm, kustomize, the Jsonnet child) run inside bubblewrap.
 need_debian bwrap bubblewrap
+# The container image is built with buildah (scripts/build-image.sh).
+need_debian buildah buildah
 
 if [ "${#missing_debian[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
