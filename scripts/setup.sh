@@ -36,7 +36,7 @@ fi
 
 for tool in cargo go kubectl; do
   if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "setup: '$tool' is required and not on PATH (Rust >= 1.95 via rustup, Go >= 1.24, kubectl)" >&2
+    echo "setup: '$tool' is required and not on PATH (Rust >= 1.95 via rustup, Go >= 1.26, kubectl)" >&2
     exit 1
   fi
 done
