@@ -14,15 +14,18 @@ use std::process::Command;
 use std::time::Instant;
 
 use serde_json::{Value, json};
+use tether_core::SyncStatus;
 use tether_testkit::git_server::sshd::{KeyPair, Sshd};
-use tether_testkit::{Repo, repo_root, run_ok};
+use tether_testkit::in_cluster;
+use tether_testkit::{Repo, application, client_for, repo_root, run_ok, status_where};
 
 /// What the image may weigh compressed (gzip layers, as a registry stores
 /// it and a node pulls it).
 const MAX_COMPRESSED_BYTES: u64 = 80 * 1000 * 1000;
 
 #[test]
-fn the_containerfile_builds_a_static_non_root_image_under_80_mb() {
+fn the_containerfile_builds_a_static_non_root_image_under_80_mb_whose_tether_runs_as_the_in_cluster_controller()
+ {
     let dir = tempfile::tempdir().unwrap();
     // The image's user must reach the unpacked image and the examples.
     chmod(dir.path(), 0o755);
@@ -142,6 +145,9 @@ fn the_containerfile_builds_a_static_non_root_image_under_80_mb() {
     ]);
     assert!(evaluated.contains("kind: Deployment"), "{evaluated}");
 
+    // Its tether is the controller in a cluster.
+    controls_a_cluster(&image.rootfs.join("usr/local/bin/tether"));
+
     // It fetches over SSH with a deploy key, as its user, with the ssh it
     // carries (on the host's loopback network for this one run).
     if let Some(reason) = Sshd::unavailable() {
@@ -174,6 +180,46 @@ fn the_containerfile_builds_a_static_non_root_image_under_80_mb() {
     ]);
     assert!(fetched.contains("kind: Deployment"), "{fetched}");
     assert!(sshd.log().contains("Accepted publickey"), "{}", sshd.log());
+}
+
+/// `tether install --image` with `tether` (the image's static binary) as
+/// the image: two replicas of it on kube-local's exec kubelet — host
+/// processes in namespaces of their own, with in-cluster configuration
+/// only, though not on the image's root filesystem — elect a leader, and
+/// the leader syncs an Application.
+fn controls_a_cluster(tether: &Path) {
+    // Outside /tmp, which the controller's pods mount an emptyDir over.
+    let work = in_cluster::workspace(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let program = work.path().join("tether");
+    std::fs::copy(tether, &program).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let plane = in_cluster::plane(&work.path().join("plane"), &program);
+        let admin = plane.kubeconfig();
+        let client = client_for(admin).await;
+        in_cluster::install(&program, admin, in_cluster::IMAGE, &[]);
+        let ready = in_cluster::ready(&client, 2).await;
+        eprintln!("the image's tether: 2 replicas ready {:.1} s after the install", ready.as_secs_f64());
+        let repo = Repo::at(&work.path().join("repo"));
+        let head = repo.commit(
+            &[(
+                "app/greeting.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: greeting\ndata:\n  greeting: hello\n",
+            )],
+            "first",
+        );
+        run_ok(
+            Command::new("kubectl")
+                .arg("--kubeconfig")
+                .arg(admin)
+                .args(["create", "namespace", "shop"]),
+        );
+        let apps = application("shop", "shop", &repo.url(), "app").apply(&client).await;
+        status_where(&apps, "Synced by the image's tether", |status| {
+            status.sync.status == SyncStatus::Synced && status.sync.revision.as_deref() == Some(&head)
+        })
+        .await;
+    });
 }
 
 /// An image from an OCI archive: its configuration, its sizes and its
