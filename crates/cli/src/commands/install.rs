@@ -1,6 +1,6 @@
 //! `tether install`: the CRDs and the controller's identity and RBAC, and
-//! optionally the controller's Deployment and the single-writer admission
-//! policy.
+//! optionally the controller itself (Deployment, Service, PodDisruptionBudget)
+//! and the single-writer admission policy.
 
 use std::process::ExitCode;
 
@@ -37,7 +37,9 @@ pub struct InstallArgs {
     /// Namespace for the controller's service account.
     #[arg(long, short = 'n', default_value = "tether-system")]
     pub namespace: String,
-    /// Also run the controller in the cluster: a Deployment of this image.
+    /// Also run the controller in the cluster: a Deployment of this image
+    /// (non-root, read-only root filesystem, probes), a Service to the
+    /// leading replica (webhooks) and a PodDisruptionBudget.
     #[arg(long, alias = "deployment-image")]
     pub image: Option<String>,
     /// How many controller replicas the Deployment runs (one leads).
