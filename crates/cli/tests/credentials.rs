@@ -17,16 +17,6 @@ use tether_testkit::git_server::{HttpBackend, TestCa};
 
 const PASSWORD: &str = "s3cret-pa55word";
 
-/// Skips (saying why) only when sshd is not installed.
-macro_rules! require_sshd {
-    () => {
-        if let Some(reason) = Sshd::unavailable() {
-            eprintln!("skipped: {reason}");
-            return;
-        }
-    };
-}
-
 /// A namespace with Tether installed, and a repository whose `app/` holds
 /// ConfigMap `settings` (greeting `hello`), published as the bare
 /// repository `<served>/shop.git`. Returns the commit too.
@@ -176,7 +166,6 @@ async fn setup_on_ssh(prefix: &str) -> OnSsh {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn diff_and_dry_run_of_an_app_on_ssh_use_its_key_secret() {
-    require_sshd!();
     let on_ssh = setup_on_ssh("cli-creds-ssh").await;
     let (ns, sshd) = (&on_ssh.ns, &on_ssh.sshd);
 
@@ -186,7 +175,6 @@ async fn diff_and_dry_run_of_an_app_on_ssh_use_its_key_secret() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn adopt_pushes_to_an_ssh_repository_with_the_apps_key() {
-    require_sshd!();
     let on_ssh = setup_on_ssh("cli-creds-adopt").await;
     let (ns, served) = (&on_ssh.ns, &on_ssh.served);
 

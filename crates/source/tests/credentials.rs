@@ -159,19 +159,8 @@ fn deploy_key() -> (KeyPair, tempfile::TempDir) {
     (KeyPair::generate(keys.path(), "deploy"), keys)
 }
 
-/// Skips (saying why) only when sshd is not installed.
-macro_rules! require_sshd {
-    () => {
-        if let Some(reason) = Sshd::unavailable() {
-            eprintln!("skipped: {reason}");
-            return;
-        }
-    };
-}
-
 #[test]
 fn ssh_fetches_with_the_key_and_known_hosts_from_the_credentials() {
-    require_sshd!();
     let repo = shop();
     let (key, _keys) = deploy_key();
     let sshd = Sshd::start(&[&key]);
@@ -190,7 +179,6 @@ fn ssh_fetches_with_the_key_and_known_hosts_from_the_credentials() {
 
 #[test]
 fn ssh_fetches_an_scp_like_url() {
-    require_sshd!();
     let repo = shop();
     let (key, _keys) = deploy_key();
     let Some(sshd) = Sshd::start_on_port_22(&[&key]) else {
@@ -212,7 +200,6 @@ fn ssh_fetches_an_scp_like_url() {
 
 #[test]
 fn ssh_refuses_an_unknown_host_key_and_a_key_the_server_does_not_know() {
-    require_sshd!();
     let repo = shop();
     let keys = tempfile::tempdir().unwrap();
     let (key, stranger) = (

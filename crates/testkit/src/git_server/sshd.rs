@@ -46,11 +46,13 @@ impl KeyPair {
 }
 
 impl Sshd {
-    /// Why the SSH tests cannot run here, if they cannot.
-    pub fn unavailable() -> Option<String> {
-        (!Path::new(SSHD).exists()).then(|| {
-            format!("{SSHD} is missing (Debian: openssh-server, installed by scripts/setup.sh)")
-        })
+    /// Fails the test, saying how to install it, when sshd is missing: the
+    /// SSH tests never skip.
+    fn require_installed() {
+        assert!(
+            Path::new(SSHD).exists(),
+            "{SSHD} is missing (Debian: openssh-server, installed by scripts/setup.sh)"
+        );
     }
 
     /// Starts sshd on a free port that accepts `authorized` public keys.
@@ -70,6 +72,7 @@ impl Sshd {
     /// process may take the port between our check and sshd's bind, and
     /// then a connection would reach that other server.
     fn start_on(port: u16, authorized: &[&KeyPair]) -> Result<Sshd, String> {
+        Sshd::require_installed();
         let dir = tempfile::tempdir().unwrap();
         let host = KeyPair::generate(dir.path(), "host_key");
         let authorized_keys: String = authorized.iter().map(|key| key.public.as_str()).collect();
