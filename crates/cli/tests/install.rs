@@ -17,6 +17,16 @@ use tether_testkit::{TestNamespace, eventually, status_of};
 
 /// `kubectl auth can-i ARGS` as the controller's service account of
 /// `controller_ns`: whether it may.
+/// Whether the controller's ServiceAccount exists in `ns`.
+async fn has_controller_account(ns: &TestNamespace) -> bool {
+    let accounts: Api<ServiceAccount> = ns.api();
+    accounts
+        .get_opt("tether-controller")
+        .await
+        .unwrap()
+        .is_some()
+}
+
 fn can_i(ns: &TestNamespace, controller_ns: &str, args: &[&str]) -> bool {
     let output = Command::new("kubectl")
         .arg("--kubeconfig")
@@ -202,14 +212,7 @@ async fn the_dry_run_manifests_apply_cleanly_with_a_server_side_dry_run() {
         "{applied}"
     );
     // Nothing was applied.
-    let accounts: Api<ServiceAccount> = ns.api();
-    assert!(
-        accounts
-            .get_opt("tether-controller")
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(!has_controller_account(&ns).await);
 
     let json = tether_ok(
         &ns,
@@ -280,14 +283,7 @@ async fn uninstall_removes_the_controller_and_leaves_the_applied_objects_in_plac
         "{said}"
     );
 
-    let accounts: Api<ServiceAccount> = ns.api();
-    assert!(
-        accounts
-            .get_opt("tether-controller")
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(!has_controller_account(&ns).await);
     let bindings: Api<ClusterRoleBinding> = Api::all(ns.client.clone());
     let name = format!("tether-controller-{}", ns.name);
     assert!(bindings.get_opt(&name).await.unwrap().is_none());
