@@ -23,6 +23,9 @@ need_debian curl curl
 need_debian bwrap bubblewrap
 # The container image is built with buildah (scripts/build-image.sh).
 need_debian buildah buildah
+# Metrics and alert rules are checked by a real Prometheus (and promtool).
+need_debian prometheus prometheus
+need_debian promtool prometheus
 
 if [ "${#missing_debian[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then

@@ -24,6 +24,7 @@ pub mod context;
 pub mod credentials;
 pub mod install;
 pub mod lease;
+pub mod metrics;
 pub mod observe;
 pub mod reconcile;
 pub mod report;

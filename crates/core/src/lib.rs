@@ -15,6 +15,7 @@ pub mod diff;
 pub mod drift;
 pub mod generated;
 pub mod health;
+pub mod notice;
 pub mod object;
 pub mod order;
 pub mod ownership;

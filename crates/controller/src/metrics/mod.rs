@@ -1,0 +1,296 @@
+//! The controller's Prometheus metrics (text exposition on `/metrics`).
+//!
+//! Cardinality stays O(apps): series are per Application, per repository
+//! or per API verb and resource — never per managed object. App-level
+//! series are reported by the leader only, so a dashboard summing over
+//! replicas never counts an app twice.
+//!
+//! Every name the controller exports is in [`NAMES`]; the shipped alert
+//! rules and Grafana dashboard (`deploy/monitoring/`) are checked against
+//! that list.
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use tether_core::OperationPhase;
+use tether_core::drift::DriftKind;
+
+use crate::observe::live::AppKey;
+
+/// Every metric name the controller exports (counters with their `_total`,
+/// histograms by their base name).
+pub const NAMES: &[&str] = &[
+    "tether_app_info",
+    "tether_app_not_synced_seconds",
+    "tether_app_not_synced_too_long",
+    "tether_app_drift_total",
+    "tether_app_self_heal_total",
+    "tether_app_sync_total",
+    "tether_sync_duration_seconds",
+    "tether_git_fetch_duration_seconds",
+    "tether_render_duration_seconds",
+    "tether_git_fetch_errors_total",
+    "tether_break_glass_open",
+    "tether_prune_blocked_total",
+    "tether_kube_requests_total",
+    "tether_notifications_sent_total",
+    "tether_notifications_dropped_total",
+    "tether_leader",
+];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AppLabels {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl From<&AppKey> for AppLabels {
+    fn from((namespace, name): &AppKey) -> Self {
+        AppLabels {
+            namespace: namespace.clone(),
+            name: name.clone(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DriftLabels {
+    pub namespace: String,
+    pub name: String,
+    /// manual | accidental | emergency
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SyncLabels {
+    pub namespace: String,
+    pub name: String,
+    /// Succeeded | Failed
+    pub phase: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RepoLabels {
+    /// The repository URL, without credentials.
+    pub repo: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    /// get | list | watch | create | update | patch | delete | …
+    pub verb: String,
+    /// The resource (`deployments`, `applications`, …), or the path's
+    /// first segment for non-resource requests.
+    pub resource: String,
+    /// The HTTP status code, or `error` when no response came.
+    pub code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabels {
+    /// delivered | failed
+    pub result: String,
+}
+
+/// The metrics of one controller process.
+pub struct Metrics {
+    registry: Registry,
+    drift: Family<DriftLabels, Counter>,
+    self_heal: Family<AppLabels, Counter>,
+    syncs: Family<SyncLabels, Counter>,
+    prune_blocked: Family<AppLabels, Counter>,
+    sync_duration: Histogram,
+    fetch_duration: Histogram,
+    render_duration: Histogram,
+    fetch_errors: Family<RepoLabels, Counter>,
+    kube_requests: Family<RequestLabels, Counter>,
+    notifications_sent: Family<ResultLabels, Counter>,
+    notifications_dropped: Counter,
+    leader: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let seconds = || Histogram::new(exponential_buckets(0.005, 2.0, 14));
+        let metrics = Metrics {
+            drift: Family::default(),
+            self_heal: Family::default(),
+            syncs: Family::default(),
+            prune_blocked: Family::default(),
+            sync_duration: seconds(),
+            fetch_duration: seconds(),
+            render_duration: seconds(),
+            fetch_errors: Family::default(),
+            kube_requests: Family::default(),
+            notifications_sent: Family::default(),
+            notifications_dropped: Counter::default(),
+            leader: Gauge::default(),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "tether_app_drift",
+            "Drift detected, by kind (manual, accidental, emergency)",
+            metrics.drift.clone(),
+        );
+        registry.register(
+            "tether_app_self_heal",
+            "Drift reverted by self-heal",
+            metrics.self_heal.clone(),
+        );
+        registry.register(
+            "tether_app_sync",
+            "Syncs run, by phase (Succeeded, Failed)",
+            metrics.syncs.clone(),
+        );
+        registry.register(
+            "tether_prune_blocked",
+            "Prunes held back by the circuit breaker",
+            metrics.prune_blocked.clone(),
+        );
+        registry.register(
+            "tether_sync_duration_seconds",
+            "How long a sync took, dry run to last wave",
+            metrics.sync_duration.clone(),
+        );
+        registry.register(
+            "tether_git_fetch_duration_seconds",
+            "How long fetching a revision took",
+            metrics.fetch_duration.clone(),
+        );
+        registry.register(
+            "tether_render_duration_seconds",
+            "How long rendering a revision's manifests took",
+            metrics.render_duration.clone(),
+        );
+        registry.register(
+            "tether_git_fetch_errors",
+            "Failed fetches, by repository",
+            metrics.fetch_errors.clone(),
+        );
+        registry.register(
+            "tether_kube_requests",
+            "Requests to the Kubernetes API server, by verb, resource and status code",
+            metrics.kube_requests.clone(),
+        );
+        registry.register(
+            "tether_notifications_sent",
+            "Notifications, by final result (delivered, failed)",
+            metrics.notifications_sent.clone(),
+        );
+        registry.register(
+            "tether_notifications_dropped",
+            "Notifications dropped because the queue was full",
+            metrics.notifications_dropped.clone(),
+        );
+        registry.register(
+            "tether_leader",
+            "1 while this replica leads (and reports app metrics)",
+            metrics.leader.clone(),
+        );
+        Metrics {
+            registry,
+            ..metrics
+        }
+    }
+
+    pub fn drift_detected(&self, app: &AppKey, kind: DriftKind) {
+        let (namespace, name) = app.clone();
+        self.drift
+            .get_or_create(&DriftLabels {
+                namespace,
+                name,
+                kind: kind.as_str().to_ascii_lowercase(),
+            })
+            .inc();
+    }
+
+    pub fn self_healed(&self, app: &AppKey) {
+        self.self_heal.get_or_create(&app.into()).inc();
+    }
+
+    pub fn prune_blocked(&self, app: &AppKey) {
+        self.prune_blocked.get_or_create(&app.into()).inc();
+    }
+
+    pub fn sync_finished(&self, app: &AppKey, phase: OperationPhase, took: Duration) {
+        let (namespace, name) = app.clone();
+        self.syncs
+            .get_or_create(&SyncLabels {
+                namespace,
+                name,
+                phase: phase.as_str().to_string(),
+            })
+            .inc();
+        self.sync_duration.observe(took.as_secs_f64());
+    }
+
+    pub fn git_fetched(&self, repo: &str, took: Duration, ok: bool) {
+        self.fetch_duration.observe(took.as_secs_f64());
+        if !ok {
+            self.fetch_errors
+                .get_or_create(&RepoLabels {
+                    repo: repo.to_string(),
+                })
+                .inc();
+        }
+    }
+
+    pub fn rendered(&self, took: Duration) {
+        self.render_duration.observe(took.as_secs_f64());
+    }
+
+    pub fn kube_request(&self, verb: &str, resource: &str, code: &str) {
+        self.kube_requests
+            .get_or_create(&RequestLabels {
+                verb: verb.to_string(),
+                resource: resource.to_string(),
+                code: code.to_string(),
+            })
+            .inc();
+    }
+
+    pub fn notification_sent(&self, delivered: bool) {
+        let result = if delivered { "delivered" } else { "failed" };
+        self.notifications_sent
+            .get_or_create(&ResultLabels {
+                result: result.to_string(),
+            })
+            .inc();
+    }
+
+    pub fn notification_dropped(&self) {
+        self.notifications_dropped.inc();
+    }
+
+    /// Whether this replica leads: a replica that stops leading forgets its
+    /// per-app series, so only the leader reports any.
+    pub fn set_leading(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
+        if !leading {
+            self.drift.clear();
+            self.self_heal.clear();
+            self.syncs.clear();
+            self.prune_blocked.clear();
+        }
+    }
+
+    /// The text exposition of every metric.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .expect("writing to a String cannot fail");
+        text
+    }
+}
