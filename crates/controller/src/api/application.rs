@@ -156,6 +156,11 @@ pub struct SyncPolicy {
     /// prune never deletes it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub create_namespace: bool,
+    /// How long the app may stay not Synced before the condition
+    /// `NotSyncedTooLong` is raised (an Event, a notification, and the
+    /// metric `tether_app_not_synced_too_long`): a duration such as `90s`,
+    /// `15m`, `1h`. Default: `tether run --alert-not-synced-after` (1h).
+    pub alert_not_synced_after: Option<String>,
 }
 
 impl SyncPolicy {
@@ -234,6 +239,7 @@ impl Default for SyncPolicy {
             adopt_existing: false,
             prune_adopted: false,
             create_namespace: false,
+            alert_not_synced_after: None,
         }
     }
 }
@@ -347,6 +353,11 @@ pub struct SyncInfo {
     /// rendering the same objects (a change elsewhere in a monorepo) is
     /// recorded as the synced revision without a sync.
     pub objects_digest: Option<String>,
+    /// Since when (RFC 3339) the app has not been Synced — out of sync,
+    /// or a step of its reconcile failing; absent while it is Synced. Kept
+    /// across controller restarts, so the `NotSyncedTooLong` alert counts
+    /// from the first reconcile that found it so.
+    pub not_synced_since: Option<String>,
 }
 
 /// Are the applied objects working?

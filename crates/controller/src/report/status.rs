@@ -38,6 +38,10 @@ pub const PRUNE_BLOCKED_CONDITION: &str = "PruneBlocked";
 /// act on (`tether_core::argocd`); its message names each object and
 /// annotation and what Tether does instead.
 pub const UNSUPPORTED_CONDITION: &str = "Unsupported";
+/// Condition raised while the app has not been Synced for longer than its
+/// `syncPolicy.alertNotSyncedAfter` (product rule 5); its message says for
+/// how long and why.
+pub const NOT_SYNCED_TOO_LONG_CONDITION: &str = "NotSyncedTooLong";
 /// At most this many warnings are spelled out in the message.
 const UNSUPPORTED_SHOWN: usize = 10;
 const DRIFT_FIELDS_SHOWN: usize = 5;
