@@ -62,6 +62,9 @@ pub struct Config {
     /// The longest a break-glass window may be granted at once (its
     /// opening, or each extension); a window beyond it is Invalid.
     pub max_window_ttl: Duration,
+    /// How long an app may stay not Synced before `NotSyncedTooLong`, for
+    /// apps whose `spec.syncPolicy.alertNotSyncedAfter` says nothing.
+    pub alert_not_synced_after: Duration,
 }
 
 impl Default for Config {
@@ -79,6 +82,7 @@ impl Default for Config {
             flap_policy: FlapPolicy::default(),
             sandbox: tether_source::Sandbox::default(),
             max_window_ttl: tether_core::window::DEFAULT_MAX_TTL,
+            alert_not_synced_after: tether_core::alert::DEFAULT_THRESHOLD,
         }
     }
 }

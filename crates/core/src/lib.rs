@@ -6,6 +6,7 @@
 //! testable on fixtures alone.
 
 pub mod action;
+pub mod alert;
 pub mod argocd;
 pub mod attribution;
 pub mod audit;

@@ -71,6 +71,12 @@ pub struct RunArgs {
     /// Invalid and suspend nothing.
     #[arg(long, default_value = "24h")]
     pub max_break_glass_ttl: String,
+    /// How long an Application may stay not Synced before it gets the
+    /// condition `NotSyncedTooLong` (with an Event, a notification and the
+    /// metric `tether_app_not_synced_too_long`), for apps whose
+    /// `spec.syncPolicy.alertNotSyncedAfter` says nothing: 90s, 15m, 1h.
+    #[arg(long, default_value = "1h")]
+    pub alert_not_synced_after: String,
     #[command(flatten)]
     pub kubeconfig: Kubeconfig,
     /// Serve HTTP (health, webhooks) on this address, e.g. 127.0.0.1:8080.
@@ -125,6 +131,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         flap_policy: defaults.flap_policy,
         sandbox: super::render::sandbox(args.render_sandbox),
         max_window_ttl: tether_core::window::parse_ttl(&args.max_break_glass_ttl)?,
+        alert_not_synced_after: tether_core::window::parse_ttl(&args.alert_not_synced_after)
+            .context("--alert-not-synced-after")?,
     };
     let secret = match &args.webhook_secret_file {
         // The in-cluster Deployment mounts the Secret `tether-webhook` as

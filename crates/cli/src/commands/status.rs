@@ -9,7 +9,8 @@ use tether_controller::api::Application;
 use tether_controller::api::ApplicationStatus;
 use tether_controller::api::application::OtherWriterEntry;
 use tether_controller::report::status::{
-    BACK_OFF_CONDITION, PRUNE_BLOCKED_CONDITION, RECONCILED_CONDITION,
+    BACK_OFF_CONDITION, NOT_SYNCED_TOO_LONG_CONDITION, PRUNE_BLOCKED_CONDITION,
+    RECONCILED_CONDITION,
 };
 use tether_core::prune::PruneFate;
 use tether_core::{HealthStatus, OperationalState, SyncStatus};
@@ -71,9 +72,13 @@ fn table(apps: &[Application]) -> String {
             .filter(|r| r.sync != SyncStatus::Synced)
             .count();
         let revision = status.sync.revision.as_deref().unwrap_or("-");
+        let sync = word(reported.map(|s| s.sync.status.as_str()));
         rows.push(vec![
             app.name_any(),
-            word(reported.map(|s| s.sync.status.as_str())),
+            match not_synced_too_long(&status) {
+                Some(mark) => format!("{sync} {mark}"),
+                None => sync,
+            },
             word(reported.map(|s| s.health.status.as_str())),
             word(status.state.map(OperationalState::as_str)),
             revision[..revision.len().min(12)].to_string(),
@@ -86,8 +91,27 @@ fn table(apps: &[Application]) -> String {
     aligned(&rows)
 }
 
-/// Conditions that name a problem while True.
-const PROBLEM_CONDITIONS: [&str; 2] = [BACK_OFF_CONDITION, PRUNE_BLOCKED_CONDITION];
+/// Conditions that name a problem while True, the first holding one shown.
+const PROBLEM_CONDITIONS: [&str; 3] = [
+    BACK_OFF_CONDITION,
+    PRUNE_BLOCKED_CONDITION,
+    NOT_SYNCED_TOO_LONG_CONDITION,
+];
+
+/// `⚠ 1h02m`: how long the app has not been Synced, once that is longer
+/// than its `alertNotSyncedAfter` (the `NotSyncedTooLong` condition).
+pub(super) fn not_synced_too_long(status: &ApplicationStatus) -> Option<String> {
+    status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == NOT_SYNCED_TOO_LONG_CONDITION && c.status == "True")?;
+    let since = status.sync.not_synced_since.as_deref()?;
+    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    Some(format!(
+        "⚠ {}",
+        tether_core::alert::span(tether_core::alert::elapsed(since, &now))
+    ))
+}
 
 /// The longest MESSAGE shown; `tether status NAME -o yaml` has it all.
 const MESSAGE_WIDTH: usize = 100;

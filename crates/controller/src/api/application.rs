@@ -160,10 +160,21 @@ pub struct SyncPolicy {
     /// `NotSyncedTooLong` is raised (an Event, a notification, and the
     /// metric `tether_app_not_synced_too_long`): a duration such as `90s`,
     /// `15m`, `1h`. Default: `tether run --alert-not-synced-after` (1h).
+    #[schemars(regex(pattern = r"^([0-9]+[dhms])+$"))]
     pub alert_not_synced_after: Option<String>,
 }
 
 impl SyncPolicy {
+    /// How long the app may stay not Synced before the alert: its
+    /// `alertNotSyncedAfter`, else `default` (also when the API server
+    /// let an unreadable value through: its schema refuses one).
+    pub fn alert_after(&self, default: std::time::Duration) -> std::time::Duration {
+        self.alert_not_synced_after
+            .as_deref()
+            .and_then(|text| tether_core::window::parse_ttl(text).ok())
+            .unwrap_or(default)
+    }
+
     /// How long a wave may take to become healthy, with `waitForWaves`.
     pub fn wave_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_secs(self.wave_timeout_seconds.unwrap_or(300).into())

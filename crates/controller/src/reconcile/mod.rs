@@ -169,6 +169,14 @@ impl<'a> Pass<'a> {
         }
     }
 
+    /// How long this app may stay not Synced before `NotSyncedTooLong`.
+    pub fn alert_after(&self) -> Duration {
+        self.app
+            .spec
+            .sync_policy
+            .alert_after(self.ctx.config.alert_not_synced_after)
+    }
+
     /// Reports that `step` failed with `error`, and ends the reconcile. A
     /// pending `tether sync` request is answered by this failure: it is
     /// dropped once the status says why, so the command can show it.

@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 use kube::ResourceExt;
 use kube::runtime::controller::Action as Next;
 use tether_core::OperationPhase;
+use tether_core::alert;
 use tether_core::argocd::Warning;
 use tether_core::revision::RevisionChange;
 use tether_source::Rendered;
@@ -112,7 +113,13 @@ pub fn look_again(
             .retry_in(revision, &pass.retry_policy())
             .map(|wait| wait + Duration::from_millis(50)),
     };
-    match [window_ends, back_off_ends, retry]
+    let alert_due = memo
+        .written_status
+        .as_ref()
+        .and_then(|status| status.sync.not_synced_since.as_deref())
+        .and_then(|since| alert::due_in(Some(since), &self::now(), pass.alert_after()))
+        .map(|due| due + ALERT_MARGIN);
+    match [window_ends, back_off_ends, retry, alert_due]
         .into_iter()
         .flatten()
         .min()
@@ -163,14 +170,18 @@ pub async fn status(
 ) -> Result<Next, ReconcileError> {
     let (ctx, app) = (pass.ctx, &pass.app);
     let previous = app.status.as_ref();
+    let now = now();
+    let alert_after = pass.alert_after();
     let status = next_status(
         previous,
         app.metadata.generation,
         observed,
         sync,
         failure,
-        &now(),
+        alert_after,
+        &now,
     );
+    let alert_due = alert::due_in(status.sync.not_synced_since.as_deref(), &now, alert_after);
     if previous != Some(&status) {
         let key = &pass.key;
         let record_only = observed.is_some_and(|o| o.change == RevisionChange::SameObjects)
@@ -193,8 +204,16 @@ pub async fn status(
     if let Some(failure) = failure {
         tracing::warn!(app = %app.name_any(), reason = failure.step.as_str(), message = %failure.message, "reconcile step failed");
     }
-    Ok(Next::requeue(jittered(ctx.config.resync)))
+    // Look again when the NotSyncedTooLong alert falls due.
+    let resync = jittered(ctx.config.resync);
+    Ok(Next::requeue(match alert_due {
+        Some(due) => resync.min(due + ALERT_MARGIN),
+        None => resync,
+    }))
 }
+
+/// Past the alert's deadline, so the reconcile then finds it overdue.
+const ALERT_MARGIN: Duration = Duration::from_millis(200);
 
 /// On an error the controller retries with backoff; reconcile reports its
 /// own failures, so this is only reached when status could not be written.

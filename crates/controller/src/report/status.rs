@@ -4,9 +4,12 @@
 //! reconcile's observations, so "write only when changed" is a comparison of
 //! two values, and the whole status is tested without an API server.
 
+use std::time::Duration;
 use tether_core::argocd::Warning;
 use tether_core::attribution::{Ownership, other_writers};
-use tether_core::drift::{DriftOutcome, drifted_fields};
+
+use tether_core::alert;
+use tether_core::drift::{DriftKind, DriftOutcome, drifted_fields};
 use tether_core::generated::{generate_name, key_of};
 use tether_core::health::{Health, HealthStatus, app_health};
 use tether_core::revision::RevisionChange;
@@ -113,13 +116,16 @@ pub struct SyncRun<'a> {
 /// A failed sync: why, and the objects it had applied before it stopped.
 pub type Stopped<'a> = (String, &'a [(ObjectRef, Action)]);
 
-/// The status after this reconcile. `now` is an RFC 3339 timestamp.
+/// The status after this reconcile. `now` is an RFC 3339 timestamp;
+/// `alert_after` is how long the app may stay not Synced before
+/// [`NOT_SYNCED_TOO_LONG_CONDITION`] is raised.
 pub fn next_status(
     previous: Option<&ApplicationStatus>,
     generation: Option<i64>,
     observed: Option<&Observed<'_>>,
     sync: Option<&SyncRun<'_>>,
     failure: Option<&Failure>,
+    alert_after: Duration,
     now: &str,
 ) -> ApplicationStatus {
     let mut status = previous.cloned().unwrap_or_default();
@@ -201,6 +207,7 @@ pub fn next_status(
     }
     status.state = OperationalState::of(status.sync.status, status.health.status);
     set_reconciled_condition(&mut status.conditions, failure, now);
+    set_not_synced_condition(&mut status, failure, alert_after, now);
     status.reconciled_at = previous.and_then(|p| p.reconciled_at.clone());
     if previous != Some(&status) {
         status.reconciled_at = Some(now.to_string());
@@ -685,6 +692,113 @@ fn set_problem_condition(
     }
 }
 
+/// Product rule 5: `sync.notSyncedSince` follows whether the app is Synced
+/// (live matches Git and no step of the reconcile fails), and
+/// [`NOT_SYNCED_TOO_LONG_CONDITION`] is True — saying since when and why —
+/// while that has lasted longer than `alert_after`; False once Synced.
+fn set_not_synced_condition(
+    status: &mut ApplicationStatus,
+    failure: Option<&Failure>,
+    alert_after: Duration,
+    now: &str,
+) {
+    let synced = status.sync.status == SyncStatus::Synced && failure.is_none();
+    let since = alert::not_synced_since(status.sync.not_synced_since.as_deref(), synced, now);
+    let overdue = alert::too_long(since.as_deref(), now, alert_after);
+    let (reason, why) = why_not_synced(status, failure);
+    let message = overdue.then(|| {
+        format!(
+            "not Synced for more than {} (since {}): {why}",
+            alert::span(alert_after),
+            since.as_deref().unwrap_or(now),
+        )
+    });
+    status.sync.not_synced_since = since;
+    set_problem_condition(
+        &mut status.conditions,
+        NOT_SYNCED_TOO_LONG_CONDITION,
+        reason,
+        message,
+        now,
+    );
+}
+
+/// Why an app is not Synced, as a condition reason and a sentence: the
+/// failing step, else the drift left in place (and why it is left), else a
+/// sync that has not run.
+fn why_not_synced(status: &ApplicationStatus, failure: Option<&Failure>) -> (&'static str, String) {
+    if let Some(failure) = failure {
+        let first = failure.message.lines().next().unwrap_or_default();
+        return (failure.step.as_str(), first.to_string());
+    }
+    let kept = |outcome: DriftOutcome| {
+        status
+            .drift
+            .iter()
+            .filter(|entry| entry.response == outcome)
+            .map(|entry| entry.record.object.to_string())
+            .collect::<Vec<_>>()
+    };
+    let emergency: Vec<String> = status
+        .drift
+        .iter()
+        .filter(|entry| entry.record.kind == DriftKind::Emergency)
+        .map(|entry| entry.record.object.to_string())
+        .collect();
+    let fighting = kept(DriftOutcome::BackedOff);
+    let reported = kept(DriftOutcome::Reported);
+    let named = |objects: &[String]| {
+        let shown = objects
+            .iter()
+            .take(3)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        match objects.len() {
+            n if n > 3 => format!("{shown} and {} more", n - 3),
+            _ => shown,
+        }
+    };
+    if !emergency.is_empty() {
+        return (
+            "BreakGlassOpen",
+            format!(
+                "changes made in an open break-glass window are kept: {}",
+                named(&emergency)
+            ),
+        );
+    }
+    if !fighting.is_empty() {
+        return (
+            "SelfHealBackOff",
+            format!(
+                "self-heal backed off from another writer: {}",
+                named(&fighting)
+            ),
+        );
+    }
+    if !reported.is_empty() {
+        return (
+            "DriftKept",
+            format!(
+                "drift is reported and left in place (self-heal off or driftResponse: warn): {}",
+                named(&reported)
+            ),
+        );
+    }
+    match status.sync.status {
+        SyncStatus::OutOfSync => (
+            "SyncPending",
+            "live state differs from Git and no sync has applied it (automated sync off? run `tether sync`)"
+                .to_string(),
+        ),
+        _ => (
+            "NotCompared",
+            "live state has not been compared with Git yet".to_string(),
+        ),
+    }
+}
+
 fn set_reconciled_condition(conditions: &mut Vec<Condition>, failure: Option<&Failure>, now: &str) {
     let (value, reason, message) = match failure {
         Some(failure) => ("False", failure.step.as_str(), failure.message.clone()),
@@ -813,5 +927,130 @@ mod tests {
             (RESOURCES_LIMIT, 20_000 - RESOURCES_LIMIT)
         );
         assert_eq!(kept[0].action, Action::Configured);
+    }
+
+    fn not_synced_alert(status: &ApplicationStatus) -> Option<&Condition> {
+        status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == NOT_SYNCED_TOO_LONG_CONDITION)
+    }
+
+    #[test]
+    fn an_app_failing_longer_than_its_threshold_is_not_synced_too_long_until_synced_again() {
+        let five_seconds = Duration::from_secs(5);
+        let failing = Failure {
+            step: Step::Validate,
+            message: "Deployment shop/web: spec.replicas: Invalid value".into(),
+        };
+        let mut synced = ApplicationStatus::default();
+        synced.sync.status = SyncStatus::Synced;
+        let t = |s: u32| format!("2026-12-03T10:00:{s:02}Z");
+
+        let first = next_status(
+            Some(&synced),
+            None,
+            None,
+            None,
+            Some(&failing),
+            five_seconds,
+            &t(0),
+        );
+        assert_eq!(first.sync.not_synced_since.as_deref(), Some(t(0).as_str()));
+        assert!(
+            not_synced_alert(&first).is_none(),
+            "not raised before the threshold"
+        );
+
+        let later = next_status(
+            Some(&first),
+            None,
+            None,
+            None,
+            Some(&failing),
+            five_seconds,
+            &t(4),
+        );
+        assert_eq!(
+            later, first,
+            "nothing to write while it waits out the threshold"
+        );
+
+        let overdue = next_status(
+            Some(&first),
+            None,
+            None,
+            None,
+            Some(&failing),
+            five_seconds,
+            &t(6),
+        );
+        let raised = not_synced_alert(&overdue).expect("raised");
+        assert_eq!(
+            (raised.status.as_str(), raised.reason.as_str()),
+            ("True", "ValidationFailed")
+        );
+        assert_eq!(
+            raised.message,
+            format!(
+                "not Synced for more than 5s (since {}): Deployment shop/web: spec.replicas: Invalid value",
+                t(0)
+            )
+        );
+        assert_eq!(
+            overdue.sync.not_synced_since.as_deref(),
+            Some(t(0).as_str())
+        );
+
+        let fixed = next_status(Some(&overdue), None, None, None, None, five_seconds, &t(9));
+        let cleared = not_synced_alert(&fixed).expect("kept, False");
+        assert_eq!(
+            (cleared.status.as_str(), cleared.reason.as_str()),
+            ("False", "Resolved")
+        );
+        assert_eq!(fixed.sync.not_synced_since, None);
+        assert_eq!(cleared.last_transition_time.as_deref(), Some(t(9).as_str()));
+    }
+
+    #[test]
+    fn drift_left_by_warn_says_which_objects_are_kept_out_of_sync() {
+        let mut status = ApplicationStatus::default();
+        status.sync.status = SyncStatus::OutOfSync;
+        status.sync.not_synced_since = Some("2026-12-03T09:00:00Z".into());
+        status.drift = vec![DriftEntry {
+            record: tether_core::drift::DriftRecord {
+                object: ObjectRef::from_object(&json!({"apiVersion": "apps/v1",
+                    "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"}}))
+                .unwrap(),
+                kind: DriftKind::Manual,
+                fields: Vec::new(),
+                detected_at: "2026-12-03T09:00:00Z".into(),
+            },
+            response: DriftOutcome::Reported,
+            resolved_at: None,
+        }];
+        let next = next_status(
+            Some(&status),
+            None,
+            None,
+            None,
+            None,
+            Duration::from_secs(3600),
+            "2026-12-03T10:02:00Z",
+        );
+        let raised = not_synced_alert(&next).expect("raised");
+        assert_eq!(raised.reason, "DriftKept");
+        assert!(
+            raised.message.starts_with(
+                "not Synced for more than 1h (since 2026-12-03T09:00:00Z): drift is reported and left in place"
+            ),
+            "{}",
+            raised.message
+        );
+        assert!(
+            raised.message.contains("Deployment shop/web"),
+            "{}",
+            raised.message
+        );
     }
 }

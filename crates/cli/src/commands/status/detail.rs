@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use tether_controller::report::status::NOT_SYNCED_TOO_LONG_CONDITION;
 
 use kube::ResourceExt;
 use tether_controller::api::application::OperationState;
@@ -190,6 +191,17 @@ fn state(out: &mut Text, app: &Application) {
         .filter(|r| r.sync != SyncStatus::Synced)
         .count();
     out.indented(2, "Objects", &format!("{count} ({out_of_sync} not synced)"));
+    if let Some(since) = &status.sync.not_synced_since {
+        let mark = super::not_synced_too_long(status).unwrap_or_default();
+        out.indented(2, "Not synced", &format!("since {since} {mark}"));
+        if let Some(alert) = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == NOT_SYNCED_TOO_LONG_CONDITION && c.status == "True")
+        {
+            out.indented(4, "Why", &format!("{}: {}", alert.reason, alert.message));
+        }
+    }
 }
 
 fn conditions(out: &mut Text, status: &ApplicationStatus) {
