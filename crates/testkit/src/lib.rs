@@ -1,7 +1,8 @@
 //! Test support: one real local control plane per test process, a fresh
 //! namespace per test, real Git repositories and servers, the real tools
-//! run so that a failure shows their own words, and waiting helpers. With
-//! the `controller` feature: Application fixtures and their status.
+//! run so that a failure shows their own words, a real Prometheus, and
+//! waiting helpers. With the `controller` feature: Application fixtures and
+//! their status.
 //!
 //! The control plane is `tools/kube-local` (etcd, kube-apiserver,
 //! kube-controller-manager and a fake kubelet, built from upstream Go
@@ -27,6 +28,7 @@ mod log;
 mod modules;
 mod namespace;
 mod plane;
+pub mod prometheus;
 mod repo;
 mod requests;
 mod run;
