@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube::Client;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
+
+use crate::recorder::Recorder;
 use kube::runtime::reflector::Store;
 use tether_cluster::Resources;
 use tether_cluster::capabilities::CachedCapabilities;
@@ -160,7 +162,8 @@ pub struct Context {
     pub live: LiveCache,
     /// Health rules: shipped, the cluster's, and each Application's.
     pub health: Arc<HealthRules>,
-    pub recorder: Recorder,
+    /// Events, aggregated (shared with the break-glass windows' loop).
+    pub recorder: Arc<Recorder>,
     /// Application status writes, immediate or deferred.
     pub status_writes: StatusWrites,
     /// Every break-glass window (watched), and the audit log of the
@@ -197,7 +200,7 @@ impl Context {
                 client.clone(),
                 tether_cluster::capabilities::MAX_AGE,
             ),
-            recorder: Recorder::new(client.clone(), reporter),
+            recorder: Arc::new(Recorder::new(client.clone(), reporter)),
             status_writes: StatusWrites::new(client.clone()),
             client,
             live,

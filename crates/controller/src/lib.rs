@@ -27,6 +27,7 @@ pub mod lease;
 pub mod metrics;
 pub mod observe;
 pub mod reconcile;
+pub mod recorder;
 pub mod report;
 pub mod request;
 pub mod run;

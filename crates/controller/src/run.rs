@@ -146,10 +146,7 @@ async fn lead(
     ));
     let window_context = Arc::new(WindowContext {
         client: client.clone(),
-        recorder: kube::runtime::events::Recorder::new(
-            client.clone(),
-            crate::context::reporter(&config),
-        ),
+        recorder: context.recorder.clone(),
         cap: config.max_window_ttl,
         audit_namespace: config.lease_namespace.clone(),
         audit_key,
@@ -233,10 +230,12 @@ async fn lead(
         }
     };
     let deferred_status = context.status_writes.run_deferred();
+    let event_series = context.recorder.run_flush();
     tokio::select! {
         () = controller => Ok(()),
         () = polls => Ok(()),
         () = deferred_status => Ok(()),
+        () = event_series => Ok(()),
         () = windows => Ok(()),
         () = secrets_watch => Ok(()),
         () = windows_waiter => Ok(()),

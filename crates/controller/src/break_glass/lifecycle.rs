@@ -11,7 +11,9 @@ use std::time::{Duration, SystemTime};
 
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action as Next;
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::{Event, EventType};
+
+use crate::recorder::Recorder;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
 use tether_core::window::WindowPhase;
@@ -237,7 +239,7 @@ fn scope(window: &BreakGlass) -> String {
 /// What window reconciles share.
 pub struct WindowContext {
     pub client: Client,
-    pub recorder: Recorder,
+    pub recorder: std::sync::Arc<Recorder>,
     /// The longest grant a window may have (`tether run --max-break-glass-ttl`).
     pub cap: Duration,
     /// The controller's namespace, where audit records live.

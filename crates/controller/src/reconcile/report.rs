@@ -18,7 +18,8 @@ use crate::break_glass::OpenWindow;
 use crate::context::Context;
 use crate::observe::compare::Compared;
 use crate::observe::drift::{Assessed, Response};
-use crate::report::events::announce;
+use crate::report::events::{announce, announce_changes};
+use crate::report::notices::notices;
 use crate::report::status::{
     Failure, Observed, RECONCILED_CONDITION, Step, SyncRun, next_status, only_revision_moved,
 };
@@ -182,6 +183,8 @@ pub async fn status(
         &now,
     );
     let alert_due = alert::due_in(status.sync.not_synced_since.as_deref(), &now, alert_after);
+    let notices = notices(app, previous, &status, &now);
+    announce_changes(&ctx.recorder, app, previous, &status, &notices).await;
     if previous != Some(&status) {
         let key = &pass.key;
         let record_only = observed.is_some_and(|o| o.change == RevisionChange::SameObjects)

@@ -1,15 +1,22 @@
 //! The Kubernetes Events a reconcile sends: a sync's outcome, drift
 //! reverted or left alone, orphans found or pruned, a tripped breaker.
 //! Each is sent once, when it first happens (a known drift or orphan is
-//! not announced again).
+//! not announced again); health changes and the `NotSyncedTooLong` alert
+//! are read off the status before and after ([`announce_changes`]).
+//! Repeats are aggregated by the [`Recorder`].
 
 use kube::Resource;
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::{Event, EventType};
+
+use crate::recorder::Recorder;
+use tether_core::HealthStatus;
 use tether_core::Initiator;
 use tether_core::drift::DriftKind;
+use tether_core::notice::{Notice, NoticeKind, Severity};
 
 use super::status::PRUNE_BLOCKED_CONDITION;
 use crate::api::Application;
+use crate::api::application::ApplicationStatus;
 use crate::observe::drift::{Assessed, Response};
 use crate::sync::Ran;
 use crate::sync::prune::PruneReport;
@@ -169,5 +176,46 @@ pub async fn publish(
     };
     if let Err(error) = recorder.publish(&event, &app.object_ref(&())).await {
         tracing::debug!(%error, "publishing event failed");
+    }
+}
+
+/// Events for what changed between two statuses: health moved, and the
+/// `NotSyncedTooLong` alert raised or cleared (from `notices`).
+pub async fn announce_changes(
+    recorder: &Recorder,
+    app: &Application,
+    previous: Option<&ApplicationStatus>,
+    next: &ApplicationStatus,
+    notices: &[Notice],
+) {
+    if let Some(previous) = previous
+        && previous.health.status != next.health.status
+        && next.health.status != HealthStatus::Unknown
+    {
+        let type_ = match next.health.status {
+            HealthStatus::Degraded | HealthStatus::Missing => EventType::Warning,
+            _ => EventType::Normal,
+        };
+        let message = match next.health.message.lines().next() {
+            Some(message) if !message.is_empty() => format!(": {message}"),
+            _ => String::new(),
+        };
+        let note = format!(
+            "{} → {}{message}",
+            previous.health.status, next.health.status
+        );
+        publish(recorder, app, type_, "HealthChanged", note).await;
+    }
+    for notice in notices {
+        let reason = match notice.kind {
+            NoticeKind::NotSyncedTooLong => "NotSyncedTooLong",
+            NoticeKind::NotSyncedTooLongCleared => "NotSyncedTooLongCleared",
+            _ => continue,
+        };
+        let type_ = match notice.severity {
+            Severity::Warning => EventType::Warning,
+            Severity::Normal => EventType::Normal,
+        };
+        publish(recorder, app, type_, reason, notice.message.clone()).await;
     }
 }

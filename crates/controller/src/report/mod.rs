@@ -3,5 +3,6 @@
 //! Kubernetes Events that go with it ([`events`]).
 
 pub mod events;
+pub mod notices;
 pub mod status;
 pub mod writes;
