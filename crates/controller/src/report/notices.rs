@@ -216,8 +216,10 @@ mod tests {
 
     #[test]
     fn raising_and_clearing_the_alert_are_one_notice_each_with_a_stable_key() {
-        let mut before = ApplicationStatus::default();
-        before.state = Some(OperationalState::Broken);
+        let mut before = ApplicationStatus {
+            state: Some(OperationalState::Broken),
+            ..ApplicationStatus::default()
+        };
         before.sync.not_synced_since = Some("2026-12-03T10:00:00Z".into());
         let mut raised = before.clone();
         raised.conditions = vec![condition(
