@@ -162,6 +162,27 @@ async fn a_refusal_is_not_retried_and_retries_end_after_the_last_try() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_receiver_that_times_out_or_is_gone_is_retried_then_counted_failed() {
+    let ns = TestNamespace::create("notify-timeout").await;
+    let hung = Receiver::hanging();
+    let gone = format!("http://127.0.0.1:{}/", tether_testkit::free_port());
+    let (notifier, metrics) = start(
+        &ns,
+        vec![hung.url("/"), gone],
+        quick(2, Duration::from_millis(300)),
+        10,
+    );
+    notifier.notify(notice(NoticeKind::BreakGlassExpired, "shop", &[], "k"));
+    hung.wait_for(2).await;
+    eventually("both counted as failed", || async {
+        (metric(&metrics, FAILED) == 2.0).then_some(())
+    })
+    .await;
+    let log = tether_testkit::log_tail("notify-webhook-2", 20);
+    assert!(log.contains("Connection refused"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_hung_receiver_neither_slows_notify_nor_delays_another_route() {
     let ns = TestNamespace::create("notify-hang").await;
     let hung = Receiver::hanging();

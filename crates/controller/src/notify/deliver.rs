@@ -168,9 +168,8 @@ impl Deliverer {
         }
         match request.send().await {
             Ok(response) => retry::judge(response.status().as_u16()),
-            // Without the URL: it may hold a token.
             Err(error) if error.is_timeout() => Verdict::Retry("timed out".to_string()),
-            Err(error) => Verdict::Retry(error.without_url().to_string()),
+            Err(error) => Verdict::Retry(causes(error)),
         }
     }
 
@@ -223,4 +222,19 @@ impl Deliverer {
             .or_insert_with(|| Arc::new(Semaphore::new(PER_ROUTE)))
             .clone()
     }
+}
+
+/// `error` and its causes in one line (`error sending request: client
+/// error (Connect): tcp connect error: Connection refused …`), without the
+/// URL: it may hold a token.
+fn causes(error: reqwest::Error) -> String {
+    let error = error.without_url();
+    let mut text = error.to_string();
+    let mut cause = std::error::Error::source(&error);
+    while let Some(next) = cause {
+        text.push_str(": ");
+        text.push_str(&next.to_string());
+        cause = next.source();
+    }
+    text
 }
