@@ -9,6 +9,8 @@
 //!   memoized comparison with Git, and drift.
 //! - [`sync`]: applying a set of objects — validated by dry-run, in waves —
 //!   previewing it, and pruning what Git no longer has.
+//! - [`notify`]: delivering notices to webhooks — routes, payloads,
+//!   retries — without ever slowing the loop.
 //! - [`break_glass`]: emergency windows: their life, audit log and requests.
 //! - [`report`]: what status and events say, and writing status.
 //! - [`reconcile`]: the story for one Application: fetch, observe, diff,
@@ -25,6 +27,7 @@ pub mod credentials;
 pub mod install;
 pub mod lease;
 pub mod metrics;
+pub mod notify;
 pub mod observe;
 pub mod reconcile;
 pub mod recorder;

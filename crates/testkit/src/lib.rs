@@ -1,8 +1,8 @@
 //! Test support: one real local control plane per test process, a fresh
-//! namespace per test, real Git repositories and servers, the real tools
-//! run so that a failure shows their own words, a real Prometheus, and
-//! waiting helpers. With the `controller` feature: Application fixtures and
-//! their status.
+//! namespace per test, real Git repositories and servers, a webhook
+//! receiver, the real tools run so that a failure shows their own words, a
+//! real Prometheus, and waiting helpers. With the `controller` feature:
+//! Application fixtures and their status.
 //!
 //! The control plane is `tools/kube-local` (etcd, kube-apiserver,
 //! kube-controller-manager and a fake kubelet, built from upstream Go
@@ -28,7 +28,10 @@ mod log;
 mod modules;
 mod namespace;
 mod plane;
-pub mod prometheus;
+//! namespace per test, real Git repositories and servers, a webhook
+//! receiver, the real tools run so that a failure shows their own words, a
+//! real Prometheus, and waiting helpers. With the `controller` feature:
+//! Application fixtures and their status.
 mod repo;
 mod requests;
 mod run;
@@ -44,6 +47,7 @@ pub use log::{log_file, log_tail};
 pub use modules::ModuleGraph;
 pub use namespace::{TestNamespace, client_for};
 pub use plane::{ControlPlane, Launch, control_plane, repo_root};
+pub use receiver::{Answer, Received, Receiver};
 pub use repo::Repo;
 pub use requests::{Requests, recording_client};
 pub use run::{git, git_command, run_ok, run_ok_with_stdin, run_with_stdin};
