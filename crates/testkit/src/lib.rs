@@ -28,10 +28,8 @@ mod log;
 mod modules;
 mod namespace;
 mod plane;
-//! namespace per test, real Git repositories and servers, a webhook
-//! receiver, the real tools run so that a failure shows their own words, a
-//! real Prometheus, and waiting helpers. With the `controller` feature:
-//! Application fixtures and their status.
+pub mod prometheus;
+mod receiver;
 mod repo;
 mod requests;
 mod run;
