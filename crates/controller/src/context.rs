@@ -164,6 +164,8 @@ pub struct Context {
     pub health: Arc<HealthRules>,
     /// Events, aggregated (shared with the break-glass windows' loop).
     pub recorder: Arc<Recorder>,
+    /// Notifications of what changed (set with [`Context::notifying`]).
+    pub notifier: crate::notify::Notifier,
     /// Application status writes, immediate or deferred.
     pub status_writes: StatusWrites,
     /// Every break-glass window (watched), and the audit log of the
@@ -202,6 +204,7 @@ impl Context {
             ),
             recorder: Arc::new(Recorder::new(client.clone(), reporter)),
             status_writes: StatusWrites::new(client.clone()),
+            notifier: crate::notify::Notifier::disabled(),
             client,
             live,
             health: Arc::default(),
@@ -214,6 +217,11 @@ impl Context {
             config,
             memos: Mutex::default(),
         }
+    }
+
+    /// This context, sending notifications through `notifier`.
+    pub fn notifying(self, notifier: crate::notify::Notifier) -> Self {
+        Context { notifier, ..self }
     }
 
     /// What this controller remembers about the Application with `uid`:

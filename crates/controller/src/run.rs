@@ -147,6 +147,7 @@ async fn lead(
     let window_context = Arc::new(WindowContext {
         client: client.clone(),
         recorder: context.recorder.clone(),
+        notifier: context.notifier.clone(),
         cap: config.max_window_ttl,
         audit_namespace: config.lease_namespace.clone(),
         audit_key,

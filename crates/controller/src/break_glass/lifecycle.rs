@@ -236,10 +236,52 @@ fn scope(window: &BreakGlass) -> String {
     format!("{} of {app}", resources.join(", "))
 }
 
+/// The notification for a window's event, when people are told about
+/// that kind (an extension is an Event only): about the window's
+/// Application (`app`, when it exists), keyed by the window's uid, the
+/// event and its phase, so a retried delivery is recognised.
+pub fn notification(
+    window: &BreakGlass,
+    app: Option<&Application>,
+    notice: &Notice,
+    now: SystemTime,
+) -> Option<tether_core::notice::Notice> {
+    use tether_core::notice::{NoticeKind, Severity};
+    let kind = match notice.reason {
+        "BreakGlassOpened" => NoticeKind::BreakGlassOpened,
+        "BreakGlassExpiring" => NoticeKind::BreakGlassExpiring,
+        "BreakGlassExpired" => NoticeKind::BreakGlassExpired,
+        "BreakGlassClosed" => NoticeKind::BreakGlassClosed,
+        _ => return None,
+    };
+    let uid = window.metadata.uid.clone().unwrap_or_default();
+    Some(tether_core::notice::Notice {
+        kind,
+        severity: if notice.warning {
+            Severity::Warning
+        } else {
+            Severity::Normal
+        },
+        namespace: window.namespace().unwrap_or_default(),
+        name: window.spec.application.clone(),
+        labels: app
+            .map(|app| app.labels().clone().into_iter().collect())
+            .unwrap_or_default(),
+        message: format!("BreakGlass {}: {}", window.name_any(), notice.note),
+        revision: None,
+        state: app.and_then(|app| app.status.as_ref()?.state),
+        previous_state: None,
+        at: format_time(now),
+        key: format!("{uid}/{kind}/{}", window.expires_at()),
+    })
+}
+
 /// What window reconciles share.
 pub struct WindowContext {
     pub client: Client,
     pub recorder: std::sync::Arc<Recorder>,
+    /// Break-glass opened, expiring, expired and closed are notified.
+    pub notifier: crate::notify::Notifier,
     /// The longest grant a window may have (`tether run --max-break-glass-ttl`).
     pub cap: Duration,
     /// The controller's namespace, where audit records live.
@@ -266,13 +308,12 @@ pub async fn reconcile(
         error,
     };
     let apps: Api<Application> = Api::namespaced(ctx.client.clone(), &namespace);
-    let app_exists = apps
+    let app = apps
         .get_opt(&window.spec.application)
         .await
-        .map_err(failed)?
-        .is_some();
+        .map_err(failed)?;
     let now = SystemTime::now();
-    let plan = plan(&window, app_exists, now, ctx.cap);
+    let plan = plan(&window, app.is_some(), now, ctx.cap);
     let current = window.status.clone().unwrap_or_default();
     let unchanged = current.phase == Some(plan.lifecycle.phase)
         && current.expires_at == plan.lifecycle.expires_at
@@ -315,6 +356,19 @@ pub async fn reconcile(
         };
         if let Err(error) = ctx.recorder.publish(&event, &window.object_ref(&())).await {
             tracing::debug!(%error, "publishing event failed");
+        }
+        // The Application's own Events tell its break-glass story too.
+        if let Some(app) = &app {
+            let about_app = Event {
+                note: Some(format!("BreakGlass {}: {}", window.name_any(), notice.note)),
+                ..event
+            };
+            if let Err(error) = ctx.recorder.publish(&about_app, &app.object_ref(&())).await {
+                tracing::debug!(%error, "publishing event failed");
+            }
+        }
+        if let Some(notification) = notification(&window, app.as_ref(), notice, now) {
+            ctx.notifier.notify(notification);
         }
         tracing::info!(window = %window.name_any(), reason = notice.reason, note = %notice.note, "break-glass");
     }

@@ -185,6 +185,9 @@ pub async fn status(
     let alert_due = alert::due_in(status.sync.not_synced_since.as_deref(), &now, alert_after);
     let notices = notices(app, previous, &status, &now);
     announce_changes(&ctx.recorder, app, previous, &status, &notices).await;
+    for notice in notices {
+        ctx.notifier.notify(notice);
+    }
     if previous != Some(&status) {
         let key = &pass.key;
         let record_only = observed.is_some_and(|o| o.change == RevisionChange::SameObjects)
