@@ -161,6 +161,25 @@ fn series(body: &str, metric: &str) -> Vec<(BTreeMap<String, String>, f64)> {
         .collect()
 }
 
+/// The sync and health of every Application of `apps` by name, once all
+/// of them are reconciled.
+async fn statuses_of(apps: &Api<Application>) -> Option<BTreeMap<String, (String, String)>> {
+    let listed = apps.list(&ListParams::default()).await.ok()?;
+    let count = listed.items.len();
+    let statuses: BTreeMap<String, (String, String)> = listed
+        .items
+        .into_iter()
+        .filter_map(|app| {
+            let status = app.status?;
+            status.reconciled_at.as_ref()?;
+            let sync = status.sync.status.as_str().to_string();
+            let health = status.health.status.as_str().to_string();
+            Some((app.metadata.name?, (sync, health)))
+        })
+        .collect();
+    (statuses.len() == count).then_some(statuses)
+}
+
 /// A reader of `/metrics`: Tether installed in a new namespace, its
 /// controller serving HTTP, and a ServiceAccount bound to
 /// `tether-metrics-reader` with its token.
@@ -247,47 +266,53 @@ async fn with_200_apps_metrics_has_one_info_series_per_app_with_its_sync_and_hea
 
     // Every app reconciled: its status says where it stands.
     let apps: Api<Application> = ns.api();
-    let statuses = eventually("200 apps reconciled", || async {
-        let listed = apps.list(&ListParams::default()).await.ok()?;
-        let statuses: BTreeMap<String, (String, String)> = listed
-            .items
-            .into_iter()
-            .filter_map(|app| {
-                let status = app.status?;
-                status.reconciled_at.as_ref()?;
-                let name = app.metadata.name?;
-                Some((
-                    name,
-                    (
-                        status.sync.status.as_str().to_string(),
-                        status.health.status.as_str().to_string(),
-                    ),
-                ))
-            })
-            .collect();
-        (statuses.len() == APPS).then_some(statuses)
+    eventually("200 apps reconciled, the automated ones synced", || async {
+        let statuses = statuses_of(&apps).await?;
+        let synced = statuses.values().filter(|(sync, _)| sync == "Synced");
+        (statuses.len() == APPS && synced.count() == APPS - MANUAL).then_some(())
     })
     .await;
-    let synced = statuses
-        .values()
-        .filter(|(sync, _)| sync == "Synced")
-        .count();
-    assert_eq!(synced, APPS - MANUAL, "{statuses:?}");
 
-    // /metrics has exactly one tether_app_info per app, with its status.
-    eventually("tether_app_info as the statuses say", || async {
-        let answer = scrape(port, Some(&token)).ok()?;
-        let info = series(&answer.body, "tether_app_info");
-        let reported: BTreeMap<String, (String, String)> = info
-            .iter()
-            .map(|(labels, _)| {
-                (
-                    labels["name"].clone(),
-                    (labels["sync"].clone(), labels["health"].clone()),
-                )
-            })
-            .collect();
-        (info.len() == APPS && reported == statuses).then_some(())
+    // /metrics has exactly one tether_app_info per app, with its status
+    // (as the API server has it at the same moment).
+    let last = std::sync::Mutex::new(String::new());
+    eventually("tether_app_info as the statuses say", || {
+        let (apps, token, last) = (apps.clone(), token.clone(), &last);
+        async move {
+            let answer = scrape(port, Some(&token)).ok()?;
+            let statuses = statuses_of(&apps).await?;
+            let info = series(&answer.body, "tether_app_info");
+            let reported: BTreeMap<String, (String, String)> = info
+                .iter()
+                .map(|(labels, _)| {
+                    let label = |name: &str| labels.get(name).cloned().unwrap_or_default();
+                    (label("name"), (label("sync"), label("health")))
+                })
+                .collect();
+            if info.len() == APPS && reported == statuses {
+                return Some(());
+            }
+            // Said once per change, shown if this times out.
+            let differing: Vec<String> = statuses
+                .iter()
+                .filter(|(name, status)| reported.get(*name) != Some(status))
+                .take(3)
+                .map(|(name, status)| {
+                    format!("{name}: {status:?}, reported {:?}", reported.get(name))
+                })
+                .collect();
+            let now = format!(
+                "{} {} series; differing: {differing:?}",
+                answer.code,
+                info.len()
+            );
+            let mut last = last.lock().unwrap();
+            if now != *last {
+                eprintln!("{now}");
+                *last = now;
+            }
+            None
+        }
     })
     .await;
     let answer = scrape(port, Some(&token)).unwrap();
