@@ -93,6 +93,13 @@ async fn the_controller_service_account_may_do_exactly_what_the_can_i_table_says
         (&["create", "configmaps", "-n", me], true),
         (&["get", "secrets", "-n", me], true),
         (&["create", "namespaces"], true),
+        // Who may read /metrics; it reads no metrics itself.
+        (&["create", "tokenreviews.authentication.k8s.io"], true),
+        (
+            &["create", "subjectaccessreviews.authorization.k8s.io"],
+            true,
+        ),
+        (&["get", "/metrics"], false),
         // Its own pods' leader label; no other pod, no exec.
         (&["patch", "pods", "-n", me], true),
         (&["patch", "pods", "-n", "default"], false),

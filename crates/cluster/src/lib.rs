@@ -9,10 +9,11 @@ pub mod apply;
 pub mod capabilities;
 pub mod connect;
 pub mod error;
+pub mod requests;
 pub mod resources;
 pub mod wait;
 
 pub use apply::{Applied, Applier};
-pub use connect::connect;
+pub use connect::{connect, connect_observed};
 pub use error::ClusterError;
 pub use resources::Resources;

@@ -18,6 +18,7 @@ use tether_source::Repositories;
 use crate::api::BreakGlass;
 use crate::break_glass::audit::AuditLog;
 use crate::break_glass::key::AuditKey;
+use crate::metrics::Metrics;
 use crate::observe::health::HealthRules;
 use crate::observe::live::{AppKey, LiveCache};
 use crate::observe::memo::AppMemo;
@@ -178,6 +179,8 @@ pub struct Context {
     /// The watched repository-credential Secrets (see [`crate::credentials`]).
     pub secrets: crate::credentials::RepositorySecrets,
     pub secrets_ready: Ready,
+    /// What the loop measures (`/metrics`).
+    pub metrics: Arc<Metrics>,
     pub config: Config,
     memos: Mutex<HashMap<AppKey, Arc<Mutex<AppMemo>>>>,
 }
@@ -189,6 +192,7 @@ impl Context {
         (windows, windows_ready): (Store<BreakGlass>, Ready),
         (secrets, secrets_ready): (crate::credentials::RepositorySecrets, Ready),
         audit_key: AuditKey,
+        metrics: Arc<Metrics>,
         config: Config,
     ) -> Self {
         let reporter = reporter(&config);
@@ -214,6 +218,7 @@ impl Context {
             audit_key,
             secrets,
             secrets_ready,
+            metrics,
             config,
             memos: Mutex::default(),
         }

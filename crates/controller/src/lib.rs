@@ -39,7 +39,7 @@ pub mod single_writer;
 pub mod sync;
 
 pub use context::{Config, Context};
-pub use run::{run, run_until, run_with};
+pub use run::{Wiring, run, run_until, run_with};
 pub use serve::probe::Probe;
 pub use serve::trigger::Trigger;
 pub use sync::{SyncError, SyncOptions, SyncReport, sync_manifests, sync_manifests_with};

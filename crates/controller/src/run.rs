@@ -18,6 +18,7 @@ use crate::break_glass::{audit, key};
 use crate::context::{Config, Context, Ready};
 use crate::credentials;
 use crate::lease;
+use crate::metrics::Metrics;
 use crate::observe::live::{AppKey, LiveCache};
 use crate::reconcile::{error_policy, reconcile};
 use crate::serve::poll;
@@ -49,7 +50,24 @@ pub async fn run_with(
     trigger: Trigger,
     probe: Probe,
 ) -> Result<(), RunError> {
-    run_until(client, config, trigger, probe, std::future::pending()).await
+    let wiring = Wiring {
+        trigger,
+        probe,
+        metrics: Arc::default(),
+    };
+    run_until(client, config, wiring, std::future::pending()).await
+}
+
+/// What the controller shares with the HTTP endpoints that serve it.
+#[derive(Clone, Default)]
+pub struct Wiring {
+    /// Wakes Applications early (a push webhook).
+    pub trigger: Trigger,
+    /// Told whether the Application watch works (`/healthz`, `/readyz`).
+    pub probe: Probe,
+    /// What the controller measures (`/metrics`): the per-app gauges while
+    /// it leads.
+    pub metrics: Arc<Metrics>,
 }
 
 /// [`run_with`] until `shutdown` completes (SIGTERM): then the work in
@@ -59,10 +77,14 @@ pub async fn run_with(
 pub async fn run_until(
     client: Client,
     config: Config,
-    trigger: Trigger,
-    probe: Probe,
+    wiring: Wiring,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), RunError> {
+    let Wiring {
+        trigger,
+        probe,
+        metrics,
+    } = wiring;
     let mut shutdown = std::pin::pin!(shutdown);
     let identity = config.identity.clone();
     let pod = config.pod.clone();
@@ -81,7 +103,7 @@ pub async fn run_until(
     }
     let leading = hold.leading.clone();
     let result = tokio::select! {
-        result = lead(client.clone(), config, trigger, probe, leading) => result,
+        result = lead(client.clone(), config, trigger, probe, metrics, leading) => result,
         () = shutdown => {
             tracing::info!(%identity, "stopping: giving the lease back");
             Ok(())
@@ -100,6 +122,7 @@ async fn lead(
     config: Config,
     trigger: Trigger,
     probe: Probe,
+    metrics: Arc<Metrics>,
     mut leading: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), RunError> {
     tracing::info!(identity = %config.identity, "leading; reconciling");
@@ -142,6 +165,7 @@ async fn lead(
         (windows.store(), windows_ready),
         (secrets, secrets_ready),
         audit_key.clone(),
+        metrics.clone(),
         config.clone(),
     ));
     let window_context = Arc::new(WindowContext {
@@ -193,6 +217,12 @@ async fn lead(
         }
     })
     .applied_objects();
+    // The per-app gauges, from the same stores, while this replica leads.
+    let _reporting = metrics.lead(
+        apps_store.clone(),
+        context.windows.clone(),
+        config.max_window_ttl,
+    );
     let controller = Controller::for_stream(app_events, apps_store);
     trigger.wire(controller.store(), wake_tx.clone());
     // Poll each repository for apps whose revision moved.

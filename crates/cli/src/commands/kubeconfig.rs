@@ -15,4 +15,12 @@ impl Kubeconfig {
     pub async fn connect(&self) -> anyhow::Result<kube::Client> {
         Ok(tether_cluster::connect(self.kubeconfig.as_deref()).await?)
     }
+
+    /// [`Kubeconfig::connect`], with `observer` told about every request.
+    pub async fn connect_observed(
+        &self,
+        observer: tether_cluster::requests::Observer,
+    ) -> anyhow::Result<kube::Client> {
+        Ok(tether_cluster::connect_observed(self.kubeconfig.as_deref(), observer).await?)
+    }
 }

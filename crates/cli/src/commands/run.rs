@@ -3,11 +3,14 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use tether_controller::metrics::Metrics;
+use tether_controller::serve::access::Access;
 use tether_controller::serve::http;
-use tether_controller::{Config, Probe, Trigger};
+use tether_controller::{Config, Probe, Trigger, Wiring};
 use tether_source::render::SandboxMode;
 
 use super::kubeconfig::Kubeconfig;
@@ -18,7 +21,9 @@ use super::kubeconfig::Kubeconfig;
 /// one replica acts at a time (leader election on a Lease).
 ///
 /// With `--http-addr` it serves `/healthz` and `/readyz` (503 while the
-/// controller cannot list its Applications) and, given a webhook secret,
+/// controller cannot list its Applications), `/metrics` (Prometheus; to a
+/// bearer token allowed `get` on the non-resource URL `/metrics`, as the
+/// ClusterRole `tether-metrics-reader` grants) and, given a webhook secret,
 /// `POST /webhook/{github|gitlab|gitea|forgejo}`: a verified push wakes
 /// every Application of the pushed repository at once. Without a webhook,
 /// each repository is polled (`--poll-interval`, or an app's
@@ -79,7 +84,7 @@ pub struct RunArgs {
     pub alert_not_synced_after: String,
     #[command(flatten)]
     pub kubeconfig: Kubeconfig,
-    /// Serve HTTP (health, webhooks) on this address, e.g. 127.0.0.1:8080.
+    /// Serve HTTP (health, metrics, webhooks) on this address, e.g. 127.0.0.1:8080.
     #[arg(long)]
     pub http_addr: Option<SocketAddr>,
     /// File holding the shared webhook secret (GitHub/Gitea HMAC key,
@@ -158,7 +163,15 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         // sources will fail with this same message in their status.
         tracing::warn!(%error, "renderer sandbox unavailable");
     }
-    let client = args.kubeconfig.connect().await?;
+    // Every request the controller makes is counted (`/metrics`).
+    let metrics = Arc::new(Metrics::new());
+    let counted = metrics.clone();
+    let client = args
+        .kubeconfig
+        .connect_observed(Arc::new(move |verb: &str, resource: &str, code: &str| {
+            counted.kube_request(verb, resource, code)
+        }))
+        .await?;
     let server = client
         .apiserver_version()
         .await
@@ -177,18 +190,25 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         kubernetes = %server,
         "tether controller starting"
     );
-    let trigger = Trigger::default();
-    let probe = Probe::default();
+    let wiring = Wiring {
+        trigger: Trigger::default(),
+        probe: Probe::default(),
+        metrics,
+    };
     let serve_http = async {
         match args.http_addr {
-            Some(addr) => http::serve(addr, http::app(trigger.clone(), probe.clone(), secret))
-                .await
-                .with_context(|| format!("serving HTTP on {addr}")),
+            Some(addr) => {
+                let access = Access::new(client.clone(), "/metrics");
+                let router = http::app(wiring.trigger.clone(), wiring.probe.clone(), secret)
+                    .merge(http::metrics(wiring.metrics.clone(), access));
+                http::serve(addr, router)
+                    .await
+                    .with_context(|| format!("serving HTTP on {addr}"))
+            }
             None => std::future::pending().await,
         }
     };
-    let controller =
-        tether_controller::run_until(client, config, trigger.clone(), probe.clone(), stop());
+    let controller = tether_controller::run_until(client.clone(), config, wiring.clone(), stop());
     tokio::select! {
         result = controller => result?,
         result = serve_http => result?,

@@ -11,6 +11,10 @@
 //!   Kubernetes aggregates `admin` and `edit`; `tether-applier-default`
 //!   grants the common namespaced workload kinds. Neither Secrets, RBAC
 //!   nor CRDs, and never escalate, bind or impersonate.
+//! - `tether-metrics-reader` (ClusterRole): `get` on the non-resource
+//!   URL `/metrics`, for users to bind to their Prometheus; the controller
+//!   checks it with a TokenReview and a SubjectAccessReview, which its own
+//!   ClusterRole lets it create.
 //! - `tether-controller` (Role, in the controller's namespace): Leases,
 //!   the break-glass audit records (ConfigMaps), the audit key (a Secret)
 //!   and its pods' leader label.
@@ -30,6 +34,8 @@ pub const AGGREGATE_TO_APPLIER: &str = "tether.dev/aggregate-to-applier";
 pub const APPLIER_ROLE: &str = "tether-applier";
 /// The ClusterRole aggregated into [`APPLIER_ROLE`] by default.
 pub const APPLIER_DEFAULT_ROLE: &str = "tether-applier-default";
+/// The ClusterRole that lets a caller read the controller's `/metrics`.
+pub const METRICS_READER_ROLE: &str = "tether-metrics-reader";
 /// The label naming the controller namespace an object was installed for
 /// (`tether uninstall` deletes by it).
 pub const INSTALL_NAMESPACE_LABEL: &str = "tether.dev/install-namespace";
@@ -109,6 +115,7 @@ pub fn manifests(namespace: &str) -> Vec<Value> {
         controller_role(),
         applier_role(),
         applier_default_role(),
+        metrics_reader_role(),
         binding(
             namespace,
             "ClusterRoleBinding",
@@ -187,10 +194,20 @@ fn controller_role() -> Value {
          "verbs": ["create", "update", "patch"]},
         // `syncPolicy.createNamespace` (server-side apply creates by patch).
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["create", "patch"]},
+        // Who may read `/metrics`: the caller's token, then their access.
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+        {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"],
+         "verbs": ["create"]},
         // Outside resources only discovery, which `system:discovery` grants
         // every authenticated user anyway.
         {"nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/version"], "verbs": ["get"]}
     ]})
+}
+
+fn metrics_reader_role() -> Value {
+    json!({"apiVersion": RBAC, "kind": "ClusterRole",
+        "metadata": {"name": METRICS_READER_ROLE},
+        "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]})
 }
 
 fn applier_role() -> Value {

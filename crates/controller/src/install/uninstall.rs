@@ -24,7 +24,9 @@ use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tether_core::ObjectRef;
 
-use super::rbac::{APPLIER_DEFAULT_ROLE, APPLIER_ROLE, INSTALL_NAMESPACE_LABEL};
+use super::rbac::{
+    APPLIER_DEFAULT_ROLE, APPLIER_ROLE, INSTALL_NAMESPACE_LABEL, METRICS_READER_ROLE,
+};
 use super::{
     AUDIT_READER_ROLE, AUDIT_RECORDS_POLICY, BREAK_GLASS_POLICY, BREAK_GLASS_ROLE, SERVICE_ACCOUNT,
 };
@@ -109,6 +111,7 @@ pub async fn uninstall(
             APPLIER_ROLE,
             APPLIER_DEFAULT_ROLE,
             BREAK_GLASS_ROLE,
+            METRICS_READER_ROLE,
             "tether-view",
         ] {
             delete(&mut deleted, Api::<ClusterRole>::all(client.clone()), name).await?;

@@ -8,9 +8,17 @@
 //! Every name the controller exports is in [`NAMES`]; the shipped alert
 //! rules and Grafana dashboard (`deploy/monitoring/`) are checked against
 //! that list.
+//!
+//! The per-app gauges ([`apps`]) are computed from the watched
+//! Applications' status at scrape time, while [`Metrics::lead`] has them
+//! attached; `/metrics` itself is served by [`crate::serve::http::metrics`].
 
+pub mod apps;
+
+use std::sync::Arc;
 use std::time::Duration;
 
+use kube::runtime::reflector::Store;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -20,7 +28,9 @@ use prometheus_client::registry::Registry;
 use tether_core::OperationPhase;
 use tether_core::drift::DriftKind;
 
+use crate::api::{BreakGlass, StoredApplication};
 use crate::observe::live::AppKey;
+use apps::{AppCollector, Sources};
 
 /// Every metric name the controller exports (counters with their `_total`,
 /// histograms by their base name).
@@ -112,6 +122,15 @@ pub struct Metrics {
     notifications_sent: Family<ResultLabels, Counter>,
     notifications_dropped: Counter,
     leader: Gauge,
+    apps: AppCollector,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics")
+            .field("leader", &self.leader.get())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for Metrics {
@@ -137,6 +156,7 @@ impl Metrics {
             notifications_sent: Family::default(),
             notifications_dropped: Counter::default(),
             leader: Gauge::default(),
+            apps: AppCollector::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -199,6 +219,7 @@ impl Metrics {
             "1 while this replica leads (and reports app metrics)",
             metrics.leader.clone(),
         );
+        registry.register_collector(Box::new(metrics.apps.clone()));
         Metrics {
             registry,
             ..metrics
@@ -286,11 +307,196 @@ impl Metrics {
         }
     }
 
+    /// Reports the per-app gauges of the Applications in `apps` (and their
+    /// open windows in `windows`, granted at most `cap` at once) until the
+    /// returned guard is dropped: call it when this replica starts leading.
+    pub fn lead(
+        self: &Arc<Self>,
+        apps: Store<StoredApplication>,
+        windows: Store<BreakGlass>,
+        cap: Duration,
+    ) -> Leading {
+        *self.apps.0.write().expect("lock") = Some(Sources { apps, windows, cap });
+        self.set_leading(true);
+        Leading(self.clone())
+    }
+
     /// The text exposition of every metric.
     pub fn encode(&self) -> String {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry)
             .expect("writing to a String cannot fail");
         text
+    }
+}
+
+/// This replica leads: the per-app gauges are reported until this is
+/// dropped (the lease lost, or the controller stopping).
+#[must_use = "the per-app gauges stop when this is dropped"]
+pub struct Leading(Arc<Metrics>);
+
+impl Drop for Leading {
+    fn drop(&mut self) {
+        *self.0.apps.0.write().expect("lock") = None;
+        self.0.set_leading(false);
+    }
+}
+
+/// A repository URL as a label: without the user and password an HTTPS
+/// URL may carry (`https://token@host/…`). An SSH user (`git@host:…`) is
+/// kept; it is no secret.
+pub fn repo_label(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            let host = authority
+                .rsplit_once('@')
+                .map_or(authority, |(_, host)| host);
+            format!("{scheme}://{host}{path}")
+        }
+        None => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::runtime::reflector::store::Writer;
+    use kube::runtime::watcher;
+    use serde_json::json;
+
+    fn app_store(names: &[&str]) -> Store<StoredApplication> {
+        let mut writer = Writer::<StoredApplication>::default();
+        for name in names {
+            let app = StoredApplication::decode(&json!({
+                "apiVersion": "tether.dev/v1alpha1", "kind": "Application",
+                "metadata": {"name": name, "namespace": "shop"},
+                "spec": {"source": {"repoURL": "https://git.example/site.git", "path": "app"},
+                         "destination": {"namespace": "shop"}},
+                "status": {"sync": {"status": "Synced", "revision": "a1b2"},
+                           "health": {"status": "Healthy"}, "state": "Converged"}
+            }));
+            writer.apply_watcher_event(&watcher::Event::Apply(app));
+        }
+        writer.as_reader()
+    }
+
+    fn lines<'a>(text: &'a str, metric: &str) -> Vec<&'a str> {
+        text.lines()
+            .filter(|line| {
+                line.starts_with(&format!("{metric}{{")) || line.starts_with(&format!("{metric} "))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_while_leading_are_app_gauges_reported() {
+        let metrics = Arc::new(Metrics::new());
+        let apps = app_store(&["web", "db"]);
+        let windows = Writer::<BreakGlass>::default().as_reader();
+        assert_eq!(
+            lines(&metrics.encode(), "tether_app_info"),
+            Vec::<&str>::new()
+        );
+        assert_eq!(
+            lines(&metrics.encode(), "tether_leader"),
+            ["tether_leader 0"]
+        );
+
+        let leading = metrics.lead(apps, windows, Duration::from_secs(3600));
+        metrics.drift_detected(&("shop".into(), "web".into()), DriftKind::Manual);
+        let text = metrics.encode();
+        assert_eq!(lines(&text, "tether_leader"), ["tether_leader 1"]);
+        assert_eq!(
+            lines(&text, "tether_app_info"),
+            [
+                r#"tether_app_info{namespace="shop",name="db",sync="Synced",health="Healthy",state="Converged",revision="a1b2"} 1"#,
+                r#"tether_app_info{namespace="shop",name="web",sync="Synced",health="Healthy",state="Converged",revision="a1b2"} 1"#,
+            ]
+        );
+        for gauge in [
+            "tether_app_not_synced_seconds",
+            "tether_app_not_synced_too_long",
+            "tether_break_glass_open",
+        ] {
+            assert_eq!(lines(&text, gauge).len(), 2, "{gauge}: {text}");
+        }
+        assert_eq!(lines(&text, "tether_app_drift_total").len(), 1, "{text}");
+
+        // Leading ends: no app series, per-app counters forgotten.
+        drop(leading);
+        let text = metrics.encode();
+        assert_eq!(lines(&text, "tether_leader"), ["tether_leader 0"]);
+        for metric in [
+            "tether_app_info",
+            "tether_app_drift_total",
+            "tether_break_glass_open",
+        ] {
+            assert!(lines(&text, metric).is_empty(), "{metric}: {text}");
+        }
+    }
+
+    #[test]
+    fn every_exported_name_is_in_names() {
+        let metrics = Arc::new(Metrics::new());
+        let _leading = metrics.lead(
+            app_store(&["web"]),
+            Writer::<BreakGlass>::default().as_reader(),
+            Duration::from_secs(3600),
+        );
+        let text = metrics.encode();
+        let typed: Vec<&str> = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("# TYPE ")?.split(' ').next())
+            .collect();
+        for name in &typed {
+            let exported = match *name {
+                counter if text.contains(&format!("# TYPE {counter} counter")) => {
+                    format!("{counter}_total")
+                }
+                other => other.to_string(),
+            };
+            assert!(
+                NAMES.contains(&exported.as_str()),
+                "{exported} not in NAMES"
+            );
+        }
+        for gauge in [
+            "tether_app_info",
+            "tether_break_glass_open",
+            "tether_leader",
+        ] {
+            assert!(typed.contains(&gauge), "{gauge}: {text}");
+        }
+    }
+
+    #[test]
+    fn a_repository_label_carries_no_credentials() {
+        let table = [
+            (
+                "https://x-token:s3cret@github.com/shop/site.git",
+                "https://github.com/shop/site.git",
+            ),
+            (
+                "https://ghp_abc@github.com/shop/site.git",
+                "https://github.com/shop/site.git",
+            ),
+            (
+                "https://github.com/shop/site.git",
+                "https://github.com/shop/site.git",
+            ),
+            ("file:///srv/git/site", "file:///srv/git/site"),
+            (
+                "git@github.com:shop/site.git",
+                "git@github.com:shop/site.git",
+            ),
+            (
+                "ssh://git@host:22/shop/site.git",
+                "ssh://host:22/shop/site.git",
+            ),
+        ];
+        for (url, label) in table {
+            assert_eq!(repo_label(url), label, "{url}");
+        }
     }
 }

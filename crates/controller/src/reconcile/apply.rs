@@ -1,6 +1,8 @@
 //! Apply: a full sync for a new revision (when automated) or a `tether
 //! sync`, else a re-apply of only what self-heal reverts; then prune.
 
+use std::time::Instant;
+
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
 use serde_json::json;
@@ -12,7 +14,7 @@ use kube::runtime::events::EventType;
 use tether_core::drift::DriftKind;
 use tether_core::prune::PruneOptions;
 use tether_core::revision::RevisionChange;
-use tether_core::{Initiator, ObjectRef};
+use tether_core::{Initiator, ObjectRef, OperationPhase};
 use tether_source::{Manifest, Rendered};
 
 use super::Pass;
@@ -65,11 +67,13 @@ pub async fn sync(
         return None;
     }
     let started_at = now();
+    let started = Instant::now();
     if policy.create_namespace
         && let Err(error) = create_namespace(pass).await
     {
         pass.memo.lock().expect("lock").fail(&desired.commit, None);
         let result = Err(SyncError::Namespace(error));
+        finished(pass, &result, started);
         return Some(Ran {
             initiator: Initiator::Automated,
             started_at,
@@ -133,6 +137,7 @@ pub async fn sync(
         let result = reapply(&pass.applier, &pass.owner, &manifests, &versions).await;
         (Initiator::SelfHeal, result)
     };
+    finished(pass, &result, started);
     let mut memo = pass.memo.lock().expect("lock");
     match &result {
         Ok(report) => {
@@ -150,6 +155,17 @@ pub async fn sync(
         started_at,
         result,
     })
+}
+
+/// Counts a sync that ran since `started`, by how it ended.
+fn finished<T>(pass: &Pass<'_>, result: &Result<T, SyncError>, started: Instant) {
+    let phase = match result {
+        Ok(_) => OperationPhase::Succeeded,
+        Err(_) => OperationPhase::Failed,
+    };
+    pass.ctx
+        .metrics
+        .sync_finished(&pass.key, phase, started.elapsed());
 }
 
 /// Prunes the app's orphans, deleting only when the app prunes and live is

@@ -3,10 +3,13 @@
 //! credentials the source names, rendered for the cluster's capabilities
 //! when the renderer reads them (Helm).
 
+use std::time::Instant;
+
 use tether_cluster::ClusterError;
 use tether_source::{Rendered, SourceError};
 
 use super::Pass;
+use crate::metrics::repo_label;
 use crate::report::status::Step;
 use crate::request;
 
@@ -61,8 +64,17 @@ pub async fn desired(pass: &Pass<'_>) -> Result<Rendered, FetchError> {
             .map_err(FetchError::Capabilities)?,
         false => Default::default(),
     };
+    // Fetch, then render, each measured.
+    let metrics = ctx.metrics.clone();
     let rendered = tokio::task::spawn_blocking(move || {
-        repositories.fetch(&source, credentials.as_ref(), &capabilities)
+        let started = Instant::now();
+        let update = repositories.update(&source.repo_url, credentials.as_ref());
+        let repo = repo_label(&source.repo_url);
+        metrics.git_fetched(&repo, started.elapsed(), update.is_ok());
+        let started = Instant::now();
+        let rendered = repositories.render(&source, &update?, &capabilities);
+        metrics.rendered(started.elapsed());
+        rendered
     })
     .await??;
     // A CRD this app declares and discovery has not seen: the next Helm

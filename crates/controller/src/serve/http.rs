@@ -14,6 +14,11 @@
 //! 400 on an unreadable event, and 202 for events that are not pushes.
 //! Without a configured secret there is no webhook route: an unverified
 //! push is never accepted.
+//!
+//! `GET /metrics` ([`metrics`]) answers the Prometheus exposition to a
+//! bearer token the API server vouches for and allows `get` on the
+//! non-resource URL `/metrics` ([`Access`]): 401 without a token or with
+//! one it does not know, 403 without the right, 500 when it cannot tell.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -22,11 +27,13 @@ use std::time::Instant;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tether_source::webhook::{WebhookError, parse_push};
 
+use crate::metrics::Metrics;
+use crate::serve::access::{self, Access};
 use crate::serve::probe::{Probe, Verdict};
 use crate::serve::replay::Deliveries;
 use crate::serve::trigger::Trigger;
@@ -63,6 +70,57 @@ pub fn app(trigger: Trigger, probe: Probe, secret: Option<Vec<u8>>) -> Router {
             })
             .merge(health),
         None => health,
+    }
+}
+
+/// The content type of [`Metrics::encode`]'s text (OpenMetrics).
+pub const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Clone)]
+struct Scrapes {
+    metrics: Arc<Metrics>,
+    access: Access,
+}
+
+/// The route `GET /metrics`: `metrics` for whoever `access` allows.
+pub fn metrics(metrics: Arc<Metrics>, access: Access) -> Router {
+    Router::new()
+        .route("/metrics", get(scrape))
+        .with_state(Scrapes { metrics, access })
+}
+
+async fn scrape(State(scrapes): State<Scrapes>, headers: HeaderMap) -> Response {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| {
+            let (scheme, token) = value.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+        });
+    match scrapes.access.judge(token).await {
+        Ok(access::Verdict::Allowed) => (
+            [(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)],
+            scrapes.metrics.encode(),
+        )
+            .into_response(),
+        Ok(access::Verdict::Unauthenticated) => (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "Unauthorized: a bearer token the API server knows is required\n",
+        )
+            .into_response(),
+        Ok(access::Verdict::Forbidden(user)) => {
+            tracing::debug!(%user, "refused /metrics: no get on the non-resource URL /metrics");
+            (
+                StatusCode::FORBIDDEN,
+                format!("Forbidden: {user} may not get /metrics (bind the ClusterRole tether-metrics-reader)\n"),
+            )
+                .into_response()
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot tell who may read /metrics");
+            (StatusCode::INTERNAL_SERVER_ERROR, format!("{error}\n")).into_response()
+        }
     }
 }
 
