@@ -68,6 +68,9 @@ pub struct Config {
     /// How long an app may stay not Synced before `NotSyncedTooLong`, for
     /// apps whose `spec.syncPolicy.alertNotSyncedAfter` says nothing.
     pub alert_not_synced_after: Duration,
+    /// `tether run --notify-webhook` URLs: every notification goes to
+    /// each, as JSON (more routes in the `tether-notifications` ConfigMap).
+    pub notify_webhooks: Vec<String>,
 }
 
 impl Default for Config {
@@ -86,6 +89,7 @@ impl Default for Config {
             sandbox: tether_source::Sandbox::default(),
             max_window_ttl: tether_core::window::DEFAULT_MAX_TTL,
             alert_not_synced_after: tether_core::alert::DEFAULT_THRESHOLD,
+            notify_webhooks: Vec::new(),
         }
     }
 }

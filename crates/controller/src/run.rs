@@ -19,6 +19,7 @@ use crate::context::{Config, Context, Ready};
 use crate::credentials;
 use crate::lease;
 use crate::metrics::Metrics;
+use crate::notify::{Notifier, NotifyConfig};
 use crate::observe::live::{AppKey, LiveCache};
 use crate::reconcile::{error_policy, reconcile};
 use crate::serve::poll;
@@ -159,15 +160,33 @@ async fn lead(
     let (secrets, secrets_watch) = watch_repository_secrets(&client, &config);
     let (windows_ready, windows_waiter) = Ready::of(windows.store());
     let (secrets_ready, secrets_waiter) = Ready::of_all(secrets.stores());
-    let context = Arc::new(Context::new(
+    // Notifications go out from the leader only, as its reconciles find
+    // what changed.
+    let (notifier, notifications) = Notifier::start(
         client.clone(),
-        live,
-        (windows.store(), windows_ready),
-        (secrets, secrets_ready),
-        audit_key.clone(),
+        NotifyConfig {
+            webhooks: config.notify_webhooks.clone(),
+            namespace: config.lease_namespace.clone(),
+            ..NotifyConfig::default()
+        },
         metrics.clone(),
-        config.clone(),
-    ));
+    );
+    let notifications = async move {
+        notifications.await;
+        std::future::pending::<()>().await
+    };
+    let context = Arc::new(
+        Context::new(
+            client.clone(),
+            live,
+            (windows.store(), windows_ready),
+            (secrets, secrets_ready),
+            audit_key.clone(),
+            metrics.clone(),
+            config.clone(),
+        )
+        .notifying(notifier),
+    );
     let window_context = Arc::new(WindowContext {
         client: client.clone(),
         recorder: context.recorder.clone(),
@@ -267,6 +286,7 @@ async fn lead(
         () = polls => Ok(()),
         () = deferred_status => Ok(()),
         () = event_series => Ok(()),
+        () = notifications => Ok(()),
         () = windows => Ok(()),
         () = secrets_watch => Ok(()),
         () = windows_waiter => Ok(()),

@@ -82,6 +82,13 @@ pub struct RunArgs {
     /// `spec.syncPolicy.alertNotSyncedAfter` says nothing: 90s, 15m, 1h.
     #[arg(long, default_value = "1h")]
     pub alert_not_synced_after: String,
+    /// Send every notification (state changed, NotSyncedTooLong raised or
+    /// cleared, drift left in place, self-heal fighting, break-glass, sync
+    /// failed) to this URL as JSON (repeatable). More routes, with event
+    /// filters, app selectors, Slack format and signing: the ConfigMap
+    /// `tether-notifications` in the lease namespace.
+    #[arg(long = "notify-webhook", value_name = "URL")]
+    pub notify_webhooks: Vec<String>,
     #[command(flatten)]
     pub kubeconfig: Kubeconfig,
     /// Serve HTTP (health, metrics, webhooks) on this address, e.g. 127.0.0.1:8080.
@@ -138,6 +145,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         max_window_ttl: tether_core::window::parse_ttl(&args.max_break_glass_ttl)?,
         alert_not_synced_after: tether_core::window::parse_ttl(&args.alert_not_synced_after)
             .context("--alert-not-synced-after")?,
+        notify_webhooks: args.notify_webhooks,
     };
     let secret = match &args.webhook_secret_file {
         // The in-cluster Deployment mounts the Secret `tether-webhook` as

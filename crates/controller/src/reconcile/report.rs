@@ -55,7 +55,15 @@ pub async fn findings(pass: &Pass<'_>, found: &Findings<'_>) -> Result<Next, Rec
         prune: found.pruned,
         unsupported: found.unsupported,
     };
-    announce(&ctx.recorder, app, found.drift, found.sync, found.pruned).await;
+    announce(
+        &ctx.recorder,
+        &ctx.metrics,
+        app,
+        found.drift,
+        found.sync,
+        found.pruned,
+    )
+    .await;
     let run = found.sync.map(|sync| SyncRun {
         revision: &desired.commit,
         initiator: sync.initiator,

@@ -5,8 +5,8 @@
 //! are read off the status before and after ([`announce_changes`]).
 //! Repeats are aggregated by the [`Recorder`].
 
-use kube::Resource;
 use kube::runtime::events::{Event, EventType};
+use kube::{Resource, ResourceExt};
 
 use crate::recorder::Recorder;
 use tether_core::HealthStatus;
@@ -17,13 +17,16 @@ use tether_core::notice::{Notice, NoticeKind, Severity};
 use super::status::PRUNE_BLOCKED_CONDITION;
 use crate::api::Application;
 use crate::api::application::ApplicationStatus;
+use crate::metrics::Metrics;
 use crate::observe::drift::{Assessed, Response};
 use crate::sync::Ran;
 use crate::sync::prune::PruneReport;
 
-/// Events: a sync's outcome, drift reverted or left, a tripped breaker.
+/// Events: a sync's outcome, drift reverted or left, a tripped breaker —
+/// and the counters of drift, reverts and blocked prunes that go with them.
 pub async fn announce(
     recorder: &Recorder,
+    metrics: &Metrics,
     app: &Application,
     drift: &[Assessed],
     sync: Option<&Ran>,
@@ -31,6 +34,7 @@ pub async fn announce(
 ) {
     let previous = app.status.as_ref();
     let healed = sync.is_some_and(|s| s.result.is_ok());
+    let key = (app.namespace().unwrap_or_default(), app.name_any());
     for assessed in drift {
         let known = previous.is_some_and(|p| {
             p.drift.iter().any(|e| {
@@ -38,6 +42,12 @@ pub async fn announce(
                     && e.record.fields == assessed.record.fields
             })
         });
+        if !known {
+            metrics.drift_detected(&key, assessed.record.kind);
+        }
+        if healed && matches!(assessed.response, Response::Heal) {
+            metrics.self_healed(&key);
+        }
         match &assessed.response {
             Response::Heal if healed => {
                 publish(
@@ -148,6 +158,7 @@ pub async fn announce(
     if let Some(breaker) = &pruned.breaker
         && !was_blocked
     {
+        metrics.prune_blocked(&key);
         publish(
             recorder,
             app,
