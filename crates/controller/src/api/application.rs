@@ -214,6 +214,24 @@ pub enum PrunePropagation {
     Orphan,
 }
 
+// The condition types of an Application's status.
+
+/// The condition every reconcile sets: True, or False with the failed
+/// `Step` as its reason.
+pub const RECONCILED_CONDITION: &str = "Reconciled";
+/// Condition raised while the flap guard keeps Tether from reverting.
+pub const BACK_OFF_CONDITION: &str = "SelfHealBackOff";
+/// Condition raised while a prune circuit breaker holds deletions back.
+pub const PRUNE_BLOCKED_CONDITION: &str = "PruneBlocked";
+/// Condition raised while objects carry Argo CD annotations Tether does not
+/// act on (`tether_core::argocd`); its message names each object and
+/// annotation and what Tether does instead.
+pub const UNSUPPORTED_CONDITION: &str = "Unsupported";
+/// Condition raised while the app has not been Synced for longer than its
+/// `syncPolicy.alertNotSyncedAfter` (product rule 5); its message says for
+/// how long and why.
+pub const NOT_SYNCED_TOO_LONG_CONDITION: &str = "NotSyncedTooLong";
+
 /// Annotation on an Application asking for a sync now (`tether sync APP`);
 /// the value is the request time. Cleared by the controller once handled.
 pub const SYNC_REQUEST_ANNOTATION: &str = "tether.dev/sync-requested-at";

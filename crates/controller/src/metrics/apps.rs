@@ -17,9 +17,9 @@ use tether_core::window::WindowPhase;
 
 use super::AppLabels;
 use crate::api::application::Condition;
+use crate::api::application::NOT_SYNCED_TOO_LONG_CONDITION;
 use crate::api::break_glass::parse_time;
 use crate::api::{ApplicationStatus, BreakGlass, StoredApplication};
-use crate::report::status::NOT_SYNCED_TOO_LONG_CONDITION;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct InfoLabels {

@@ -30,21 +30,10 @@ const HISTORY_LIMIT: usize = 10;
 const PRUNED_KEPT_ON_RECORD: usize = 20;
 const DRIFT_LIMIT: usize = 50;
 const LAST_DRIFT_LIMIT: usize = 10;
-/// The condition every reconcile sets: True, or False with the failed
-/// [`Step`] as its reason.
-pub const RECONCILED_CONDITION: &str = "Reconciled";
-/// Condition raised while the flap guard keeps Tether from reverting.
-pub const BACK_OFF_CONDITION: &str = "SelfHealBackOff";
-/// Condition raised while a prune circuit breaker holds deletions back.
-pub const PRUNE_BLOCKED_CONDITION: &str = "PruneBlocked";
-/// Condition raised while objects carry Argo CD annotations Tether does not
-/// act on (`tether_core::argocd`); its message names each object and
-/// annotation and what Tether does instead.
-pub const UNSUPPORTED_CONDITION: &str = "Unsupported";
-/// Condition raised while the app has not been Synced for longer than its
-/// `syncPolicy.alertNotSyncedAfter` (product rule 5); its message says for
-/// how long and why.
-pub const NOT_SYNCED_TOO_LONG_CONDITION: &str = "NotSyncedTooLong";
+pub use crate::api::application::{
+    BACK_OFF_CONDITION, NOT_SYNCED_TOO_LONG_CONDITION, PRUNE_BLOCKED_CONDITION,
+    RECONCILED_CONDITION, UNSUPPORTED_CONDITION,
+};
 /// At most this many warnings are spelled out in the message.
 const UNSUPPORTED_SHOWN: usize = 10;
 const DRIFT_FIELDS_SHOWN: usize = 5;
