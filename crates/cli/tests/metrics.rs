@@ -7,159 +7,14 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
-use support::{Repo, Running, config_map, create_app, tether_command, tether_ok};
+use support::metrics::{answered, installed, run_serving, scrape, series, service_account_token};
+use support::{Repo, Running, config_map, create_app};
 use tether_controller::api::Application;
-use tether_testkit::{TestNamespace, application, eventually, free_port};
-
-/// `tether run` for `ns` as replica `identity`, serving HTTP on `port`.
-fn run_serving(ns: &TestNamespace, identity: &str, port: u16) -> Running {
-    let cache = ns.cache_dir().join(identity);
-    let addr = format!("127.0.0.1:{port}");
-    let mut running = Running::spawn(tether_command(
-        ns,
-        &[
-            "run",
-            "--lease-namespace",
-            &ns.name,
-            "--watch-namespace",
-            &ns.name,
-            "--identity",
-            identity,
-            "--resync-seconds",
-            "30",
-            "--cache-dir",
-            cache.to_str().unwrap(),
-            "--http-addr",
-            &addr,
-        ],
-    ));
-    running.leftovers.push(cache);
-    running
-}
-
-/// What `GET /metrics` answered: the status code, the content type and
-/// the body.
-struct Answer {
-    code: u16,
-    content_type: String,
-    body: String,
-}
-
-/// `GET /metrics` on loopback `port`, with `token` as bearer.
-fn scrape(port: u16, token: Option<&str>) -> std::io::Result<Answer> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let authorization = token
-        .map(|token| format!("Authorization: Bearer {token}\r\n"))
-        .unwrap_or_default();
-    write!(
-        stream,
-        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n{authorization}Connection: close\r\n\r\n"
-    )?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response)?;
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    let code = head
-        .split(' ')
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .unwrap_or_default();
-    let content_type = head
-        .lines()
-        .find_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            name.eq_ignore_ascii_case("content-type")
-                .then(|| value.trim().to_string())
-        })
-        .unwrap_or_default();
-    // The body may come chunked: the exposition's lines are all we read,
-    // and chunk sizes are not among them.
-    let body = dechunk(body);
-    Ok(Answer {
-        code,
-        content_type,
-        body,
-    })
-}
-
-/// A chunked HTTP/1.1 body, joined (a body that is not chunked is kept).
-fn dechunk(body: &str) -> String {
-    let mut rest = body;
-    let mut joined = String::new();
-    loop {
-        let Some((size, after)) = rest.split_once("\r\n") else {
-            return body.to_string();
-        };
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
-            return body.to_string();
-        };
-        if size == 0 {
-            return joined;
-        }
-        let Some(chunk) = after.get(..size) else {
-            return body.to_string();
-        };
-        joined.push_str(chunk);
-        rest = after[size..].trim_start_matches("\r\n");
-    }
-}
-
-/// The controller's answer once it serves HTTP at all.
-async fn answered(port: u16, token: Option<&str>) -> Answer {
-    eventually("the controller serving HTTP", || async {
-        scrape(port, token).ok()
-    })
-    .await
-}
-
-/// A ServiceAccount `name` in `ns` and a token for it.
-fn service_account_token(ns: &TestNamespace, name: &str) -> String {
-    ns.kubectl_ok(&["create", "serviceaccount", name]);
-    ns.kubectl_ok(&["create", "token", name, "--duration", "1h"])
-        .trim()
-        .to_string()
-}
-
-/// Binds the ServiceAccount `name` of `ns` to `tether-metrics-reader`.
-fn bind_metrics_reader(ns: &TestNamespace, name: &str) {
-    ns.kubectl_ok(&[
-        "create",
-        "clusterrolebinding",
-        &format!("metrics-{}-{name}", ns.name),
-        "--clusterrole",
-        "tether-metrics-reader",
-        "--serviceaccount",
-        &format!("{}:{name}", ns.name),
-    ]);
-}
-
-/// The series of `metric` in an exposition: labels by name, and the value.
-fn series(body: &str, metric: &str) -> Vec<(BTreeMap<String, String>, f64)> {
-    body.lines()
-        .filter_map(|line| {
-            let rest = line.strip_prefix(metric)?;
-            let (labels, value) = match rest.strip_prefix('{') {
-                Some(rest) => rest.rsplit_once("} ")?,
-                None => ("", rest.strip_prefix(' ')?),
-            };
-            let labels = labels
-                .split("\",")
-                .filter(|pair| !pair.is_empty())
-                .filter_map(|pair| {
-                    let (name, value) = pair.split_once("=\"")?;
-                    Some((name.to_string(), value.trim_end_matches('"').to_string()))
-                })
-                .collect();
-            Some((labels, value.trim().parse().ok()?))
-        })
-        .collect()
-}
+use tether_testkit::{application, eventually, free_port};
 
 /// The sync and health of every Application of `apps` by name, once all
 /// of them are reconciled.
@@ -178,17 +33,6 @@ async fn statuses_of(apps: &Api<Application>) -> Option<BTreeMap<String, (String
         })
         .collect();
     (statuses.len() == count).then_some(statuses)
-}
-
-/// A reader of `/metrics`: Tether installed in a new namespace, its
-/// controller serving HTTP, and a ServiceAccount bound to
-/// `tether-metrics-reader` with its token.
-async fn installed(prefix: &str) -> (TestNamespace, String) {
-    let ns = TestNamespace::create(prefix).await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
-    let token = service_account_token(&ns, "prometheus");
-    bind_metrics_reader(&ns, "prometheus");
-    (ns, token)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -5,6 +5,8 @@
 //! it, so unused items are expected here.
 #![allow(dead_code)]
 
+pub mod metrics;
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 
