@@ -341,3 +341,19 @@ async fn a_writer_scaling_an_apps_deployment_every_second_for_a_minute_costs_at_
             .collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn a_notify_webhook_that_is_not_an_http_url_is_refused_at_start_without_repeating_it() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tether"))
+        .args([
+            "run",
+            "--notify-webhook",
+            "ftp://user:s3cret@example.com/hook",
+        ])
+        .output()
+        .expect("tether runs");
+    let said = support::text(&output);
+    assert!(!output.status.success(), "{said}");
+    assert!(said.contains("--notify-webhook #1"), "{said}");
+    assert!(!said.contains("s3cret"), "{said}");
+}

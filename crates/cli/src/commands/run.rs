@@ -145,7 +145,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         max_window_ttl: tether_core::window::parse_ttl(&args.max_break_glass_ttl)?,
         alert_not_synced_after: tether_core::window::parse_ttl(&args.alert_not_synced_after)
             .context("--alert-not-synced-after")?,
-        notify_webhooks: args.notify_webhooks,
+        notify_webhooks: webhook_urls(args.notify_webhooks)?,
     };
     let secret = match &args.webhook_secret_file {
         // The in-cluster Deployment mounts the Secret `tether-webhook` as
@@ -222,4 +222,15 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         result = serve_http => result?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `--notify-webhook` values, refused at start when one is not an
+/// http(s) URL. Not a clap value parser: clap's error would repeat the
+/// value, and a URL may carry a token.
+fn webhook_urls(urls: Vec<String>) -> anyhow::Result<Vec<String>> {
+    for (index, url) in urls.iter().enumerate() {
+        tether_controller::notify::route::http_url(url)
+            .map_err(|error| anyhow::anyhow!("--notify-webhook #{}: {error}", index + 1))?;
+    }
+    Ok(urls)
 }
