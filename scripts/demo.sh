@@ -6,7 +6,11 @@
 # controller replicas, which this kubelet runs as real processes of the
 # tether binary just built, each with only its ServiceAccount's token),
 # create an Application and show it reaching Synced/Healthy; then drift it
-# with kubectl and push a new commit, and show Tether converge both.
+# with kubectl, push a commit the API server refuses (nothing of it applies,
+# and the NotSyncedTooLong alert goes up: condition, Event, metrics), fix it
+# with a new commit, and show Tether converge and the alert clear; last, read
+# the controller's /metrics through `kubectl port-forward` with a token
+# allowed to scrape it.
 # Everything stops when this script ends; pass --keep to leave it running
 # (stop it with Ctrl-C).
 set -euo pipefail
@@ -54,8 +58,10 @@ kubectl -n tether-system rollout status deployment/tether-controller --timeout=1
 kubectl -n tether-system get pods -L tether.dev/leader | sed 's/^/    /'
 
 echo "==> tether app create shop"
-# Polled every 5 s for the demo (a webhook would wake it at once).
-"$tether" app create shop --repo "file://$repo" --path shop --dest-namespace shop --interval 5s
+# Polled every 5 s for the demo (a webhook would wake it at once); the
+# NotSynced alert after 10 s for the demo (by default an hour).
+"$tether" app create shop --repo "file://$repo" --path shop --dest-namespace shop --interval 5s \
+  --alert-not-synced-after 10s
 
 wait_for() { # wait_for DESCRIPTION COMMAND...
   for _ in $(seq 1 300); do "${@:2}" >/dev/null 2>&1 && return 0; sleep 0.2; done
@@ -72,15 +78,40 @@ reverted() { [ "$(kubectl -n shop get deployment/web -o jsonpath='{.spec.replica
 wait_for "the scale to be reverted" reverted
 echo "    reverted: spec.replicas is $(kubectl -n shop get deployment/web -o jsonpath='{.spec.replicas}') again"
 
-echo "==> a new commit: greeting changed in Git"
+echo "==> a broken commit: a ConfigMap whose key the API server refuses"
+cat >"$repo/shop/broken.yaml" <<'YAML'
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: broken
+data:
+  "not a valid key!": "x"
+YAML
+git -C "$repo" add shop/broken.yaml
+git -C "$repo" -c user.name=Demo -c user.email=demo@example.com commit -q -m "shop: a broken ConfigMap"
+alerting() { "$tether" status | grep -q '^shop .*⚠'; }
+wait_for "the NotSyncedTooLong alert" alerting
+"$tether" status
+"$tether" status shop > "$state/stuck.txt" 2>&1 || true; grep -E "^ *(Not synced|Why):" "$state/stuck.txt" | cut -c1-160 | sed "s/^ */    /" || true
+echo "    nothing of the commit applied: configmap/broken $(kubectl -n shop get configmap broken -o name 2>/dev/null || echo "does not exist")"
+has_event() { kubectl -n tether-system get events --field-selector "reason=$1" -o name | grep -q .; }
+wait_for "the NotSyncedTooLong Event" has_event NotSyncedTooLong
+echo "    the Event on the Application:"
+kubectl -n tether-system get events --field-selector reason=NotSyncedTooLong -o custom-columns=TYPE:.type,REASON:.reason,OBJECT:.involvedObject.name,MESSAGE:.message \
+  | cut -c1-150 | sed 's/^/      /'
+
+echo "==> the fix, a new commit: broken.yaml removed, greeting changed in Git"
+git -C "$repo" rm -q shop/broken.yaml
 sed -i 's/hello from git/hello again from git/' "$repo/shop/config.yaml"
-git -C "$repo" -c user.name=Demo -c user.email=demo@example.com commit -q -am "shop: new greeting"
+git -C "$repo" -c user.name=Demo -c user.email=demo@example.com commit -q -am "shop: fix, and a new greeting"
 head="$(git -C "$repo" rev-parse HEAD)"
 at_head() { "$tether" status shop -o json | grep -q "\"revision\": \"$head\""; }
 wait_for "the new commit to sync" at_head
 wait_for "shop to converge" converged
 "$tether" status
 "$tether" status shop | sed 's/^/    /'
+wait_for "the NotSyncedTooLongCleared Event" has_event NotSyncedTooLongCleared
+echo "    the alert cleared: $(kubectl -n tether-system get events --field-selector reason=NotSyncedTooLongCleared -o custom-columns=TYPE:.type,REASON:.reason --no-headers | head -n 1)"
 echo "    greeting in the cluster: $(kubectl -n shop get configmap/web-settings -o jsonpath='{.data.greeting}')"
 echo "    history:"
 "$tether" status shop -o json | python3 -c '

@@ -80,6 +80,10 @@ pub struct CreateArgs {
     /// `1h`; default 3m, or `tether run --poll-interval`).
     #[arg(long, value_name = "DURATION", value_parser = duration)]
     pub interval: Option<String>,
+    /// Raise `NotSyncedTooLong` when the app has not been Synced for this
+    /// long (`90s`, `15m`, `1h`; default `tether run --alert-not-synced-after`).
+    #[arg(long, value_name = "DURATION", value_parser = duration)]
+    pub alert_not_synced_after: Option<String>,
     /// The Secret (in the Application's namespace, labelled
     /// `tether.dev/secret-type=repository`) with the repository's credentials.
     #[arg(long)]
@@ -367,6 +371,9 @@ fn manifest(create: &CreateArgs, namespace: &str, renderer: &Renderer) -> anyhow
     if create.create_namespace {
         sync_policy["createNamespace"] = json!(true);
     }
+    if let Some(after) = &create.alert_not_synced_after {
+        sync_policy["alertNotSyncedAfter"] = json!(after);
+    }
     Ok(json!({
         "apiVersion": Application::api_version(&()),
         "kind": Application::kind(&()),
@@ -379,7 +386,7 @@ fn manifest(create: &CreateArgs, namespace: &str, renderer: &Renderer) -> anyhow
     }))
 }
 
-/// `--interval`: a duration of whole seconds, minutes, hours or days, or a
+/// `--interval` and `--alert-not-synced-after`: a duration of whole seconds, minutes, hours or days, or a
 /// sum of them (`90s`, `3m`, `1h30m`), at least a second: what the CRD
 /// schema takes, checked before anything is sent.
 fn duration(text: &str) -> Result<String, String> {
@@ -410,7 +417,7 @@ fn duration(text: &str) -> Result<String, String> {
         return Err(invalid());
     }
     if total == 0 {
-        return Err(format!("{text:?}: the interval must be at least 1s"));
+        return Err(format!("{text:?}: the duration must be at least 1s"));
     }
     Ok(text.to_string())
 }
@@ -469,6 +476,8 @@ mod tests {
             "--create-namespace",
             "--interval",
             "10s",
+            "--alert-not-synced-after",
+            "15m",
         ]);
         let app = application(&create);
         let source = &app.spec.source;
@@ -486,6 +495,7 @@ mod tests {
         );
         let policy = &app.spec.sync_policy;
         assert!(!policy.self_heal && policy.prune && policy.create_namespace);
+        assert_eq!(policy.alert_not_synced_after.as_deref(), Some("15m"));
     }
 
     #[test]
