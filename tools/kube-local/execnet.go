@@ -16,6 +16,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -29,7 +30,13 @@ import (
 type podNetwork struct {
 	ns        *os.File
 	forwarder net.Listener
-	closeOnce sync.Once
+
+	// mu is held for reading while a thread enters ns and for writing to
+	// close it: a port-forward may dial in while the pod is deleted, and
+	// a closed descriptor's number can be reused by another pod's
+	// namespace.
+	mu     sync.RWMutex
+	closed bool
 }
 
 // newPodNetwork makes a network namespace with loopback up and the API
@@ -132,24 +139,32 @@ func (n *podNetwork) forward(target string) {
 			defer outside.Close()
 			go func() {
 				_, _ = io.Copy(outside, inside)
-				if tcp, ok := outside.(*net.TCPConn); ok {
-					_ = tcp.CloseWrite()
-				}
+				closeWrite(outside)
 			}()
 			_, _ = io.Copy(inside, outside)
 		}()
 	}
 }
 
+// enter runs f on a thread inside the namespace, unless it is closed.
+func (n *podNetwork) enter(f func() error) error {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	if n.closed {
+		return errors.New("the pod's network namespace is gone")
+	}
+	return onThread(n.ns, f)
+}
+
 // start starts cmd inside the namespace.
 func (n *podNetwork) start(start func() error) error {
-	return onThread(n.ns, start)
+	return n.enter(start)
 }
 
 // dial connects to address inside the namespace.
 func (n *podNetwork) dial(ctx context.Context, network, address string) (net.Conn, error) {
 	var connection net.Conn
-	err := onThread(n.ns, func() error {
+	err := n.enter(func() error {
 		var dialer net.Dialer
 		var err error
 		connection, err = dialer.DialContext(ctx, network, address)
@@ -161,8 +176,12 @@ func (n *podNetwork) dial(ctx context.Context, network, address string) (net.Con
 // close stops the forwarder and lets the namespace go once its processes
 // have ended.
 func (n *podNetwork) close() {
-	n.closeOnce.Do(func() {
-		_ = n.forwarder.Close()
-		_ = n.ns.Close()
-	})
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return
+	}
+	n.closed = true
+	_ = n.forwarder.Close()
+	_ = n.ns.Close()
 }

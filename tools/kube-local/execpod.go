@@ -2,7 +2,8 @@ package main
 
 // The exec kubelet: pods whose every image is allow-listed run as host
 // processes (see execpolicy.go for the decisions, execcontainer.go for the
-// mount namespace, kubeletserver.go for logs).
+// mount namespace, execnet.go for the network namespace, kubeletserver.go
+// for logs and kubeletportforward.go for port forwarding).
 
 import (
 	"context"
@@ -60,12 +61,13 @@ type execPod struct {
 	stopOnce sync.Once
 	stopped  chan struct{}
 
-	// net is the pod's network namespace (nil with hostNetwork).
-	net *podNetwork
-
 	mu    sync.Mutex
 	runs  []containerRun
 	procs map[string]*os.Process
+	// net is the pod's network namespace, once it exists (never with
+	// hostNetwork). Under mu: a port-forward reads it from another
+	// goroutine.
+	net *podNetwork
 }
 
 func newExecKubelet(client kubernetes.Interface, config *rest.Config, images execImages, podsDir string) (*execKubelet, error) {
@@ -139,8 +141,8 @@ func (k *execKubelet) terminate(pod *corev1.Pod) (running, first bool) {
 	p.stopOnce.Do(func() {
 		first = true
 		p.stop(time.Duration(grace) * time.Second)
-		if p.net != nil {
-			p.net.close()
+		if network := p.network(); network != nil {
+			network.close()
 		}
 		k.mu.Lock()
 		delete(k.pods, pod.UID)
@@ -152,18 +154,43 @@ func (k *execKubelet) terminate(pod *corev1.Pod) (running, first bool) {
 	return true, first
 }
 
-// logPath is the log file of container in pod namespace/name.
-func (k *execKubelet) logPath(namespace, name, container string) (string, bool) {
+// podNamed is the pod namespace/name this kubelet runs.
+func (k *execKubelet) podNamed(namespace, name string) (*execPod, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, p := range k.pods {
 		if p.pod.Namespace == namespace && p.pod.Name == name {
-			if _, ok := p.programs[container]; ok {
-				return p.logFile(container), true
-			}
+			return p, true
 		}
 	}
-	return "", false
+	return nil, false
+}
+
+// podWithUID is the pod uid this kubelet runs.
+func (k *execKubelet) podWithUID(uid types.UID) (*execPod, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	p, ok := k.pods[uid]
+	return p, ok
+}
+
+// network is the pod's network namespace, nil until it exists.
+func (p *execPod) network() *podNetwork {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.net
+}
+
+// logPath is the log file of container in pod namespace/name.
+func (k *execKubelet) logPath(namespace, name, container string) (string, bool) {
+	p, ok := k.podNamed(namespace, name)
+	if !ok {
+		return "", false
+	}
+	if _, ok := p.programs[container]; !ok {
+		return "", false
+	}
+	return p.logFile(container), true
 }
 
 // done reports whether container of pod namespace/name will write no more
@@ -213,7 +240,9 @@ func (p *execPod) start() {
 			p.waitAll("CreatePodSandboxError", err.Error())
 			return
 		}
+		p.mu.Lock()
 		p.net = network
+		p.mu.Unlock()
 	}
 	// Write the ServiceAccount's credentials, retrying while the
 	// ServiceAccount does not exist (yet).
@@ -372,8 +401,8 @@ func (p *execPod) startProcess(container *corev1.Container) (*os.Process, <-chan
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS, Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if p.net != nil {
-		err = p.net.start(cmd.Start)
+	if network := p.network(); network != nil {
+		err = network.start(cmd.Start)
 	} else {
 		err = cmd.Start()
 	}

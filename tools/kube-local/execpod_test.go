@@ -15,16 +15,27 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 )
 
-// TestMain lets this test binary stand for kube-local when the exec
-// kubelet starts `exec-container` through os.Executable.
+// TestMain lets this test binary stand for kube-local when a control
+// plane starts its components, or the exec kubelet `exec-container`,
+// through os.Executable; and for the programs of the test images.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "exec-container" {
-		if err := runExecContainer(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+	if len(os.Args) > 1 {
+		if run, ok := testCommands()[os.Args[1]]; ok {
+			if err := run(os.Args[2:]); err != nil {
+				fmt.Fprintf(os.Stderr, "%s: %v\n", os.Args[1], err)
+				os.Exit(1)
+			}
+			os.Exit(0)
 		}
 	}
 	os.Exit(m.Run())
+}
+
+// testCommands are kube-local's commands and the test images' programs.
+func testCommands() map[string]func(args []string) error {
+	all := commands()
+	all["greet"] = runGreeter
+	return all
 }
 
 // shellPod is a pod of one container running `sh -c script`, without a

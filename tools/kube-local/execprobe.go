@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,10 +17,10 @@ import (
 
 // probe runs container i's readiness and liveness probes while ctx lasts:
 // readiness sets the container's ready flag, a failed liveness probe kills
-// the process (the restart policy then applies). Pods share the host's
-// network namespace unless it uses the host's; a probe dials into it. HTTP GET and TCP
-// probes are supported; exec and gRPC probes always succeed, and startup
-// probes are not run.
+// the process (the restart policy then applies). A probe dials into the
+// pod's network namespace (the host's for a hostNetwork pod). HTTP GET and
+// TCP probes are supported; exec and gRPC probes always succeed, and
+// startup probes are not run.
 func (p *execPod) probe(ctx context.Context, i int, container *corev1.Container, process *os.Process) {
 	if probe := container.ReadinessProbe; probe != nil {
 		go runProbe(ctx, probe, container, p.dialer(), func(ok bool) {
@@ -73,13 +74,21 @@ func (s *probeState) observe(probe *corev1.Probe, success bool) (changed bool) {
 // dialFunc connects to an address in a pod's network.
 type dialFunc func(ctx context.Context, network, address string) (net.Conn, error)
 
-// dialer dials into the pod's network namespace, or the host's.
+// dialer dials into the pod's network namespace, or the host's for a
+// hostNetwork pod. Before the namespace exists it dials nowhere: the host
+// is not the pod.
 func (p *execPod) dialer() dialFunc {
-	if p.net != nil {
-		return p.net.dial
+	if p.pod.Spec.HostNetwork {
+		var dialer net.Dialer
+		return dialer.DialContext
 	}
-	var dialer net.Dialer
-	return dialer.DialContext
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		namespace := p.network()
+		if namespace == nil {
+			return nil, errors.New("the pod's network namespace does not exist yet")
+		}
+		return namespace.dial(ctx, network, address)
+	}
 }
 
 func runProbe(ctx context.Context, probe *corev1.Probe, container *corev1.Container, dial dialFunc, changed func(ok bool)) {

@@ -18,11 +18,14 @@ import (
 )
 
 // serveKubelet serves the part of the kubelet's HTTPS API that `kubectl
-// logs` needs: the API server proxies a pod's logs to
-// /containerLogs/NAMESPACE/POD/CONTAINER on the node's address and kubelet
-// port. The certificate is self-signed: kube-local's API server is given
-// no --kubelet-certificate-authority, so it does not verify the kubelet
-// (as upstream without that flag). It returns the port it listens on.
+// logs` and `kubectl port-forward` need: the API server proxies a pod's
+// logs to /containerLogs/NAMESPACE/POD/CONTAINER and its port-forward to
+// /portForward/NAMESPACE/POD on the node's address and kubelet port. The
+// certificate is self-signed: kube-local's API server is given no
+// --kubelet-certificate-authority, so it does not verify the kubelet (as
+// upstream without that flag). The TLS config offers no HTTP/2: a
+// port-forward upgrades an HTTP/1.1 connection. It returns the port it
+// listens on.
 func (k *execKubelet) serveKubelet(ctx context.Context) (int, error) {
 	certificate, err := selfSignedCertificate()
 	if err != nil {
@@ -45,6 +48,8 @@ func (k *execKubelet) kubeletAPI() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	mux.HandleFunc("/containerLogs/{namespace}/{pod}/{container}", k.containerLogs)
+	mux.HandleFunc("/portForward/{namespace}/{pod}", k.portForward)
+	mux.HandleFunc("/portForward/{namespace}/{pod}/{uid}", k.portForward)
 	return mux
 }
 

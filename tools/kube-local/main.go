@@ -32,8 +32,11 @@ Usage:
                             token, CA and namespace at
                             /var/run/secrets/kubernetes.io/serviceaccount and
                             its emptyDir volumes; restarts, probes, logs
-                            (kubectl logs) and graceful deletion as a kubelet.
-                            Pods share the host's network (podIP 127.0.0.1).
+                            (kubectl logs), kubectl port-forward and graceful
+                            deletion as a kubelet. Each pod has a network
+                            namespace of its own (only loopback: the pod
+                            listens on 127.0.0.1; the API server is forwarded
+                            in at its usual address) unless hostNetwork.
       --port PORT           kube-apiserver port (default: a free one)
       --audit-log FILE      write an API audit log (Metadata level) to FILE
   kube-local kubeconfig --dir DIR --user NAME [--group G]... --out FILE
@@ -50,31 +53,33 @@ func main() {
 		os.Exit(2)
 	}
 	command, args := os.Args[1], os.Args[2:]
-	var err error
 	switch command {
-	case "up":
-		err = runUp(args)
-	case "kubeconfig":
-		err = runKubeconfig(args)
-	case "etcd":
-		err = runEtcd(args)
-	case "apiserver":
-		err = runAPIServer(args)
-	case "controller-manager":
-		err = runControllerManager(args)
-	case "fake-kubelet":
-		err = runFakeKubelet(args)
-	case "exec-container":
-		err = runExecContainer(args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
-	default:
+	}
+	run, ok := commands()[command]
+	if !ok {
 		fmt.Fprintf(os.Stderr, "kube-local: unknown command %q\n\n%s", command, usage)
 		os.Exit(2)
 	}
-	if err != nil {
+	if err := run(args); err != nil {
 		fmt.Fprintf(os.Stderr, "kube-local %s: %v\n", command, err)
 		os.Exit(1)
+	}
+}
+
+// commands are kube-local's subcommands by name. The tests' binary runs
+// them too: it stands for kube-local when the control plane starts its
+// components through os.Executable.
+func commands() map[string]func(args []string) error {
+	return map[string]func(args []string) error{
+		"up":                 runUp,
+		"kubeconfig":         runKubeconfig,
+		"etcd":               runEtcd,
+		"apiserver":          runAPIServer,
+		"controller-manager": runControllerManager,
+		"fake-kubelet":       runFakeKubelet,
+		"exec-container":     runExecContainer,
 	}
 }
