@@ -120,6 +120,25 @@ for entry in json.load(sys.stdin)[0]["status"]["history"]:
     print("      ", entry["revision"][:12], entry["initiator"], entry["time"])'
 
 echo
+echo "==> the controller's /metrics, through kubectl port-forward, for a token allowed to read them"
+kubectl -n tether-system create serviceaccount demo-prometheus >/dev/null
+kubectl create clusterrolebinding demo-prometheus --clusterrole tether-metrics-reader \
+  --serviceaccount tether-system:demo-prometheus >/dev/null
+token="$(kubectl -n tether-system create token demo-prometheus)"
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+# The Service selects the leading replica, the one that reports app series.
+kubectl -n tether-system port-forward svc/tether-controller "$port:8080" >"$state/port-forward.log" 2>&1 &
+forward=$!
+metrics="http://127.0.0.1:$port/metrics"
+scraped() { curl -sf -H "Authorization: Bearer $token" "$metrics" >"$state/metrics.txt"; }
+wait_for "/metrics through the port-forward" scraped
+echo "    /metrics: $metrics (kubectl -n tether-system port-forward svc/tether-controller $port:8080);"
+echo "    a Prometheus scrapes each pod's :8080/metrics with a ServiceAccount bound to tether-metrics-reader"
+grep -E '^tether_app_(info|not_synced_seconds|drift_total|self_heal_total|sync_total)\{' "$state/metrics.txt" | sed 's/^/    /'
+echo "    without a token: HTTP $(curl -s -o /dev/null -w '%{http_code}' "$metrics")"
+kill "$forward" 2>/dev/null || true
+
+echo
 echo "==> the controller's log (kubectl logs of the leading pod)"
 leader="$(kubectl -n tether-system get pods -l tether.dev/leader=true -o name | head -n 1)"
 kubectl -n tether-system logs "$leader" | tail -n 5 | cut -c1-200 | sed 's/^/    /'
