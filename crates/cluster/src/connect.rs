@@ -1,6 +1,10 @@
-//! Building a client from a kubeconfig.
+//! Building a client from a kubeconfig, and clients that act as someone
+//! else (Kubernetes impersonation) for the Applications that name a
+//! ServiceAccount.
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -21,9 +25,73 @@ pub async fn connect_observed(
     kubeconfig: Option<&Path>,
     observer: Observer,
 ) -> Result<Client, ClusterError> {
-    let builder =
-        ClientBuilder::try_from(config(kubeconfig).await?).map_err(ClusterError::Connect)?;
-    Ok(builder.with_layer(&ObserveLayer(observer)).build())
+    Connection::new(config(kubeconfig).await?, Some(observer)).client()
+}
+
+/// [`connect_observed`], keeping what it takes to make clients that
+/// impersonate (see [`Connection::client_as`]).
+pub async fn connection(
+    kubeconfig: Option<&Path>,
+    observer: Option<Observer>,
+) -> Result<Connection, ClusterError> {
+    Ok(Connection::new(config(kubeconfig).await?, observer))
+}
+
+/// How to reach the API server: the controller's own client, and one
+/// client per impersonated user, made once and reused (each keeps its
+/// connections), every one of them observed.
+#[derive(Clone)]
+pub struct Connection {
+    config: Config,
+    observer: Option<Observer>,
+    impersonating: Arc<Mutex<HashMap<String, Client>>>,
+}
+
+impl Connection {
+    pub fn new(config: Config, observer: Option<Observer>) -> Connection {
+        Connection {
+            config,
+            observer,
+            impersonating: Arc::default(),
+        }
+    }
+
+    /// A client with the connection's own identity.
+    pub fn client(&self) -> Result<Client, ClusterError> {
+        self.build(self.config.clone())
+    }
+
+    /// A client whose every request is made as `user` (the
+    /// `Impersonate-User` header; the API server adds a ServiceAccount's
+    /// groups itself), so RBAC judges `user`'s rights, not ours.
+    pub fn client_as(&self, user: &str) -> Result<Client, ClusterError> {
+        let mut clients = self.impersonating.lock().expect("lock");
+        if let Some(client) = clients.get(user) {
+            return Ok(client.clone());
+        }
+        let mut config = self.config.clone();
+        config.auth_info.impersonate = Some(user.to_string());
+        config.auth_info.impersonate_groups = None;
+        let client = self.build(config)?;
+        clients.insert(user.to_string(), client.clone());
+        Ok(client)
+    }
+
+    fn build(&self, config: Config) -> Result<Client, ClusterError> {
+        let builder = ClientBuilder::try_from(config).map_err(ClusterError::Connect)?;
+        Ok(match &self.observer {
+            Some(observer) => builder.with_layer(&ObserveLayer(observer.clone())).build(),
+            None => builder.build(),
+        })
+    }
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("cluster", &self.config.cluster_url.to_string())
+            .finish_non_exhaustive()
+    }
 }
 
 async fn config(kubeconfig: Option<&Path>) -> Result<Config, ClusterError> {

@@ -14,6 +14,6 @@ pub mod resources;
 pub mod wait;
 
 pub use apply::{Applied, Applier};
-pub use connect::{connect, connect_observed};
+pub use connect::{Connection, connect, connect_observed, connection};
 pub use error::ClusterError;
 pub use resources::Resources;

@@ -40,6 +40,15 @@ impl Resources {
         &self.client
     }
 
+    /// The same served kinds (discovered once, shared), reached with
+    /// `client` — one that impersonates an Application's ServiceAccount.
+    pub fn with_client(&self, client: Client) -> Resources {
+        Resources {
+            client,
+            cache: self.cache.clone(),
+        }
+    }
+
     /// The served kind for `object`'s apiVersion and kind.
     pub async fn resolve(
         &self,

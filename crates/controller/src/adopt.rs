@@ -303,6 +303,7 @@ mod tests {
                     namespace: "shop".into(),
                     ..Default::default()
                 },
+                service_account_name: None,
                 sync_policy: Default::default(),
                 ignore_differences: Vec::new(),
                 health: Default::default(),

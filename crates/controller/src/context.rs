@@ -13,6 +13,7 @@ use kube::runtime::reflector::Store;
 use tether_cluster::Resources;
 use tether_cluster::capabilities::CachedCapabilities;
 use tether_core::drift::{FlapGuard, FlapPolicy};
+use tether_core::identity::Identity;
 use tether_source::Repositories;
 
 use crate::api::BreakGlass;
@@ -71,6 +72,9 @@ pub struct Config {
     /// `tether run --notify-webhook` URLs: every notification goes to
     /// each, as JSON (more routes in the `tether-notifications` ConfigMap).
     pub notify_webhooks: Vec<String>,
+    /// Whom Applications' changes are made as (`tether run
+    /// --default-service-account`, `--require-service-account`).
+    pub identity_policy: tether_core::identity::IdentityPolicy,
 }
 
 impl Default for Config {
@@ -90,6 +94,7 @@ impl Default for Config {
             max_window_ttl: tether_core::window::DEFAULT_MAX_TTL,
             alert_not_synced_after: tether_core::alert::DEFAULT_THRESHOLD,
             notify_webhooks: Vec::new(),
+            identity_policy: Default::default(),
         }
     }
 }
@@ -185,6 +190,9 @@ pub struct Context {
     pub secrets_ready: Ready,
     /// What the loop measures (`/metrics`).
     pub metrics: Arc<Metrics>,
+    /// Makes the clients that impersonate Applications' ServiceAccounts
+    /// (set with [`Context::impersonating_with`]).
+    pub connection: Option<tether_cluster::Connection>,
     pub config: Config,
     memos: Mutex<HashMap<AppKey, Arc<Mutex<AppMemo>>>>,
 }
@@ -223,6 +231,7 @@ impl Context {
             secrets,
             secrets_ready,
             metrics,
+            connection: None,
             config,
             memos: Mutex::default(),
         }
@@ -231,6 +240,26 @@ impl Context {
     /// This context, sending notifications through `notifier`.
     pub fn notifying(self, notifier: crate::notify::Notifier) -> Self {
         Context { notifier, ..self }
+    }
+
+    /// This context, impersonating through `connection`.
+    pub fn impersonating_with(self, connection: Option<tether_cluster::Connection>) -> Self {
+        Context { connection, ..self }
+    }
+
+    /// The served kinds, reached as `identity`: the controller's own
+    /// client, or one impersonating an Application's ServiceAccount.
+    pub fn resources_as(&self, identity: &Identity) -> Result<Resources, String> {
+        let Some(user) = identity.user() else {
+            return Ok(self.resources.clone());
+        };
+        let connection = self.connection.as_ref().ok_or_else(|| {
+            format!("{identity}: this controller was started without a connection it can impersonate with")
+        })?;
+        let client = connection
+            .client_as(&user)
+            .map_err(|error| format!("{identity}: {error}"))?;
+        Ok(self.resources.with_client(client))
     }
 
     /// What this controller remembers about the Application with `uid`:

@@ -54,7 +54,7 @@ pub async fn run_with(
     let wiring = Wiring {
         trigger,
         probe,
-        metrics: Arc::default(),
+        ..Wiring::default()
     };
     run_until(client, config, wiring, std::future::pending()).await
 }
@@ -69,6 +69,9 @@ pub struct Wiring {
     /// What the controller measures (`/metrics`): the per-app gauges while
     /// it leads.
     pub metrics: Arc<Metrics>,
+    /// How to make clients that impersonate the ServiceAccounts
+    /// Applications name; without it such an app is refused, saying so.
+    pub connection: Option<tether_cluster::Connection>,
 }
 
 /// [`run_with`] until `shutdown` completes (SIGTERM): then the work in
@@ -85,6 +88,7 @@ pub async fn run_until(
         trigger,
         probe,
         metrics,
+        connection,
     } = wiring;
     let mut shutdown = std::pin::pin!(shutdown);
     let identity = config.identity.clone();
@@ -104,7 +108,7 @@ pub async fn run_until(
     }
     let leading = hold.leading.clone();
     let result = tokio::select! {
-        result = lead(client.clone(), config, trigger, probe, metrics, leading) => result,
+        result = lead(client.clone(), config, (trigger, probe), (metrics, connection), leading) => result,
         () = shutdown => {
             tracing::info!(%identity, "stopping: giving the lease back");
             Ok(())
@@ -121,9 +125,8 @@ pub async fn run_until(
 async fn lead(
     client: Client,
     config: Config,
-    trigger: Trigger,
-    probe: Probe,
-    metrics: Arc<Metrics>,
+    (trigger, probe): (Trigger, Probe),
+    (metrics, connection): (Arc<Metrics>, Option<tether_cluster::Connection>),
     mut leading: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), RunError> {
     tracing::info!(identity = %config.identity, "leading; reconciling");
@@ -185,7 +188,8 @@ async fn lead(
             metrics.clone(),
             config.clone(),
         )
-        .notifying(notifier),
+        .notifying(notifier)
+        .impersonating_with(connection),
     );
     let window_context = Arc::new(WindowContext {
         client: client.clone(),

@@ -16,6 +16,7 @@ pub mod diff;
 pub mod drift;
 pub mod generated;
 pub mod health;
+pub mod identity;
 pub mod notice;
 pub mod object;
 pub mod order;

@@ -16,11 +16,13 @@ impl Kubeconfig {
         Ok(tether_cluster::connect(self.kubeconfig.as_deref()).await?)
     }
 
-    /// [`Kubeconfig::connect`], with `observer` told about every request.
-    pub async fn connect_observed(
+    /// The connection the controller runs with: its own client and the
+    /// clients that impersonate Applications' ServiceAccounts, with
+    /// `observer` told about every request of each.
+    pub async fn connection(
         &self,
         observer: tether_cluster::requests::Observer,
-    ) -> anyhow::Result<kube::Client> {
-        Ok(tether_cluster::connect_observed(self.kubeconfig.as_deref(), observer).await?)
+    ) -> anyhow::Result<tether_cluster::Connection> {
+        Ok(tether_cluster::connection(self.kubeconfig.as_deref(), Some(observer)).await?)
     }
 }

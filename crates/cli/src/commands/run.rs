@@ -89,6 +89,17 @@ pub struct RunArgs {
     /// `tether-notifications` in the lease namespace.
     #[arg(long = "notify-webhook", value_name = "URL")]
     pub notify_webhooks: Vec<String>,
+    /// Make the changes of Applications that name no
+    /// `spec.serviceAccountName` as this ServiceAccount of their own
+    /// namespace (Kubernetes impersonation), so RBAC decides what they may
+    /// change.
+    #[arg(long, value_name = "NAME")]
+    pub default_service_account: Option<String>,
+    /// Refuse Applications that name no ServiceAccount (when there is no
+    /// --default-service-account): nothing is applied with the
+    /// controller's own rights.
+    #[arg(long)]
+    pub require_service_account: bool,
     #[command(flatten)]
     pub kubeconfig: Kubeconfig,
     /// Serve HTTP (health, metrics, webhooks) on this address, e.g. 127.0.0.1:8080.
@@ -146,6 +157,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         alert_not_synced_after: tether_core::window::parse_ttl(&args.alert_not_synced_after)
             .context("--alert-not-synced-after")?,
         notify_webhooks: webhook_urls(args.notify_webhooks)?,
+        identity_policy: tether_core::identity::IdentityPolicy {
+            default_service_account: args.default_service_account,
+            require_service_account: args.require_service_account,
+        },
     };
     let secret = match &args.webhook_secret_file {
         // The in-cluster Deployment mounts the Secret `tether-webhook` as
@@ -174,12 +189,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // Every request the controller makes is counted (`/metrics`).
     let metrics = Arc::new(Metrics::new());
     let counted = metrics.clone();
-    let client = args
+    let connection = args
         .kubeconfig
-        .connect_observed(Arc::new(move |verb: &str, resource: &str, code: &str| {
+        .connection(Arc::new(move |verb: &str, resource: &str, code: &str| {
             counted.kube_request(verb, resource, code)
         }))
         .await?;
+    let client = connection.client()?;
     let server = client
         .apiserver_version()
         .await
@@ -202,6 +218,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         trigger: Trigger::default(),
         probe: Probe::default(),
         metrics,
+        connection: Some(connection),
     };
     let serve_http = async {
         match args.http_addr {

@@ -50,6 +50,17 @@ pub struct ApplicationSpec {
     #[schemars(schema_with = "super::schema::source")]
     pub source: Source,
     pub destination: Destination,
+    /// The ServiceAccount, in this Application's own namespace, that every
+    /// dry run, apply and prune for this app is made as (Kubernetes
+    /// impersonation): RBAC decides what the app may change. Default:
+    /// `tether run --default-service-account`, else the controller's own
+    /// identity (refused under `--require-service-account`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"),
+        length(max = 253)
+    )]
+    pub service_account_name: Option<String>,
     #[serde(default)]
     pub sync_policy: SyncPolicy,
     /// Fields another writer owns (e.g. `spec.replicas` under an HPA):

@@ -250,7 +250,8 @@ async fn appeared(pass: &Pass<'_>, awaited: &Awaited) -> bool {
 
 /// Creates the destination namespace if it does not exist (Argo CD's
 /// `CreateNamespace=true`), labelled as Tether's but not as this app's, so
-/// prune never deletes it.
+/// prune never deletes it. Created as the app's identity: a tenant whose
+/// ServiceAccount may not create namespaces gets none.
 async fn create_namespace(pass: &Pass<'_>) -> Result<(), ClusterError> {
     let name = &pass.app.spec.destination.namespace;
     let namespace = ObjectRef {
@@ -259,7 +260,7 @@ async fn create_namespace(pass: &Pass<'_>) -> Result<(), ClusterError> {
         namespace: None,
         name: name.clone(),
     };
-    let namespaces: Api<Namespace> = Api::all(pass.ctx.client.clone());
+    let namespaces: Api<Namespace> = Api::all(pass.applier.resources().client().clone());
     let request = |step| {
         let object = namespace.clone();
         move |error| ClusterError::Request {

@@ -27,6 +27,7 @@ use std::time::Duration;
 use kube::ResourceExt;
 use kube::runtime::controller::Action as Next;
 use tether_cluster::Applier;
+use tether_core::identity::{Identity, identity};
 use tether_core::revision::revision_change;
 use tether_core::tracking::AppRef;
 
@@ -72,6 +73,10 @@ pub async fn reconcile(
 /// Reconciles one Application. Every step's failure is reported with its
 /// own reason ([`Step`]); only a failure to report is an error.
 async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
+    // Changes are made as the app's ServiceAccount, or refused.
+    if let Err(refused) = &pass.identity {
+        return pass.fail(Step::Identity, refused).await;
+    }
     // Fetch the desired state.
     let desired = match fetch::desired(pass).await {
         Ok(desired) => desired,
@@ -131,7 +136,11 @@ pub struct Pass<'a> {
     pub app: Arc<Application>,
     pub key: AppKey,
     pub owner: AppRef,
-    /// Applies to the destination namespace.
+    /// Whom this app's changes are made as, or why they may not be made.
+    pub identity: Result<Identity, String>,
+    /// Applies to the destination namespace, as [`Pass::identity`] (the
+    /// controller's own identity when that is refused: nothing is applied
+    /// then, only reported).
     pub applier: Applier,
     pub memo: Arc<Mutex<AppMemo>>,
 }
@@ -143,15 +152,28 @@ impl<'a> Pass<'a> {
         ctx.live.register_owner(owner.label_value(), key.clone());
         let memo = ctx.memo_of(&key, app.metadata.uid.as_deref());
         let app = with_written_status(app, &memo);
-        let applier = Applier::new(
-            ctx.resources.clone(),
-            app.spec.destination.namespace.clone(),
-        );
+        let identity = identity(
+            &key.0,
+            app.spec.service_account_name.as_deref(),
+            &ctx.config.identity_policy,
+        )
+        .map_err(|refused| refused.to_string());
+        let resources = identity
+            .as_ref()
+            .ok()
+            .map(|identity| ctx.resources_as(identity));
+        let (identity, resources) = match resources {
+            Some(Ok(resources)) => (identity, resources),
+            Some(Err(error)) => (Err(error), ctx.resources.clone()),
+            None => (identity, ctx.resources.clone()),
+        };
+        let applier = Applier::new(resources, app.spec.destination.namespace.clone());
         Pass {
             ctx,
             app,
             key,
             owner,
+            identity,
             applier,
             memo,
         }

@@ -47,6 +47,9 @@ tether_core::vocabulary! {
     /// The step of the loop that failed; its word is the reason of the
     /// [`RECONCILED_CONDITION`].
     pub enum Step("reconcile step") {
+        /// Choosing whom the app's changes are made as
+        /// (`tether_core::identity`): a ServiceAccount is required.
+        Identity = "ServiceAccountRequired",
         /// Fetching the repository (or its credentials).
         Fetch = "FetchFailed",
         /// Verifying the commit's signature.

@@ -1,0 +1,283 @@
+//! Many teams on one cluster: an Application's changes are made as its
+//! ServiceAccount (Kubernetes impersonation), so RBAC decides what a
+//! tenant may change; a commit reaching beyond those rights is refused
+//! whole, naming the object and the missing permission; a locked-down
+//! controller never applies with its own rights.
+
+mod support;
+
+use kube::api::Api;
+use serde_json::{Value, json};
+use support::{Repo, Running, config_map, tether_command, tether_ok};
+use tether_controller::api::Application;
+use tether_controller::api::application::RECONCILED_CONDITION;
+use tether_core::SyncStatus;
+use tether_testkit::{TestNamespace, application, condition, has_condition, status_of};
+
+/// Tether installed in `ns`, and `tether run` for `ns` with `more`
+/// arguments.
+fn run_controller_with(ns: &TestNamespace, identity: &str, more: &[&str]) -> Running {
+    tether_ok(ns, &["install", "--namespace", &ns.name]);
+    let cache = ns.cache_dir().join(identity);
+    let mut args = vec![
+        "run",
+        "--lease-namespace",
+        &ns.name,
+        "--watch-namespace",
+        &ns.name,
+        "--identity",
+        identity,
+        "--resync-seconds",
+        "30",
+        "--cache-dir",
+        cache.to_str().unwrap(),
+    ];
+    args.extend_from_slice(more);
+    let mut running = Running::spawn(tether_command(ns, &args));
+    running.leftovers.push(cache);
+    running
+}
+
+/// ServiceAccount `name` in `ns`, bound in `ns` only to ClusterRole `role`.
+fn service_account(ns: &TestNamespace, name: &str, role: &str) {
+    ns.kubectl_ok(&["create", "serviceaccount", name]);
+    ns.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        &format!("{name}-{role}"),
+        "--clusterrole",
+        role,
+        "--serviceaccount",
+        &format!("{}:{name}", ns.name),
+    ]);
+}
+
+/// Application `shop` of `ns` for `repo`'s `app/`, polled every second.
+fn create_app(ns: &TestNamespace, repo: &Repo, spec: Value) {
+    let mut app = application("shop", &ns.name, &repo.url(), "app")
+        .interval("1s")
+        .sync_policy(json!({"automated": true}))
+        .manifest()
+        .clone();
+    for (key, value) in spec.as_object().unwrap() {
+        app["spec"][key] = value.clone();
+    }
+    ns.kubectl_ok_with_stdin(&["apply", "-f", "-"], &app.to_string());
+}
+
+/// `settings`' greeting in `ns`.
+fn greeting(ns: &TestNamespace) -> String {
+    ns.jsonpath("configmap/settings", "{.data.greeting}")
+}
+
+/// Whether `kubectl get ARGS` finds the object.
+fn exists(ns: &TestNamespace, args: &[&str]) -> bool {
+    let mut command = vec!["get"];
+    command.extend_from_slice(args);
+    ns.kubectl(&command).status.success()
+}
+
+fn cluster_role_binding(name: &str, namespace: &str) -> String {
+    format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: {name}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: cluster-admin\nsubjects:\n  - kind: ServiceAccount\n    name: deployer\n    namespace: {namespace}\n"
+    )
+}
+
+fn config_map_in(name: &str, namespace: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  greeting: \"hello\"\n"
+    )
+}
+
+/// The `Reconciled` condition once its reason is `reason`, with the
+/// revision the app stays synced to.
+async fn refused(apps: &Api<Application>, reason: &str) -> (String, Option<String>) {
+    let status = status_of(apps, "shop", reason, |s| {
+        condition(s, RECONCILED_CONDITION)
+            .is_some_and(|c| c.status == "False" && c.reason == reason)
+    })
+    .await;
+    let message = condition(&status, RECONCILED_CONDITION)
+        .unwrap()
+        .message
+        .clone();
+    (message, status.sync.revision.clone())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_app_applies_as_its_service_account_and_a_commit_beyond_its_rights_is_refused_whole() {
+    let team_a = TestNamespace::create("team-a").await;
+    let team_b = TestNamespace::create("team-b").await;
+    service_account(&team_a, "deployer", "edit");
+    let repo = Repo::new();
+    let first = repo.commit(
+        &[("app/settings.yaml", config_map("settings", "one"))],
+        "one",
+    );
+    let _controller = run_controller_with(&team_a, "tenancy", &[]);
+    create_app(
+        &team_a,
+        &repo,
+        json!({"serviceAccountName": "deployer",
+               "destination": {"namespace": team_a.name, "allowNamespaces": [team_b.name]}}),
+    );
+    let apps: Api<Application> = team_a.api();
+    status_of(&apps, "shop", "Synced as deployer", |s| {
+        s.sync.status == SyncStatus::Synced && s.sync.revision.as_deref() == Some(first.as_str())
+    })
+    .await;
+    assert_eq!(greeting(&team_a), "one");
+
+    // A ClusterRoleBinding: `edit` in team-a grants no cluster-scoped RBAC.
+    let binding = format!("escalate-{}", team_a.name);
+    repo.commit(
+        &[
+            ("app/settings.yaml", config_map("settings", "two")),
+            (
+                "app/binding.yaml",
+                cluster_role_binding(&binding, &team_a.name),
+            ),
+        ],
+        "two, and cluster-admin for deployer",
+    );
+    let (message, synced) = refused(&apps, "ValidationFailed").await;
+    println!("a ClusterRoleBinding: {message}");
+    assert!(
+        message.contains(&format!("ClusterRoleBinding {binding}")),
+        "{message}"
+    );
+    assert!(message.contains("forbidden"), "{message}");
+    assert!(
+        message.contains(&format!("system:serviceaccount:{}:deployer", team_a.name)),
+        "{message}"
+    );
+    assert_eq!(synced.as_deref(), Some(first.as_str()));
+    assert_eq!(greeting(&team_a), "one", "nothing of the commit applied");
+    assert!(!exists(&team_a, &["clusterrolebinding", &binding]));
+
+    // An object in team-b, which the destination allows but deployer's
+    // rights do not reach.
+    repo.git(&["rm", "-q", "app/binding.yaml"]);
+    repo.commit(
+        &[
+            ("app/settings.yaml", config_map("settings", "three")),
+            ("app/other.yaml", config_map_in("intruder", &team_b.name)),
+        ],
+        "three, and a ConfigMap in team-b",
+    );
+    let status = status_of(&apps, "shop", "refused for team-b", |s| {
+        condition(s, RECONCILED_CONDITION).is_some_and(|c| {
+            c.status == "False"
+                && c.message
+                    .contains(&format!("ConfigMap {}/intruder", team_b.name))
+        })
+    })
+    .await;
+    let message = &condition(&status, RECONCILED_CONDITION).unwrap().message;
+    println!("an object in team-b: {message}");
+    assert!(message.contains("forbidden"), "{message}");
+    assert_eq!(greeting(&team_a), "one", "nothing of the commit applied");
+    assert!(!exists(&team_b, &["configmap", "intruder"]));
+
+    // Back within its rights: it syncs.
+    repo.git(&["rm", "-q", "app/other.yaml"]);
+    let fixed = repo.commit(
+        &[("app/settings.yaml", config_map("settings", "four"))],
+        "four",
+    );
+    status_of(&apps, "shop", "Synced again", |s| {
+        s.sync.revision.as_deref() == Some(fixed.as_str())
+            && has_condition(s, RECONCILED_CONDITION, "True")
+    })
+    .await;
+    assert_eq!(greeting(&team_a), "four");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_locked_down_controller_refuses_an_app_without_a_service_account_and_applies_nothing() {
+    let ns = TestNamespace::create("lockdown").await;
+    let repo = Repo::new();
+    repo.commit(
+        &[("app/settings.yaml", config_map("settings", "one"))],
+        "one",
+    );
+    let _controller = run_controller_with(&ns, "lockdown", &["--require-service-account"]);
+    create_app(&ns, &repo, json!({}));
+    let apps: Api<Application> = ns.api();
+    let (message, synced) = refused(&apps, "ServiceAccountRequired").await;
+    println!("locked down: {message}");
+    assert!(
+        message.contains("spec.serviceAccountName is required"),
+        "{message}"
+    );
+    assert_eq!(synced, None);
+    assert!(!exists(&ns, &["configmap", "settings"]), "nothing applied");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_default_service_account_applies_with_its_own_rights_only() {
+    let ns = TestNamespace::create("default-sa").await;
+    // `limited` may write ConfigMaps in its namespace, nothing else.
+    ns.kubectl_ok(&[
+        "create",
+        "role",
+        "configmaps-only",
+        "--verb=get,list,watch,create,update,patch,delete",
+        "--resource=configmaps",
+    ]);
+    ns.kubectl_ok(&["create", "serviceaccount", "limited"]);
+    ns.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "limited",
+        "--role",
+        "configmaps-only",
+        "--serviceaccount",
+        &format!("{}:limited", ns.name),
+    ]);
+    let repo = Repo::new();
+    let first = repo.commit(
+        &[("app/settings.yaml", config_map("settings", "one"))],
+        "one",
+    );
+    let _controller = run_controller_with(
+        &ns,
+        "default-sa",
+        &[
+            "--require-service-account",
+            "--default-service-account",
+            "limited",
+        ],
+    );
+    create_app(&ns, &repo, json!({}));
+    let apps: Api<Application> = ns.api();
+    status_of(&apps, "shop", "Synced as limited", |s| {
+        s.sync.status == SyncStatus::Synced && s.sync.revision.as_deref() == Some(first.as_str())
+    })
+    .await;
+    assert_eq!(greeting(&ns), "one");
+
+    // A Service is beyond `limited`'s rights, though not the controller's.
+    let service =
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  ports:\n    - port: 80\n";
+    repo.commit(
+        &[
+            ("app/settings.yaml", config_map("settings", "two")),
+            ("app/service.yaml", service.to_string()),
+        ],
+        "two, and a Service",
+    );
+    let (message, synced) = refused(&apps, "ValidationFailed").await;
+    println!("beyond the default account's rights: {message}");
+    assert!(
+        message.contains(&format!("Service {}/web", ns.name)),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("system:serviceaccount:{}:limited", ns.name)),
+        "{message}"
+    );
+    assert_eq!(synced.as_deref(), Some(first.as_str()));
+    assert_eq!(greeting(&ns), "one", "nothing of the commit applied");
+    assert!(!exists(&ns, &["service", "web"]));
+}
