@@ -74,6 +74,9 @@ struct Figures {
     binary: Binary,
     index: usize,
     bulk_sync: Duration,
+    /// The process's CPU time during the bulk sync and the steady window.
+    sync_cpu: Duration,
+    steady_cpu: Duration,
     /// From creating the Applications to all Healthy.
     healthy: Duration,
     during_sync: Counts,
@@ -182,11 +185,13 @@ async fn one_run(
     say(&format!(
         "run {index}: {n} Applications, waiting for Synced"
     ));
+    let cpu_before = tether.cpu_time()?;
     let from = Timestamp::now();
     let started = Instant::now();
     create_apps(&bench.admin, &bench.repo_url, &set).await?;
     wait_synced(&bench.admin, &set.selector(), n, &bench.head).await?;
     let bulk_sync = started.elapsed();
+    let sync_cpu = tether.cpu_time()? - cpu_before;
     let synced = Timestamp::now();
 
     wait_healthy(&bench.admin, &set.selector(), n, &bench.head).await?;
@@ -200,8 +205,10 @@ async fn one_run(
     ));
     tokio::time::sleep(SETTLE).await;
     let steady_from = Timestamp::now();
+    let cpu_before = tether.cpu_time()?;
     tokio::time::sleep(Duration::from_secs(settings.steady_seconds)).await;
     let steady_to = Timestamp::now();
+    let steady_cpu = tether.cpu_time()? - cpu_before;
     let (rss_mb, _) = memory(tether.pid())?;
 
     tether.stop()?;
@@ -217,6 +224,8 @@ async fn one_run(
         binary,
         index,
         bulk_sync,
+        sync_cpu,
+        steady_cpu,
         healthy,
         during_sync: counts.next().unwrap_or_default(),
         steady: counts.next().unwrap_or_default(),
@@ -226,17 +235,19 @@ async fn one_run(
 
 fn print_run(run: &Figures, steady_seconds: u64) {
     println!(
-        "run {} {:<8}  bulk sync {:>6.2} s ({} requests, {} Event writes), Healthy at {:.1} s, RSS {:.1} MB",
+        "run {} {:<8}  bulk sync {:>6.2} s (CPU {:.2} s, {} requests, {} Event writes), Healthy at {:.1} s, RSS {:.1} MB",
         run.index,
         run.binary.name(),
         secs(run.bulk_sync),
+        secs(run.sync_cpu),
         run.during_sync.total(),
         run.during_sync.event_writes(),
         secs(run.healthy),
         run.rss_mb
     );
     println!(
-        "      steady {steady_seconds} s: {} requests, {} beyond watches and Lease, {} Event writes: {}",
+        "      steady {steady_seconds} s: CPU {:.2} s, {} requests, {} beyond watches and Lease, {} Event writes: {}",
+        secs(run.steady_cpu),
         run.steady.total(),
         run.steady.beyond_watches_and_lease(),
         run.steady.event_writes(),
@@ -279,6 +290,24 @@ fn print_summary(figures: &[Figures], settings: &Settings, baseline: &Path, curr
     let median_of = |runs: &[&Figures], value: fn(&Figures) -> f64| {
         median(runs.iter().map(|f| value(f)).collect())
     };
+    // CPU time is the steadier measure on a shared machine.
+    let (cpu_base, cpu_cur) = (
+        median_of(&base, |f| secs(f.sync_cpu)),
+        median_of(&cur, |f| secs(f.sync_cpu)),
+    );
+    row(
+        "CPU time of the bulk sync, median (s)",
+        cpu_base,
+        cpu_cur,
+        2,
+    );
+    list_row("  each run (s)", &base, &cur, |f| {
+        format!("{:.2}", secs(f.sync_cpu))
+    });
+    println!(
+        "   ratio current / baseline                  {:.3}",
+        cpu_cur / cpu_base
+    );
     row(
         "requests during the bulk sync, median",
         median_of(&base, |f| f.during_sync.total() as f64),
@@ -302,6 +331,9 @@ fn print_summary(figures: &[Figures], settings: &Settings, baseline: &Path, curr
         settings.steady_seconds,
         SETTLE.as_secs()
     );
+    list_row("  CPU time (s)", &base, &cur, |f| {
+        format!("{:.2}", secs(f.steady_cpu))
+    });
     list_row("  requests", &base, &cur, |f| f.steady.total().to_string());
     list_row("  beyond watches and Lease (target 0)", &base, &cur, |f| {
         f.steady.beyond_watches_and_lease().to_string()
@@ -317,7 +349,8 @@ fn row(what: &str, baseline: f64, current: f64, decimals: usize) {
 
 fn list_row(what: &str, base: &[&Figures], cur: &[&Figures], value: impl Fn(&Figures) -> String) {
     let join = |runs: &[&Figures]| runs.iter().map(|f| value(f)).collect::<Vec<_>>().join(", ");
-    println!("   {what:<38} {:>10}     {:>10}", join(base), join(cur));
+    // Lists of any length: not in the columns.
+    println!("   {what:<38} B {}; C {}", join(base), join(cur));
 }
 
 /// The median, the mean of the middle two for an even count.
