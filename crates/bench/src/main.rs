@@ -9,40 +9,43 @@
 //! 4. The controller's resident memory with everything synced.
 //!
 //! With `--in-cluster`, only the figures of the controller running in the
-//! cluster (see `in_cluster.rs`).
+//! cluster (see `in_cluster.rs`); with `--overhead-baseline PATH`, only
+//! what metrics, Events and notifications cost against the `tether` at
+//! PATH (see `overhead.rs`).
 //!
 //! Run with `scripts/bench.sh` (builds release binaries first). It prints
 //! figures; it asserts nothing.
 
+mod apps;
 mod audit;
 mod in_cluster;
+mod overhead;
+mod tether;
 mod workload;
 
-use std::fmt::Debug;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use futures::{StreamExt, TryStreamExt};
 use hmac::{Hmac, Mac};
-use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, ListParams, Patch, PatchParams};
-use serde::de::DeserializeOwned;
+use kube::api::Api;
 use serde_json::json;
 use sha2::Sha256;
 use tether_controller::api::Application;
 use tether_testkit::{ControlPlane, Launch, Repo, application, client_for, run_ok};
 
+use crate::apps::{
+    AppSet, app_name, apply, create_apps, create_namespaces, synced_at, wait_healthy, wait_synced,
+};
 use crate::audit::Counts;
-use crate::workload::{OBJECTS_PER_APP, app_files, latency_files};
+use crate::tether::{LEASE_NAMESPACE, RunFlags, Tether, wait_leading};
+use crate::workload::{OBJECTS_PER_APP, app_files, latency_files, repo_files};
 
-const LEASE_NAMESPACE: &str = "tether-system";
 const WEBHOOK_SECRET: &str = "bench-webhook-secret";
 const LATENCY_OBJECTS: usize = 50;
 
@@ -73,6 +76,15 @@ struct Options {
     /// Leader-pod deletions measured with `--in-cluster`.
     #[arg(long, default_value_t = 5)]
     failovers: usize,
+    /// Only the overhead figures: this build's `tether` against the one at
+    /// PATH (`scripts/bench.sh --overhead` builds the one before metrics,
+    /// Events and notifications), each syncing `--apps` fresh apps and then
+    /// counted in a steady state, in alternating order, `--rounds` times.
+    #[arg(long, value_name = "PATH")]
+    overhead_baseline: Option<PathBuf>,
+    /// Runs of each binary with `--overhead-baseline`.
+    #[arg(long, default_value_t = 2)]
+    rounds: usize,
 }
 
 #[tokio::main]
@@ -91,38 +103,32 @@ async fn main() -> anyhow::Result<()> {
     }
     let work = std::env::temp_dir().join(format!("tether-bench-{}", std::process::id()));
     std::fs::create_dir_all(&work)?;
-    let n = options.apps;
-
-    say(&format!(
-        "starting kube-local (controller-manager and fake kubelet: {controller_manager})"
-    ));
-    let audit_log = work.join("plane/audit.log");
-    let plane = ControlPlane::start(
-        &work.join("plane"),
-        &Launch {
+    if let Some(baseline) = &options.overhead_baseline {
+        let settings = overhead::Settings {
+            apps: options.apps,
+            rounds: options.rounds,
+            steady_seconds: options.steady_seconds,
+            resync_seconds: options.resync_seconds,
             controller_manager,
-            audit_log: Some(audit_log.clone()),
-            show_stderr: false,
-            exec_images: Vec::new(),
-        },
-    );
-    let admin = client_for(plane.kubeconfig()).await;
+        };
+        return overhead::run(baseline, &tether_bin, &work, &settings).await;
+    }
+    let n = options.apps;
+    let initial_apps = AppSet {
+        prefix: "tt".into(),
+        label: "initial".into(),
+        n,
+    };
+
+    let (plane, admin, audit_log) = start_plane(&work, controller_manager).await?;
     let tether_kubeconfig = plane.user_kubeconfig("tether", &["system:masters"]);
     let kubectl_kubeconfig = plane.user_kubeconfig("kubectl-bench", &["system:masters"]);
-    tether_controller::install::install(admin.clone(), LEASE_NAMESPACE)
-        .await
-        .context("installing the CRDs")?;
 
     say(&format!(
         "writing the Git repository: {n} apps × {OBJECTS_PER_APP} objects"
     ));
     let repo = Repo::at(&work.join("repo"));
-    let mut files = Vec::new();
-    for i in 0..n {
-        for (file, text) in app_files(&app_name(i), None) {
-            files.push((format!("apps/{}/{file}", app_name(i)), text));
-        }
-    }
+    let mut files = repo_files(n);
     files.extend(latency_files(LATENCY_OBJECTS, 0));
     let head = repo.commit(&files, "bench apps");
     let all_dir = work.join("kubectl-all");
@@ -142,7 +148,7 @@ async fn main() -> anyhow::Result<()> {
     let mut namespaces = vec!["bench-latency".to_string()];
     for i in 0..n {
         namespaces.extend([
-            format!("tt-{i:03}"),
+            initial_apps.namespace(i),
             format!("kc-{i:03}"),
             format!("k1-{i:03}"),
         ]);
@@ -154,48 +160,37 @@ async fn main() -> anyhow::Result<()> {
     let http_addr: SocketAddr = "127.0.0.1:18471".parse()?;
     let secret_file = work.join("webhook-secret");
     std::fs::write(&secret_file, WEBHOOK_SECRET)?;
-    let mut tether = Command::new(&tether_bin)
-        .args(["run", "--kubeconfig"])
-        .arg(&tether_kubeconfig)
-        .args(["--lease-namespace", LEASE_NAMESPACE, "--identity", "bench"])
-        .args(["--resync-seconds", &options.resync_seconds.to_string()])
-        .args([
-            "--http-addr",
-            &http_addr.to_string(),
-            "--webhook-secret-file",
-        ])
-        .arg(&secret_file)
-        .arg("--cache-dir")
-        .arg(work.join("tether-cache"))
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(work.join("tether.log"))?)
-        .spawn()?;
-    let stop = Stop(tether.id());
-    wait_leading(&admin).await?;
+    let tether = Tether::start(
+        &tether_bin,
+        &RunFlags {
+            kubeconfig: &tether_kubeconfig,
+            identity: "bench",
+            resync_seconds: options.resync_seconds,
+            http_addr,
+            webhook_secret_file: &secret_file,
+            cache_dir: work.join("tether-cache"),
+            log: work.join("tether.log"),
+        },
+    )?;
+    wait_leading(&admin, "bench").await?;
 
     say(&format!(
         "Tether: creating {n} Applications and waiting for Synced"
     ));
     let from = Timestamp::now();
     let started = Instant::now();
-    create_apps(&admin, &repo.url(), n).await?;
+    create_apps(&admin, &repo.url(), &initial_apps).await?;
     wait_synced(&admin, "bench=initial", n, &head).await?;
     let tether_sync = started.elapsed();
     let all_synced = Timestamp::now();
-    let tether_pid = tether.id();
+    let tether_pid = tether.pid();
 
     // 2. Steady state.
     // Nothing is changing only once the Deployments have rolled out (the
     // controller-manager writes their status until then, and each write
     // rightly costs Tether a comparison): wait for Healthy, then settle.
     say("waiting for all Applications Healthy (Deployments rolled out)");
-    wait_apps(&admin, "bench=initial", n, |a| {
-        synced_at(a, &head)
-            && a.status
-                .as_ref()
-                .is_some_and(|s| s.health.status == tether_core::HealthStatus::Healthy)
-    })
-    .await?;
+    wait_healthy(&admin, "bench=initial", n, &head).await?;
     let tether_healthy = started.elapsed();
     let healthy_at = Timestamp::now();
     let settle = Duration::from_secs(10);
@@ -243,8 +238,7 @@ async fn main() -> anyhow::Result<()> {
     let rollout = audit::count(&audit_log, "tether", all_synced, healthy_at).await;
     let settling = audit::count(&audit_log, "tether", healthy_at, steady_from).await;
     let steady = audit::count(&audit_log, "tether", steady_from, steady_to).await;
-    drop(stop);
-    let _ = tether.wait();
+    tether.stop()?;
 
     // 1b. kubectl, after Tether has stopped.
     say(&format!(
@@ -366,8 +360,30 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn app_name(i: usize) -> String {
-    format!("app-{i:03}")
+/// Starts kube-local in `work/plane` with an audit log and installs the
+/// CRDs; returns the plane, its admin client and the audit log's path.
+async fn start_plane(
+    work: &Path,
+    controller_manager: bool,
+) -> anyhow::Result<(ControlPlane, kube::Client, PathBuf)> {
+    say(&format!(
+        "starting kube-local (controller-manager and fake kubelet: {controller_manager})"
+    ));
+    let audit_log = work.join("plane/audit.log");
+    let plane = ControlPlane::start(
+        &work.join("plane"),
+        &Launch {
+            controller_manager,
+            audit_log: Some(audit_log.clone()),
+            show_stderr: false,
+            exec_images: Vec::new(),
+        },
+    );
+    let admin = client_for(plane.kubeconfig()).await;
+    tether_controller::install::install(admin.clone(), LEASE_NAMESPACE)
+        .await
+        .context("installing the CRDs")?;
+    Ok((plane, admin, audit_log))
 }
 
 fn say(message: &str) {
@@ -399,125 +415,6 @@ fn print_counts(what: &str, counts: &Counts, objects: usize) {
         counts.total() as f64 / objects as f64,
         counts.line()
     );
-}
-
-/// Stops the Tether process (SIGTERM, by its pid) when dropped, also on
-/// an early error.
-struct Stop(u32);
-
-impl Drop for Stop {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").arg(self.0.to_string()).status();
-    }
-}
-
-/// Server-side applies `object` as `name` through `api`, as field manager
-/// `bench`.
-async fn apply<K>(api: &Api<K>, name: &str, object: &serde_json::Value) -> kube::Result<K>
-where
-    K: Clone + DeserializeOwned + Debug,
-{
-    api.patch(name, &PatchParams::apply("bench"), &Patch::Apply(object))
-        .await
-}
-
-/// Runs `requests`, at most `concurrency` at a time; the first error stops
-/// them.
-async fn run_all<T>(
-    concurrency: usize,
-    requests: impl Iterator<Item = impl Future<Output = anyhow::Result<T>>>,
-) -> anyhow::Result<()> {
-    futures::stream::iter(requests)
-        .buffer_unordered(concurrency)
-        .try_collect::<Vec<_>>()
-        .await?;
-    Ok(())
-}
-
-async fn create_namespaces(admin: &kube::Client, names: &[String]) -> anyhow::Result<()> {
-    let api: Api<Namespace> = Api::all(admin.clone());
-    run_all(
-        16,
-        names.iter().map(|name| {
-            let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-            let api = &api;
-            async move {
-                let applied = apply(api, name, &ns).await;
-                applied.with_context(|| format!("namespace {name}"))
-            }
-        }),
-    )
-    .await
-}
-
-async fn wait_leading(admin: &kube::Client) -> anyhow::Result<()> {
-    let leases: Api<Lease> = Api::namespaced(admin.clone(), LEASE_NAMESPACE);
-    for _ in 0..600 {
-        if let Ok(lease) = leases.get("tether-controller").await
-            && lease.spec.and_then(|s| s.holder_identity).as_deref() == Some("bench")
-        {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    bail!("tether did not take the lease within 60 s")
-}
-
-async fn create_apps(admin: &kube::Client, repo_url: &str, n: usize) -> anyhow::Result<()> {
-    run_all(
-        8,
-        (0..n).map(|i| {
-            let ns = format!("tt-{i:03}");
-            let name = app_name(i);
-            let app = application(&name, &ns, repo_url, &format!("apps/{name}"))
-                .label("bench", "initial");
-            let api: Api<Application> = Api::namespaced(admin.clone(), &ns);
-            async move {
-                let applied = apply(&api, &name, app.manifest()).await;
-                applied.with_context(|| format!("Application {ns}/{name}"))
-            }
-        }),
-    )
-    .await
-}
-
-/// Polls until `n` Applications matching `selector` are Synced at `revision`.
-async fn wait_synced(
-    admin: &kube::Client,
-    selector: &str,
-    n: usize,
-    revision: &str,
-) -> anyhow::Result<()> {
-    wait_apps(admin, selector, n, |a| synced_at(a, revision)).await
-}
-
-/// Polls until `n` Applications matching `selector` satisfy `done`.
-async fn wait_apps(
-    admin: &kube::Client,
-    selector: &str,
-    n: usize,
-    done: impl Fn(&Application) -> bool,
-) -> anyhow::Result<()> {
-    let apps: Api<Application> = Api::all(admin.clone());
-    let deadline = Instant::now() + Duration::from_secs(1800);
-    loop {
-        let list = apps.list(&ListParams::default().labels(selector)).await?;
-        let synced = list.items.iter().filter(|a| done(a)).count();
-        if synced >= n {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("only {synced}/{n} Applications ready after 30 min");
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-fn synced_at(app: &Application, revision: &str) -> bool {
-    app.status.as_ref().is_some_and(|s| {
-        s.sync.status == tether_core::SyncStatus::Synced
-            && s.sync.revision.as_deref() == Some(revision)
-    })
 }
 
 async fn latency(

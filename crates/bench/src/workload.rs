@@ -1,6 +1,8 @@
 //! The workload: one Git repository with a directory per application, and
 //! the same objects rendered as plain files for kubectl.
 
+use crate::apps::app_name;
+
 /// Objects per benchmark application: 6 ConfigMaps, a ServiceAccount,
 /// 2 Services and a Deployment. The Services are headless: kube-local's
 /// service range is a /24, too small for 1,200 cluster IPs.
@@ -40,6 +42,19 @@ pub fn app_files(app: &str, namespace: Option<&str>) -> Vec<(String, String)> {
             "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {app}{ns}\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: {app}}}\n  template:\n    metadata:\n      labels: {{app: {app}}}\n    spec:\n      serviceAccountName: {app}\n      containers:\n        - name: web\n          image: nginx:1.27\n          ports:\n            - containerPort: 80\n"
         ),
     ));
+    files
+}
+
+/// The files of `n` benchmark applications in the bench repository, one
+/// directory each: `apps/app-000/…`.
+pub fn repo_files(n: usize) -> Vec<(String, String)> {
+    let mut files = Vec::with_capacity(n * OBJECTS_PER_APP);
+    for i in 0..n {
+        let app = app_name(i);
+        for (file, text) in app_files(&app, None) {
+            files.push((format!("apps/{app}/{file}"), text));
+        }
+    }
     files
 }
 
