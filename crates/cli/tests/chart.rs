@@ -57,7 +57,7 @@ fn cases(namespace: &str, shop: &str, web: &str) -> Vec<Case> {
             namespace_rendered: false,
         },
         Case {
-            name: "another image, three replicas and two secrets namespaces",
+            name: "another image, three replicas, two secrets namespaces and two tenant namespaces",
             values: vec![
                 "--set".into(),
                 "image.repository=registry.example.com/tether,image.tag=0.2,replicas=3".into(),
@@ -65,6 +65,8 @@ fn cases(namespace: &str, shop: &str, web: &str) -> Vec<Case> {
                 // in the arguments, as `tether install` does.
                 "--set-json".into(),
                 format!(r#"secretsNamespaces=["{shop}","{namespace}","{web}","{shop}"]"#),
+                "--set-json".into(),
+                format!(r#"tenantNamespaces=["{web}","{shop}","{web}"]"#),
             ],
             flags: strings(&[
                 "--image",
@@ -79,6 +81,12 @@ fn cases(namespace: &str, shop: &str, web: &str) -> Vec<Case> {
                 web,
                 "--secrets-namespace",
                 shop,
+                "--tenant-namespace",
+                web,
+                "--tenant-namespace",
+                shop,
+                "--tenant-namespace",
+                web,
             ]),
             namespace_rendered: false,
         },

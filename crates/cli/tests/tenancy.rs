@@ -281,3 +281,179 @@ async fn the_default_service_account_applies_with_its_own_rights_only() {
     assert_eq!(greeting(&ns), "one", "nothing of the commit applied");
     assert!(!exists(&ns, &["service", "web"]));
 }
+
+/// Project `name` (cluster-scoped) with `spec`; deleted when dropped.
+struct Project(String);
+
+impl Project {
+    fn apply(ns: &TestNamespace, name: &str, spec: Value) -> Project {
+        let project = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "Project",
+            "metadata": {"name": name}, "spec": spec});
+        ns.kubectl_ok_with_stdin(&["apply", "-f", "-"], &project.to_string());
+        Project(name.to_string())
+    }
+}
+
+impl Drop for Project {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(tether_testkit::control_plane().kubeconfig())
+            .args([
+                "delete",
+                "project",
+                &self.0,
+                "--ignore-not-found",
+                "--wait=false",
+            ])
+            .output();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_project_refuses_cluster_scoped_kinds_and_other_namespaces_and_applies_nothing() {
+    let ns = TestNamespace::create("proj-kinds").await;
+    let other = TestNamespace::create("proj-other").await;
+    let _project = Project::apply(
+        &ns,
+        &ns.name,
+        json!({"applicationNamespaces": [ns.name], "sourceRepos": ["file://**"],
+               "allowFileSources": true}),
+    );
+    let repo = Repo::new();
+    let first = repo.commit(
+        &[("app/settings.yaml", config_map("settings", "one"))],
+        "one",
+    );
+    // The controller's own identity (no ServiceAccount): only the Project
+    // stands between the commit and the cluster.
+    let _controller = run_controller_with(&ns, "projects", &[]);
+    create_app(
+        &ns,
+        &repo,
+        json!({"destination": {"namespace": ns.name, "allowNamespaces": [other.name]}}),
+    );
+    let apps: Api<Application> = ns.api();
+    status_of(&apps, "shop", "Synced in its project", |s| {
+        s.sync.revision.as_deref() == Some(first.as_str())
+    })
+    .await;
+
+    let binding = format!("escalate-{}", ns.name);
+    repo.commit(
+        &[
+            ("app/settings.yaml", config_map("settings", "two")),
+            ("app/binding.yaml", cluster_role_binding(&binding, &ns.name)),
+            ("app/other.yaml", config_map_in("intruder", &other.name)),
+        ],
+        "two, cluster-admin, and a ConfigMap elsewhere",
+    );
+    let (message, synced) = refused(&apps, "ProjectViolation").await;
+    println!("outside the project: {message}");
+    assert!(
+        message.contains(&format!(
+            "ClusterRoleBinding {binding}: cluster-scoped kind \
+             rbac.authorization.k8s.io/ClusterRoleBinding is not allowed by Project {} \
+             (clusterResources.allow: none)",
+            ns.name
+        )),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!(
+            "ConfigMap {}/intruder: namespace {} is not allowed by Project {}",
+            other.name, other.name, ns.name
+        )),
+        "{message}"
+    );
+    assert_eq!(synced.as_deref(), Some(first.as_str()));
+    assert_eq!(greeting(&ns), "one", "nothing of the commit applied");
+    assert!(!exists(&ns, &["clusterrolebinding", &binding]));
+    assert!(!exists(&other, &["configmap", "intruder"]));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_project_refuses_at_admission_an_app_whose_repository_or_destination_it_does_not_allow() {
+    let ns = TestNamespace::create("proj-admit").await;
+    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let _project = Project::apply(
+        &ns,
+        &ns.name,
+        json!({"applicationNamespaces": [ns.name],
+               "sourceRepos": ["https://git.example/team-a/*"]}),
+    );
+    let app = |repo: &str, destination: &str| {
+        let mut app = application("shop", &ns.name, repo, "app")
+            .manifest()
+            .clone();
+        app["spec"]["destination"]["namespace"] = json!(destination);
+        ns.kubectl_with_stdin(&["apply", "-f", "-"], &app.to_string())
+    };
+    let refused = app("https://git.example/team-b/shop", &ns.name);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    println!("another repository: {stderr}");
+    assert!(!refused.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "Application {}/shop: repository https://git.example/team-b/shop is not allowed by \
+             Project {} (sourceRepos: https://git.example/team-a/*)",
+            ns.name, ns.name
+        )),
+        "{stderr}"
+    );
+    let refused = app("file:///var/cache/tether/repositories/x.git", &ns.name);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("allowFileSources: false"), "{stderr}");
+    let refused = app("https://git.example/team-a/shop", "kube-system");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("destination namespace kube-system is not allowed"),
+        "{stderr}"
+    );
+    assert!(
+        app("https://git.example/team-a/shop", &ns.name)
+            .status
+            .success()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_project_claiming_an_apps_namespace_stops_it_reading_the_controllers_file_system() {
+    let ns = TestNamespace::create("proj-local").await;
+    let repo = Repo::new();
+    let first = repo.commit(
+        &[("app/settings.yaml", config_map("settings", "one"))],
+        "one",
+    );
+    let _controller = run_controller_with(&ns, "proj-local", &[]);
+    // No Project claims the namespace yet: unrestricted, as before Projects.
+    create_app(&ns, &repo, json!({}));
+    let apps: Api<Application> = ns.api();
+    status_of(&apps, "shop", "Synced without a project", |s| {
+        s.sync.revision.as_deref() == Some(first.as_str())
+    })
+    .await;
+    // A Project claims it; local repositories are off by default. The app
+    // is judged again at once, and the next commit is never fetched.
+    let _project = Project::apply(
+        &ns,
+        &ns.name,
+        json!({"applicationNamespaces": [ns.name], "sourceRepos": ["**"]}),
+    );
+    let (message, _) = refused(&apps, "ProjectViolation").await;
+    println!("a local repository: {message}");
+    assert!(
+        message.contains(&format!(
+            "is on the controller's file system, which Project {} does not allow \
+             (allowFileSources: false)",
+            ns.name
+        )),
+        "{message}"
+    );
+    repo.commit(
+        &[("app/settings.yaml", config_map("settings", "two"))],
+        "two",
+    );
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    assert_eq!(greeting(&ns), "one", "nothing fetched or applied");
+}

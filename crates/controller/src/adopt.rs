@@ -304,6 +304,7 @@ mod tests {
                     ..Default::default()
                 },
                 service_account_name: None,
+                project: None,
                 sync_policy: Default::default(),
                 ignore_differences: Vec::new(),
                 health: Default::default(),

@@ -16,7 +16,7 @@ use tether_core::drift::{FlapGuard, FlapPolicy};
 use tether_core::identity::Identity;
 use tether_source::Repositories;
 
-use crate::api::BreakGlass;
+use crate::api::{BreakGlass, Project};
 use crate::break_glass::audit::AuditLog;
 use crate::break_glass::key::AuditKey;
 use crate::metrics::Metrics;
@@ -146,6 +146,11 @@ impl Ready {
         (Ready(rx), waiter)
     }
 
+    /// A store that will never be listed.
+    pub fn never() -> Ready {
+        Ready(tokio::sync::watch::channel(false).1)
+    }
+
     /// Waits until the store has its first list; `false` if it never will.
     pub async fn wait(&self) -> bool {
         let mut rx = self.0.clone();
@@ -190,6 +195,10 @@ pub struct Context {
     pub secrets_ready: Ready,
     /// What the loop measures (`/metrics`).
     pub metrics: Arc<Metrics>,
+    /// Every Project (watched; see `crate::reconcile::project`), once
+    /// listed.
+    pub projects: Store<Project>,
+    pub projects_ready: Ready,
     /// Makes the clients that impersonate Applications' ServiceAccounts
     /// (set with [`Context::impersonating_with`]).
     pub connection: Option<tether_cluster::Connection>,
@@ -230,6 +239,9 @@ impl Context {
             audit_key,
             secrets,
             secrets_ready,
+            // No Projects until `watching_projects`: every app is refused.
+            projects: kube::runtime::reflector::store().0,
+            projects_ready: Ready::never(),
             metrics,
             connection: None,
             config,
@@ -240,6 +252,15 @@ impl Context {
     /// This context, sending notifications through `notifier`.
     pub fn notifying(self, notifier: crate::notify::Notifier) -> Self {
         Context { notifier, ..self }
+    }
+
+    /// This context, judging apps by the Projects in `projects` (watched).
+    pub fn watching_projects(self, (projects, projects_ready): (Store<Project>, Ready)) -> Self {
+        Context {
+            projects,
+            projects_ready,
+            ..self
+        }
     }
 
     /// This context, impersonating through `connection`.

@@ -12,7 +12,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use tokio::sync::mpsc;
 
-use crate::api::{BreakGlass, StoredApplication};
+use crate::api::{BreakGlass, Project, StoredApplication};
 use crate::break_glass::lifecycle::{self, WindowContext};
 use crate::break_glass::{audit, key};
 use crate::context::{Config, Context, Ready};
@@ -161,6 +161,27 @@ async fn lead(
     // Repository credentials: only Secrets labelled as such are watched,
     // in the namespaces the controller may read Secrets in.
     let (secrets, secrets_watch) = watch_repository_secrets(&client, &config);
+    // Projects: every app is judged again when one changes.
+    let (projects, projects_writer) = reflector::store();
+    let project_changes = reflector::reflector(
+        projects_writer,
+        watcher(
+            Api::<Project>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .default_backoff(),
+    )
+    .filter_map(|event| async move {
+        match event {
+            Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => Some(()),
+            Ok(_) => None,
+            Err(error) => {
+                tracing::warn!(%error, "the Project watch was interrupted; retrying");
+                None
+            }
+        }
+    });
+    let (projects_ready, projects_waiter) = Ready::of(projects.clone());
     let (windows_ready, windows_waiter) = Ready::of(windows.store());
     let (secrets_ready, secrets_waiter) = Ready::of_all(secrets.stores());
     // Notifications go out from the leader only, as its reconciles find
@@ -189,6 +210,7 @@ async fn lead(
             config.clone(),
         )
         .notifying(notifier)
+        .watching_projects((projects, projects_ready))
         .impersonating_with(connection),
     );
     let window_context = Arc::new(WindowContext {
@@ -270,6 +292,7 @@ async fn lead(
             },
         )
         .reconcile_all_on(rules_changed)
+        .reconcile_all_on(project_changes)
         .run(reconcile, error_policy, context.clone())
         .for_each(|result| async move {
             if let Err(error) = result {
@@ -295,6 +318,7 @@ async fn lead(
         () = secrets_watch => Ok(()),
         () = windows_waiter => Ok(()),
         () = secrets_waiter => Ok(()),
+        () = projects_waiter => Ok(()),
         () = lost => Err(lease::LeaseError::Lost.into()),
     }
 }

@@ -22,6 +22,7 @@ pub mod object;
 pub mod order;
 pub mod ownership;
 pub mod poll;
+pub mod project;
 pub mod prune;
 pub mod revision;
 pub mod state;

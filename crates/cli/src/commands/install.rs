@@ -49,8 +49,13 @@ pub struct InstallArgs {
     /// may read, besides its own (repeatable).
     #[arg(long = "secrets-namespace", value_name = "NS")]
     pub secrets_namespaces: Vec<String>,
+    /// A namespace whose Applications apply as the ServiceAccount they
+    /// name (`spec.serviceAccountName`): the controller may impersonate
+    /// the ServiceAccounts there, and only there (repeatable).
+    #[arg(long = "tenant-namespace", value_name = "NS")]
+    pub tenant_namespaces: Vec<String>,
     /// Install only the CRDs.
-    #[arg(long, conflicts_with_all = ["image", "enforce_single_writer", "secrets_namespaces"])]
+    #[arg(long, conflicts_with_all = ["image", "enforce_single_writer", "secrets_namespaces", "tenant_namespaces"])]
     pub crds_only: bool,
     /// Install the admission policy that makes Tether the only writer of
     /// the objects it manages.
@@ -95,6 +100,7 @@ pub async fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
     let mut install = tether_controller::install::Install::new(&args.namespace);
     install.max_window_ttl = tether_core::window::parse_ttl(&args.max_break_glass_ttl)?;
     install.secrets_namespaces = args.secrets_namespaces.clone();
+    install.tenant_namespaces = args.tenant_namespaces.clone();
     install.image = args.image.clone();
     install.replicas = args.replicas;
     install.crds_only = args.crds_only;

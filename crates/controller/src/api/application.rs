@@ -61,6 +61,15 @@ pub struct ApplicationSpec {
         length(max = 253)
     )]
     pub service_account_name: Option<String>,
+    /// The Project (`tether_core::project`) that holds this app: it must
+    /// claim the app's namespace. Default: the one Project that does, else
+    /// `default`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"),
+        length(max = 253)
+    )]
+    pub project: Option<String>,
     #[serde(default)]
     pub sync_policy: SyncPolicy,
     /// Fields another writer owns (e.g. `spec.replicas` under an HPA):

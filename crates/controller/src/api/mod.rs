@@ -3,9 +3,11 @@
 pub mod application;
 pub mod break_glass;
 pub mod inventory;
+pub mod project;
 pub(crate) mod schema;
 pub mod stored;
 
 pub use application::{Application, ApplicationSpec, ApplicationStatus};
 pub use break_glass::{BreakGlass, BreakGlassSpec, BreakGlassStatus};
+pub use project::{Project, ProjectSpec};
 pub use stored::{InvalidSpec, StoredApplication};

@@ -26,6 +26,36 @@ pub(crate) fn prune_propagation(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "string", "enum": ["foreground", "background", "orphan"]})
 }
 
+/// A Project's rules: see `tether_core::project::Rules`.
+pub(crate) fn project_rules(_: &mut SchemaGenerator) -> Schema {
+    let patterns = |description: &str| {
+        json_schema!({"type": "array", "items": {"type": "string", "minLength": 1},
+            "description": description})
+    };
+    let kinds = json_schema!({"type": "array", "items": {"type": "object", "required": ["kind"],
+        "properties": {
+            "group": {"type": "string", "description": "API group pattern; empty for the core group."},
+            "kind": {"type": "string", "minLength": 1, "description": "Kind pattern."}}}});
+    let scope = |description: &str| {
+        json_schema!({"type": "object", "description": description, "properties": {
+            "allow": kinds.clone(), "deny": kinds.clone()}})
+    };
+    json_schema!({
+        "type": "object",
+        "properties": {
+            "applicationNamespaces": patterns("Namespaces whose Applications belong to this project (patterns: * within a path segment, ** across)."),
+            "sourceRepos": patterns("Repository URLs its Applications may be synced from (patterns); none if empty."),
+            "destinationNamespaces": patterns("Namespaces its Applications may change (patterns); empty means each Application's own namespace only."),
+            "clusterResources": scope("Cluster-scoped kinds: allow (unset: none) and deny."),
+            "namespacedResources": scope("Namespaced kinds: allow (unset: all) and deny."),
+            "allowFileSources": {"type": "boolean",
+                "description": "Whether its Applications may read repositories on the controller's file system (file:// and paths)."},
+            "requireVerification": {"type": "boolean",
+                "description": "Whether every Application must verify commit signatures (spec.source.verify)."}
+        }
+    })
+}
+
 /// `spec.source`: see `tether_source::Source`.
 pub(crate) fn source(_: &mut SchemaGenerator) -> Schema {
     let strings = json_schema!({"type": "array", "items": {"type": "string"}});
@@ -208,6 +238,27 @@ mod tests {
                 declared_paths.contains(&path),
                 "{path} is not in the schema"
             );
+        }
+    }
+
+    #[test]
+    fn a_projects_crd_declares_every_field_of_its_rules() {
+        use kube::CustomResourceExt;
+        let crd = serde_json::to_value(crate::api::Project::crd()).unwrap();
+        let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        let mut declared_paths = Vec::new();
+        declared(spec, "", &mut declared_paths);
+        let rules = json!({"applicationNamespaces": ["a"], "sourceRepos": ["r"],
+            "destinationNamespaces": ["d"], "allowFileSources": true, "requireVerification": true,
+            "clusterResources": {"allow": [{"group": "g", "kind": "K"}], "deny": [{"group": "g", "kind": "K"}]},
+            "namespacedResources": {"allow": [{"group": "g", "kind": "K"}], "deny": [{"group": "g", "kind": "K"}]},
+            "description": "d"});
+        let typed: crate::api::ProjectSpec = serde_json::from_value(rules).unwrap();
+        let mut used_paths = Vec::new();
+        used(&serde_json::to_value(&typed).unwrap(), "", &mut used_paths);
+        assert!(used_paths.len() > 8, "{used_paths:?}");
+        for path in used_paths {
+            assert!(declared_paths.contains(&path), "{path} is not in {spec}");
         }
     }
 }

@@ -9,9 +9,10 @@ use serde_json::{Value, json};
 use tether_cluster::{Applier, ClusterError, Resources};
 use tether_core::{Action, ObjectRef};
 
-use crate::api::{Application, BreakGlass};
+use crate::api::{Application, BreakGlass, Project};
 use crate::break_glass::audit::WINDOW_UID_LABEL;
 
+pub mod project_policy;
 pub mod rbac;
 pub mod uninstall;
 
@@ -34,6 +35,9 @@ pub struct Install {
     /// Namespaces whose repository-credential Secrets the controller may read
     /// (its own always).
     pub secrets_namespaces: Vec<String>,
+    /// Namespaces whose Applications may apply as their own ServiceAccount
+    /// (the controller may impersonate the ServiceAccounts there).
+    pub tenant_namespaces: Vec<String>,
     /// Run the controller in the cluster: a Deployment of this image.
     pub image: Option<String>,
     /// The Deployment's replicas (one leads, the others wait on the Lease).
@@ -49,6 +53,7 @@ impl Install {
             namespace: namespace.into(),
             max_window_ttl: tether_core::window::DEFAULT_MAX_TTL,
             secrets_namespaces: Vec::new(),
+            tenant_namespaces: Vec::new(),
             image: None,
             replicas: 2,
             crds_only: false,
@@ -65,6 +70,7 @@ impl Install {
             &self.namespace,
             &self.secrets_namespaces,
         ));
+        manifests.extend(rbac::tenant_roles(&self.namespace, &self.tenant_namespaces));
         if let Some(image) = &self.image {
             manifests.extend(in_cluster(self, image));
         }
@@ -72,11 +78,12 @@ impl Install {
     }
 }
 
-/// The CustomResourceDefinitions: Application and BreakGlass.
+/// The CustomResourceDefinitions: Application, BreakGlass and Project.
 pub fn crds() -> Vec<Value> {
     vec![
         serde_json::to_value(Application::crd()).expect("CRD serializes"),
         serde_json::to_value(BreakGlass::crd()).expect("CRD serializes"),
+        serde_json::to_value(Project::crd()).expect("CRD serializes"),
     ]
 }
 
@@ -137,6 +144,7 @@ pub fn manifests_with_cap(namespace: &str, cap: Duration) -> Vec<Value> {
             "metadata": {"name": AUDIT_RECORDS_POLICY},
             "spec": {"policyName": AUDIT_RECORDS_POLICY, "validationActions": ["Deny"]}}),
     ]);
+    manifests.extend(project_policy::manifests());
     manifests
 }
 

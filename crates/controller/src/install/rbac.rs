@@ -20,6 +20,11 @@
 //!   and its pods' leader label.
 //! - `tether-controller-<namespace>` (Role, in each `--secrets-namespace`):
 //!   read the repository-credential Secrets there.
+//! - `tether-impersonator-<namespace>` (Role, in each `--tenant-namespace`):
+//!   impersonate the ServiceAccounts of that namespace, so the
+//!   Applications there apply as the one they name
+//!   (`spec.serviceAccountName`) — and never as anyone of another
+//!   namespace, nor as a user or group.
 //!
 //! Bindings are named after the controller's namespace, so two installs
 //! into two namespaces never overwrite each other's subject.
@@ -175,6 +180,30 @@ pub fn secrets_roles(namespace: &str, secrets_namespaces: &[String]) -> Vec<Valu
     manifests
 }
 
+/// A Role and its binding in each of `tenant_namespaces`: impersonate
+/// the ServiceAccounts there (and only there), which is what applying as
+/// an Application's `spec.serviceAccountName` takes.
+pub fn tenant_roles(namespace: &str, tenant_namespaces: &[String]) -> Vec<Value> {
+    let name = format!("tether-impersonator-{namespace}");
+    let mut manifests = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for tenant in tenant_namespaces.iter().filter(|ns| seen.insert(*ns)) {
+        manifests.push(json!({"apiVersion": RBAC, "kind": "Role",
+            "metadata": {"name": name, "namespace": tenant,
+                "labels": {INSTALL_NAMESPACE_LABEL: namespace}},
+            "rules": [{"apiGroups": [""], "resources": ["serviceaccounts"],
+                       "verbs": ["impersonate"]}]}));
+        manifests.push(binding(
+            namespace,
+            "RoleBinding",
+            &name,
+            ("Role", &name),
+            Some(tenant),
+        ));
+    }
+    manifests
+}
+
 fn controller_role() -> Value {
     json!({"apiVersion": RBAC, "kind": "ClusterRole",
     "metadata": {"name": SERVICE_ACCOUNT},
@@ -267,6 +296,31 @@ mod tests {
                 assert!(!writes, "{rule}");
             }
         }
+    }
+
+    #[test]
+    fn impersonation_is_granted_only_on_the_service_accounts_of_tenant_namespaces() {
+        let mut all = manifests("tether-system");
+        all.extend(tenant_roles(
+            "tether-system",
+            &["team-a".into(), "team-b".into(), "team-a".into()],
+        ));
+        let impersonating: Vec<_> = all
+            .iter()
+            .filter(|m| m["rules"].to_string().contains("impersonate"))
+            .map(|m| {
+                assert_eq!(
+                    m["rules"],
+                    json!([{"apiGroups": [""], "resources": ["serviceaccounts"],
+                            "verbs": ["impersonate"]}])
+                );
+                (
+                    m["kind"].as_str().unwrap(),
+                    m["metadata"]["namespace"].as_str().unwrap_or("-"),
+                )
+            })
+            .collect();
+        assert_eq!(impersonating, [("Role", "team-a"), ("Role", "team-b")]);
     }
 
     #[test]

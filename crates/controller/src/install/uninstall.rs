@@ -24,6 +24,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tether_core::ObjectRef;
 
+use super::project_policy::PROJECT_POLICY;
 use super::rbac::{
     APPLIER_DEFAULT_ROLE, APPLIER_ROLE, INSTALL_NAMESPACE_LABEL, METRICS_READER_ROLE,
 };
@@ -122,7 +123,7 @@ pub async fn uninstall(
             BREAK_GLASS_ROLE,
         )
         .await?;
-        for name in [BREAK_GLASS_POLICY, AUDIT_RECORDS_POLICY] {
+        for name in [BREAK_GLASS_POLICY, AUDIT_RECORDS_POLICY, PROJECT_POLICY] {
             delete(
                 &mut deleted,
                 Api::<ValidatingAdmissionPolicyBinding>::all(client.clone()),

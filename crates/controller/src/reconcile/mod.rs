@@ -1,8 +1,8 @@
 //! The loop, for one Application: fetch → observe → diff → apply → report.
 //!
 //! [`reconcile_app`] tells the whole story on one screen; each step is one
-//! call into a file of this folder: [`fetch`] (with [`argocd`] and
-//! [`generated`]), [`admit`], [`observe`], [`windows`], [`apply`] (with
+//! call into a file of this folder: [`project`], [`fetch`] (with [`argocd`]
+//! and [`generated`]), [`admit`], [`observe`], [`windows`], [`apply`] (with
 //! [`operation`]) and [`report`]. An Application that does not decode is
 //! only reported ([`invalid`]); one being deleted is never synced again,
 //! and with the cascade finalizer its objects are deleted first
@@ -17,6 +17,7 @@ pub mod generated;
 pub mod invalid;
 pub mod observe;
 pub mod operation;
+pub mod project;
 pub mod report;
 pub mod windows;
 
@@ -77,6 +78,15 @@ async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
     if let Err(refused) = &pass.identity {
         return pass.fail(Step::Identity, refused).await;
     }
+    // Its Project admits its repository and destination, or nothing is fetched.
+    let projects = match project::projects(pass).await {
+        Ok(projects) => projects,
+        Err(refused) => return pass.fail(Step::Project, refused).await,
+    };
+    let membership = match project::admit_source(pass, &projects) {
+        Ok(membership) => membership,
+        Err(refused) => return pass.fail(Step::Project, refused).await,
+    };
     // Fetch the desired state.
     let desired = match fetch::desired(pass).await {
         Ok(desired) => desired,
@@ -85,7 +95,10 @@ async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
     // Set Argo CD hooks aside, saying so; name what the API server named.
     let (desired, unsupported) = argocd::set_aside(pass, desired).await;
     let desired = generated::name(pass, desired).await;
-    // Refuse objects outside the destination before reading any of them.
+    // Refuse objects outside the project or the destination before reading any.
+    if let Err(refused) = project::admit_objects(pass, membership, &desired.manifests).await {
+        return pass.fail(Step::Project, refused).await;
+    }
     if let Err(refused) = admit::destination(&pass.applier, &pass.app, &desired.manifests).await {
         return pass.fail(Step::Destination, refused).await;
     }

@@ -50,6 +50,9 @@ tether_core::vocabulary! {
         /// Choosing whom the app's changes are made as
         /// (`tether_core::identity`): a ServiceAccount is required.
         Identity = "ServiceAccountRequired",
+        /// Admitting the app and its objects to its Project
+        /// (`tether_core::project`).
+        Project = "ProjectViolation",
         /// Fetching the repository (or its credentials).
         Fetch = "FetchFailed",
         /// Verifying the commit's signature.
