@@ -2,12 +2,14 @@
 //! ServiceAccount (Kubernetes impersonation), so RBAC decides what a
 //! tenant may change; a commit reaching beyond those rights is refused
 //! whole, naming the object and the missing permission; a locked-down
-//! controller never applies with its own rights.
+//! controller never applies with its own rights; a Project confines the
+//! repositories, namespaces and kinds of the apps it holds.
 
 mod support;
 
 use kube::api::Api;
 use serde_json::{Value, json};
+use support::tenancy::{Project, cluster_role_binding, config_map_in, refused, service_account};
 use support::{Repo, Running, config_map, tether_command, tether_ok};
 use tether_controller::api::Application;
 use tether_controller::api::application::RECONCILED_CONDITION;
@@ -38,20 +40,6 @@ fn run_controller_with(ns: &TestNamespace, identity: &str, more: &[&str]) -> Run
     running
 }
 
-/// ServiceAccount `name` in `ns`, bound in `ns` only to ClusterRole `role`.
-fn service_account(ns: &TestNamespace, name: &str, role: &str) {
-    ns.kubectl_ok(&["create", "serviceaccount", name]);
-    ns.kubectl_ok(&[
-        "create",
-        "rolebinding",
-        &format!("{name}-{role}"),
-        "--clusterrole",
-        role,
-        "--serviceaccount",
-        &format!("{}:{name}", ns.name),
-    ]);
-}
-
 /// Application `shop` of `ns` for `repo`'s `app/`, polled every second.
 fn create_app(ns: &TestNamespace, repo: &Repo, spec: Value) {
     let mut app = application("shop", &ns.name, &repo.url(), "app")
@@ -75,33 +63,6 @@ fn exists(ns: &TestNamespace, args: &[&str]) -> bool {
     let mut command = vec!["get"];
     command.extend_from_slice(args);
     ns.kubectl(&command).status.success()
-}
-
-fn cluster_role_binding(name: &str, namespace: &str) -> String {
-    format!(
-        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: {name}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: cluster-admin\nsubjects:\n  - kind: ServiceAccount\n    name: deployer\n    namespace: {namespace}\n"
-    )
-}
-
-fn config_map_in(name: &str, namespace: &str) -> String {
-    format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  greeting: \"hello\"\n"
-    )
-}
-
-/// The `Reconciled` condition once its reason is `reason`, with the
-/// revision the app stays synced to.
-async fn refused(apps: &Api<Application>, reason: &str) -> (String, Option<String>) {
-    let status = status_of(apps, "shop", reason, |s| {
-        condition(s, RECONCILED_CONDITION)
-            .is_some_and(|c| c.status == "False" && c.reason == reason)
-    })
-    .await;
-    let message = condition(&status, RECONCILED_CONDITION)
-        .unwrap()
-        .message
-        .clone();
-    (message, status.sync.revision.clone())
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -280,34 +241,6 @@ async fn the_default_service_account_applies_with_its_own_rights_only() {
     assert_eq!(synced.as_deref(), Some(first.as_str()));
     assert_eq!(greeting(&ns), "one", "nothing of the commit applied");
     assert!(!exists(&ns, &["service", "web"]));
-}
-
-/// Project `name` (cluster-scoped) with `spec`; deleted when dropped.
-struct Project(String);
-
-impl Project {
-    fn apply(ns: &TestNamespace, name: &str, spec: Value) -> Project {
-        let project = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "Project",
-            "metadata": {"name": name}, "spec": spec});
-        ns.kubectl_ok_with_stdin(&["apply", "-f", "-"], &project.to_string());
-        Project(name.to_string())
-    }
-}
-
-impl Drop for Project {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(tether_testkit::control_plane().kubeconfig())
-            .args([
-                "delete",
-                "project",
-                &self.0,
-                "--ignore-not-found",
-                "--wait=false",
-            ])
-            .output();
-    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod metrics;
+pub mod tenancy;
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
