@@ -57,7 +57,7 @@ fn cases(namespace: &str, shop: &str, web: &str) -> Vec<Case> {
             namespace_rendered: false,
         },
         Case {
-            name: "another image, three replicas, two secrets namespaces and two tenant namespaces",
+            name: "another image, three replicas, two secrets namespaces, two tenant namespaces and the lockdown",
             values: vec![
                 "--set".into(),
                 "image.repository=registry.example.com/tether,image.tag=0.2,replicas=3".into(),
@@ -67,6 +67,8 @@ fn cases(namespace: &str, shop: &str, web: &str) -> Vec<Case> {
                 format!(r#"secretsNamespaces=["{shop}","{namespace}","{web}","{shop}"]"#),
                 "--set-json".into(),
                 format!(r#"tenantNamespaces=["{web}","{shop}","{web}"]"#),
+                "--set".into(),
+                "defaultServiceAccount=deployer,requireServiceAccount=true".into(),
             ],
             flags: strings(&[
                 "--image",
@@ -87,6 +89,9 @@ fn cases(namespace: &str, shop: &str, web: &str) -> Vec<Case> {
                 shop,
                 "--tenant-namespace",
                 web,
+                "--default-service-account",
+                "deployer",
+                "--require-service-account",
             ]),
             namespace_rendered: false,
         },

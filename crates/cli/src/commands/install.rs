@@ -54,6 +54,16 @@ pub struct InstallArgs {
     /// the ServiceAccounts there, and only there (repeatable).
     #[arg(long = "tenant-namespace", value_name = "NS")]
     pub tenant_namespaces: Vec<String>,
+    /// The in-cluster controller applies the Applications that name no
+    /// ServiceAccount as this one of their namespace
+    /// (`tether run --default-service-account`).
+    #[arg(long, value_name = "NAME", requires = "image")]
+    pub default_service_account: Option<String>,
+    /// The in-cluster controller refuses Applications without a
+    /// ServiceAccount (`tether run --require-service-account`): nothing is
+    /// applied with its own rights.
+    #[arg(long, requires = "image")]
+    pub require_service_account: bool,
     /// Install only the CRDs.
     #[arg(long, conflicts_with_all = ["image", "enforce_single_writer", "secrets_namespaces", "tenant_namespaces"])]
     pub crds_only: bool,
@@ -101,6 +111,8 @@ pub async fn run(args: InstallArgs) -> anyhow::Result<ExitCode> {
     install.max_window_ttl = tether_core::window::parse_ttl(&args.max_break_glass_ttl)?;
     install.secrets_namespaces = args.secrets_namespaces.clone();
     install.tenant_namespaces = args.tenant_namespaces.clone();
+    install.default_service_account = args.default_service_account.clone();
+    install.require_service_account = args.require_service_account;
     install.image = args.image.clone();
     install.replicas = args.replicas;
     install.crds_only = args.crds_only;

@@ -38,6 +38,11 @@ pub struct Install {
     /// Namespaces whose Applications may apply as their own ServiceAccount
     /// (the controller may impersonate the ServiceAccounts there).
     pub tenant_namespaces: Vec<String>,
+    /// The in-cluster controller's `--default-service-account`.
+    pub default_service_account: Option<String>,
+    /// The in-cluster controller's `--require-service-account`: nothing is
+    /// ever applied with its own rights.
+    pub require_service_account: bool,
     /// Run the controller in the cluster: a Deployment of this image.
     pub image: Option<String>,
     /// The Deployment's replicas (one leads, the others wait on the Lease).
@@ -54,6 +59,8 @@ impl Install {
             max_window_ttl: tether_core::window::DEFAULT_MAX_TTL,
             secrets_namespaces: Vec::new(),
             tenant_namespaces: Vec::new(),
+            default_service_account: None,
+            require_service_account: false,
             image: None,
             replicas: 2,
             crds_only: false,
@@ -327,6 +334,13 @@ pub fn deployment(install: &Install, image: &str) -> Value {
         .filter(|ns| *ns != namespace);
     for secrets in std::iter::once(namespace).chain(others.map(String::as_str)) {
         args.extend(["--secrets-namespace", secrets]);
+    }
+    // Whom Applications apply as.
+    if let Some(account) = &install.default_service_account {
+        args.extend(["--default-service-account", account]);
+    }
+    if install.require_service_account {
+        args.push("--require-service-account");
     }
     let field = |path: &str| json!({"fieldRef": {"fieldPath": path}});
     json!({"apiVersion": "apps/v1", "kind": "Deployment",
