@@ -57,11 +57,26 @@ echo "==> tether install --image tether:dev (the controller runs in the cluster:
 kubectl -n tether-system rollout status deployment/tether-controller --timeout=120s | sed 's/^/    /'
 kubectl -n tether-system get pods -L tether.dev/leader | sed 's/^/    /'
 
+echo "==> the admin project: Applications in tether-system may read a local repository and change any namespace"
+# Tenants get projects that allow neither (see the README, Multi-tenancy).
+kubectl apply -f - <<'EOF' | sed 's/^/    /'
+apiVersion: tether.dev/v1alpha1
+kind: Project
+metadata: {name: demo-admin}
+spec:
+  description: The demo's own apps, run by the cluster's administrators.
+  applicationNamespaces: [tether-system]
+  sourceRepos: ["file://**"]
+  allowFileSources: true
+  destinationNamespaces: ["**"]
+  clusterResources: {allow: [{group: "*", kind: "*"}]}
+EOF
+
 echo "==> tether app create shop"
 # Polled every 5 s for the demo (a webhook would wake it at once); the
 # NotSynced alert after 10 s for the demo (by default an hour).
 "$tether" app create shop --repo "file://$repo" --path shop --dest-namespace shop --interval 5s \
-  --alert-not-synced-after 10s
+  --alert-not-synced-after 10s --project demo-admin
 
 wait_for() { # wait_for DESCRIPTION COMMAND...
   for _ in $(seq 1 300); do "${@:2}" >/dev/null 2>&1 && return 0; sleep 0.2; done

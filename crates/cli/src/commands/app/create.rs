@@ -88,6 +88,14 @@ pub struct CreateArgs {
     /// `tether.dev/secret-type=repository`) with the repository's credentials.
     #[arg(long)]
     pub secret: Option<String>,
+    /// The ServiceAccount (in the Application's namespace) whose rights the
+    /// app's changes are made with (`spec.serviceAccountName`).
+    #[arg(long, value_name = "NAME")]
+    pub service_account: Option<String>,
+    /// The Project that holds the app (`spec.project`; default: the one
+    /// that claims its namespace).
+    #[arg(long, value_name = "NAME")]
+    pub project: Option<String>,
     /// Print the Application (as -o says, default YAML) instead of creating it.
     #[arg(long)]
     pub dry_run: bool,
@@ -374,7 +382,7 @@ fn manifest(create: &CreateArgs, namespace: &str, renderer: &Renderer) -> anyhow
     if let Some(after) = &create.alert_not_synced_after {
         sync_policy["alertNotSyncedAfter"] = json!(after);
     }
-    Ok(json!({
+    let mut app = json!({
         "apiVersion": Application::api_version(&()),
         "kind": Application::kind(&()),
         "metadata": {"name": create.name, "namespace": namespace},
@@ -383,7 +391,14 @@ fn manifest(create: &CreateArgs, namespace: &str, renderer: &Renderer) -> anyhow
             "destination": {"namespace": create.dest_namespace},
             "syncPolicy": sync_policy,
         }
-    }))
+    });
+    if let Some(account) = &create.service_account {
+        app["spec"]["serviceAccountName"] = json!(account);
+    }
+    if let Some(project) = &create.project {
+        app["spec"]["project"] = json!(project);
+    }
+    Ok(app)
 }
 
 /// `--interval` and `--alert-not-synced-after`: a duration of whole seconds, minutes, hours or days, or a
@@ -478,6 +493,10 @@ mod tests {
             "10s",
             "--alert-not-synced-after",
             "15m",
+            "--service-account",
+            "deployer",
+            "--project",
+            "team-a",
         ]);
         let app = application(&create);
         let source = &app.spec.source;
@@ -496,6 +515,8 @@ mod tests {
         let policy = &app.spec.sync_policy;
         assert!(!policy.self_heal && policy.prune && policy.create_namespace);
         assert_eq!(policy.alert_not_synced_after.as_deref(), Some("15m"));
+        assert_eq!(app.spec.service_account_name.as_deref(), Some("deployer"));
+        assert_eq!(app.spec.project.as_deref(), Some("team-a"));
     }
 
     #[test]
