@@ -60,10 +60,17 @@ fn init_logging(verbose: bool, format: commands::LogFormat) {
 /// message before it already includes.
 fn describe(error: &anyhow::Error) -> String {
     let mut text = String::new();
-    for cause in error.chain() {
+    let mut causes = error.chain();
+    while let Some(cause) = causes.next() {
         // The API server's answer, not kube's struct of it.
         let cause = match cause.downcast_ref::<kube::Error>() {
-            Some(error) => tether_cluster::error::describe(error),
+            Some(error) => {
+                // Its cause is the API server's Status, said here already.
+                if matches!(error, kube::Error::Api(_)) {
+                    causes.next();
+                }
+                tether_cluster::error::describe(error)
+            }
             None => cause.to_string(),
         };
         if !text.contains(&cause) {
@@ -74,4 +81,21 @@ fn describe(error: &anyhow::Error) -> String {
         }
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_is_said_once_after_the_object_in_the_servers_words() {
+        let message = r#"applications.tether.dev is forbidden: User "alice" cannot list resource "applications" in API group "tether.dev" in the namespace "team-b""#;
+        let status = kube::core::Status::failure(message, "Forbidden").with_code(403);
+        let error = anyhow::Error::new(kube::Error::Api(status.boxed()))
+            .context("Applications in namespace team-b");
+        assert_eq!(
+            describe(&error),
+            format!("Applications in namespace team-b: {message} (Forbidden)")
+        );
+    }
 }

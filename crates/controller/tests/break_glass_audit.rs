@@ -24,7 +24,7 @@ use tether_controller::break_glass::audit::{
 use tether_controller::break_glass::request;
 use tether_core::audit::{ChainState, chain_digest};
 use tether_core::window::DEFAULT_MAX_TTL;
-use tether_testkit::{TestNamespace, control_plane, eventually};
+use tether_testkit::{TestNamespace, eventually};
 
 async fn recorded(ns: &TestNamespace, name: &str, count: u64) -> BreakGlass {
     window_where(ns, name, &format!("{count} change(s) recorded"), |w| {
@@ -100,19 +100,6 @@ fn fake_record(window: &BreakGlass, name: &str, text: &str, seal: &str) -> Confi
         "data": {RECORD_KEY: text}
     }))
     .unwrap()
-}
-
-/// A minted user with `clusterrole` in namespace `ns`; returns its kubeconfig.
-fn user_with_role(ns: &TestNamespace, user: &str, clusterrole: &str) -> PathBuf {
-    let kubeconfig = control_plane().user_kubeconfig(user, &["tenants"]);
-    ns.kubectl_ok(&[
-        "create",
-        "rolebinding",
-        &format!("{user}-{clusterrole}"),
-        &format!("--clusterrole={clusterrole}"),
-        &format!("--user={user}"),
-    ]);
-    kubeconfig
 }
 
 fn kubectl_as(user: &PathBuf, namespace: &str, args: &[&str], stdin: Option<&str>) -> Output {
@@ -267,9 +254,9 @@ async fn a_tenant_cannot_create_or_change_audit_records() {
     let fake = serde_json::to_string(&fake_record(&window, "planted", &text, "00")).unwrap();
 
     // A tenant: edit in their namespace only.
-    let mallory = user_with_role(ns, &format!("mallory-{}", ns.name), "edit");
+    let mallory = ns.user_with_roles(&format!("mallory-{}", ns.name), &["edit"]);
     // An operator of the controller's namespace who is no cluster admin.
-    let oscar = user_with_role(ctl, &format!("oscar-{}", ns.name), "edit");
+    let oscar = ctl.user_with_roles(&format!("oscar-{}", ns.name), &["edit"]);
     eventually("RBAC for the new users", || async {
         let tenant = kubectl_as(&mallory, &ns.name, &["get", "configmaps"], None);
         let operator = kubectl_as(&oscar, &ctl.name, &["get", "configmaps"], None);

@@ -122,6 +122,23 @@ impl TestNamespace {
         command
     }
 
+    /// A certificate user `user` in group `tenants`, bound in this namespace
+    /// only (one RoleBinding each) to every ClusterRole of `cluster_roles`;
+    /// returns the user's kubeconfig. RBAC sees new bindings a moment later.
+    pub fn user_with_roles(&self, user: &str, cluster_roles: &[&str]) -> PathBuf {
+        let kubeconfig = control_plane().user_kubeconfig(user, &["tenants"]);
+        for role in cluster_roles {
+            self.kubectl_ok(&[
+                "create",
+                "rolebinding",
+                &format!("{user}-{role}"),
+                &format!("--clusterrole={role}"),
+                &format!("--user={user}"),
+            ]);
+        }
+        kubeconfig
+    }
+
     /// A client acting as ServiceAccount `name` of this namespace (the
     /// admin impersonates it, with the groups the API server gives every
     /// service account), so exactly its RBAC applies.

@@ -145,7 +145,8 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
             let api: Api<BreakGlass> = Api::namespaced(client, &namespace);
             let mut windows: Vec<BreakGlass> = api
                 .list(&Default::default())
-                .await?
+                .await
+                .with_context(|| format!("BreakGlasses in namespace {namespace}"))?
                 .items
                 .into_iter()
                 .filter(|w| app.as_ref().is_none_or(|a| &w.spec.application == a))
@@ -179,8 +180,11 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
                     );
                     broken |= checked.report.state.is_broken();
                 }
+                // Optional: who may not read the controller's namespace
+                // still has the controller's verdict above.
                 Err(error) => outln!(
-                    "audit log (here): cannot read the records in {records_namespace}: {error}"
+                    "audit log (here): cannot read the audit records in {records_namespace}: {}",
+                    tether_cluster::error::describe(&error)
                 ),
             }
             if broken {
@@ -275,7 +279,11 @@ fn already_in_git(error: &anyhow::Error) -> bool {
 /// The window named `name`, else the one open window of app `name`.
 async fn find(client: &kube::Client, namespace: &str, name: &str) -> anyhow::Result<BreakGlass> {
     let api: Api<BreakGlass> = Api::namespaced(client.clone(), namespace);
-    if let Some(window) = api.get_opt(name).await? {
+    let window = api
+        .get_opt(name)
+        .await
+        .with_context(|| format!("BreakGlass {namespace}/{name}"))?;
+    if let Some(window) = window {
         return Ok(window);
     }
     request::find(client, namespace, Some(name), None)

@@ -40,7 +40,8 @@ impl Selection {
             }
             None => api
                 .list(&Default::default())
-                .await?
+                .await
+                .with_context(|| format!("Applications in namespace {namespace}"))?
                 .items
                 .into_iter()
                 .filter_map(|stored| match &stored.decoded {

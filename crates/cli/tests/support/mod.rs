@@ -8,7 +8,7 @@
 pub mod metrics;
 pub mod tenancy;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
@@ -21,6 +21,17 @@ pub fn tether_command(ns: &TestNamespace, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_tether"));
     command.args(args).env("TETHER_KUBECONFIG", &ns.kubeconfig);
     command
+}
+
+/// Runs `tether ARGS` to the end as the user of `kubeconfig`, found
+/// through `$KUBECONFIG` as in that user's shell.
+pub fn tether_as(kubeconfig: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tether"))
+        .args(args)
+        .env_remove("TETHER_KUBECONFIG")
+        .env("KUBECONFIG", kubeconfig)
+        .output()
+        .expect("tether runs")
 }
 
 /// Runs `tether ARGS` to the end.
@@ -87,16 +98,28 @@ pub fn run_controller(ns: &TestNamespace, identity: &str) -> Running {
 
 /// `run_controller`, resyncing every `seconds`.
 pub fn run_controller_resyncing(ns: &TestNamespace, identity: &str, seconds: u32) -> Running {
+    run_controller_for(ns, ns, identity, seconds)
+}
+
+/// `tether run` with its Lease and audit records in `home` (where `tether
+/// install` went), for `watched` only, as replica `identity`, resyncing
+/// every `seconds`; stopped (and its Git cache removed) when dropped.
+pub fn run_controller_for(
+    home: &TestNamespace,
+    watched: &TestNamespace,
+    identity: &str,
+    seconds: u32,
+) -> Running {
     let seconds = seconds.to_string();
-    let cache = ns.cache_dir().join(identity);
+    let cache = watched.cache_dir().join(identity);
     let mut running = Running::spawn(tether_command(
-        ns,
+        home,
         &[
             "run",
             "--lease-namespace",
-            &ns.name,
+            &home.name,
             "--watch-namespace",
-            &ns.name,
+            &watched.name,
             "--identity",
             identity,
             "--resync-seconds",

@@ -60,10 +60,25 @@ pub enum RequestError {
     },
     #[error(transparent)]
     TooLong(#[from] TtlTooLong),
-    #[error("asking the API server who you are (SelfSubjectReview): {0}")]
+    #[error(
+        "asking the API server who you are (SelfSubjectReview): {}",
+        tether_cluster::error::describe(.0)
+    )]
     Identity(kube::Error),
-    #[error(transparent)]
-    Kube(#[from] kube::Error),
+    /// A request about `object` the API server refused (a forbidden one
+    /// names the permission missing) or could not answer.
+    #[error("{object}: {}", tether_cluster::error::describe(.error))]
+    Api {
+        object: String,
+        #[source]
+        error: kube::Error,
+    },
+}
+
+/// Names `object` as the one a failed request was about.
+fn about(object: impl Into<String>) -> impl FnOnce(kube::Error) -> RequestError {
+    let object = object.into();
+    move |error| RequestError::Api { object, error }
 }
 
 /// Who the API server says the caller is, with the groups a window may
@@ -124,7 +139,11 @@ pub async fn open(client: &Client, opening: Opening) -> Result<BreakGlass, Reque
     }
     within_cap(opening.ttl, opening.max_ttl)?;
     let apps: Api<Application> = Api::namespaced(client.clone(), &opening.namespace);
-    let Some(app) = apps.get_opt(&opening.app).await? else {
+    let Some(app) = apps.get_opt(&opening.app).await.map_err(about(format!(
+        "Application {}/{}",
+        opening.namespace, opening.app
+    )))?
+    else {
         return Err(RequestError::UnknownApp {
             namespace: opening.namespace,
             app: opening.app,
@@ -156,7 +175,13 @@ pub async fn open(client: &Client, opening: Opening) -> Result<BreakGlass, Reque
         status: None,
     };
     let api: Api<BreakGlass> = Api::namespaced(client.clone(), &opening.namespace);
-    Ok(api.create(&PostParams::default(), &window).await?)
+    let new = format!(
+        "BreakGlass {}/{}-* (new)",
+        opening.namespace, window.spec.application
+    );
+    api.create(&PostParams::default(), &window)
+        .await
+        .map_err(about(new))
 }
 
 /// `resource` as the app's inventory names it (with its group and
@@ -200,7 +225,8 @@ pub async fn find(
     if let Some(name) = window {
         return api
             .get_opt(name)
-            .await?
+            .await
+            .map_err(about(format!("BreakGlass {namespace}/{name}")))?
             .ok_or_else(|| RequestError::UnknownWindow {
                 namespace: namespace.to_string(),
                 window: name.to_string(),
@@ -210,7 +236,8 @@ pub async fn find(
     let now = SystemTime::now();
     let mut open: Vec<BreakGlass> = api
         .list(&Default::default())
-        .await?
+        .await
+        .map_err(about(format!("BreakGlasses in namespace {namespace}")))?
         .items
         .into_iter()
         .filter(|w| w.spec.application == app)
@@ -301,15 +328,18 @@ async fn patch_spec(
     window: &BreakGlass,
     patch: serde_json::Value,
 ) -> Result<BreakGlass, RequestError> {
-    let api: Api<BreakGlass> =
-        Api::namespaced(client.clone(), &window.namespace().unwrap_or_default());
-    Ok(api
-        .patch(
-            &window.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await?)
+    let namespace = window.namespace().unwrap_or_default();
+    let api: Api<BreakGlass> = Api::namespaced(client.clone(), &namespace);
+    api.patch(
+        &window.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map_err(about(format!(
+        "BreakGlass {namespace}/{}",
+        window.name_any()
+    )))
 }
 
 #[cfg(test)]

@@ -142,6 +142,7 @@ pub fn manifests_with_cap(namespace: &str, cap: Duration) -> Vec<Value> {
                 "labels": {"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
             "rules": [{"apiGroups": ["tether.dev"], "resources": ["applications", "breakglasses"],
                        "verbs": ["get", "list", "watch"]}]}),
+        rbac::tenant_role(),
         break_glass_policy(cap),
         json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
             "metadata": {"name": BREAK_GLASS_POLICY},

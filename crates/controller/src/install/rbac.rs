@@ -26,6 +26,11 @@
 //!   (`spec.serviceAccountName`) — and never as anyone of another
 //!   namespace, nor as a user or group.
 //!
+//! And one role for people: `tether-tenant` (ClusterRole, bound by a
+//! RoleBinding in a tenant's namespace next to `edit`) manages the
+//! Applications there and opens, extends and closes their break-glass
+//! windows — all `tether status|diff|drift|break-glass -n NAMESPACE` needs.
+//!
 //! Bindings are named after the controller's namespace, so two installs
 //! into two namespaces never overwrite each other's subject.
 
@@ -41,6 +46,8 @@ pub const APPLIER_ROLE: &str = "tether-applier";
 pub const APPLIER_DEFAULT_ROLE: &str = "tether-applier-default";
 /// The ClusterRole that lets a caller read the controller's `/metrics`.
 pub const METRICS_READER_ROLE: &str = "tether-metrics-reader";
+/// The ClusterRole a tenant is bound to in their namespace (see [`tenant_role`]).
+pub const TENANT_ROLE: &str = "tether-tenant";
 /// The label naming the controller namespace an object was installed for
 /// (`tether uninstall` deletes by it).
 pub const INSTALL_NAMESPACE_LABEL: &str = "tether.dev/install-namespace";
@@ -264,6 +271,24 @@ fn applier_default_role() -> Value {
     ]})
 }
 
+/// What a tenant may do with Tether's objects in a namespace a RoleBinding
+/// grants it in: manage Applications; open, extend and close break-glass
+/// windows (the admission policy makes them in the tenant's own name) but
+/// never delete one, as a window is the record of an incident. Bound next to
+/// `edit`, which lets `tether diff` read and dry-run the app's objects and
+/// read its repository credentials. An Application applies with the
+/// controller's rights unless it names a ServiceAccount, so run the
+/// controller with `--require-service-account` where tenants create them.
+pub fn tenant_role() -> Value {
+    json!({"apiVersion": RBAC, "kind": "ClusterRole",
+    "metadata": {"name": TENANT_ROLE},
+    "rules": [
+        {"apiGroups": ["tether.dev"], "resources": ["applications"], "verbs": WRITE},
+        {"apiGroups": ["tether.dev"], "resources": ["breakglasses"],
+         "verbs": ["get", "list", "watch", "create", "update", "patch"]},
+    ]})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,6 +363,27 @@ mod tests {
             })
             .collect();
         assert_eq!(with_secrets, [("Role", "tether-system"), ("Role", "shop")]);
+    }
+
+    #[test]
+    fn a_tenant_manages_tether_objects_only_and_never_deletes_a_window() {
+        let role = tenant_role();
+        let rules = role["rules"].as_array().unwrap();
+        assert!(
+            rules
+                .iter()
+                .all(|r| r["apiGroups"] == json!(["tether.dev"]))
+        );
+        let verbs = |resource: &str| {
+            rules
+                .iter()
+                .find(|r| r["resources"] == json!([resource]))
+                .map(|r| r["verbs"].clone())
+                .unwrap()
+        };
+        assert_eq!(verbs("applications"), json!(WRITE));
+        assert!(verbs("breakglasses").to_string().contains("patch"));
+        assert!(!verbs("breakglasses").to_string().contains("delete"));
     }
 
     #[test]

@@ -26,7 +26,7 @@ use tether_core::ObjectRef;
 
 use super::project_policy::PROJECT_POLICY;
 use super::rbac::{
-    APPLIER_DEFAULT_ROLE, APPLIER_ROLE, INSTALL_NAMESPACE_LABEL, METRICS_READER_ROLE,
+    APPLIER_DEFAULT_ROLE, APPLIER_ROLE, INSTALL_NAMESPACE_LABEL, METRICS_READER_ROLE, TENANT_ROLE,
 };
 use super::{
     AUDIT_READER_ROLE, AUDIT_RECORDS_POLICY, BREAK_GLASS_POLICY, BREAK_GLASS_ROLE, SERVICE_ACCOUNT,
@@ -113,6 +113,7 @@ pub async fn uninstall(
             APPLIER_DEFAULT_ROLE,
             BREAK_GLASS_ROLE,
             METRICS_READER_ROLE,
+            TENANT_ROLE,
             "tether-view",
         ] {
             delete(&mut deleted, Api::<ClusterRole>::all(client.clone()), name).await?;
