@@ -83,11 +83,21 @@ async fn an_app_applies_as_its_service_account_and_a_commit_beyond_its_rights_is
                "destination": {"namespace": team_a.name, "allowNamespaces": [team_b.name]}}),
     );
     let apps: Api<Application> = team_a.api();
+    let deployer = format!("system:serviceaccount:{}:deployer", team_a.name);
     status_of(&apps, "shop", "Synced as deployer", |s| {
-        s.sync.status == SyncStatus::Synced && s.sync.revision.as_deref() == Some(first.as_str())
+        s.sync.status == SyncStatus::Synced
+            && s.sync.revision.as_deref() == Some(first.as_str())
+            && s.applies_as.as_deref() == Some(deployer.as_str())
     })
     .await;
     assert_eq!(greeting(&team_a), "one");
+    let shown = tether_ok(&team_a, &["status", "shop", "-n", &team_a.name]);
+    assert!(
+        shown
+            .lines()
+            .any(|line| line.starts_with("Applies as:") && line.ends_with(&deployer)),
+        "{shown}"
+    );
 
     // A ClusterRoleBinding: `edit` in team-a grants no cluster-scoped RBAC.
     let binding = format!("escalate-{}", team_a.name);
@@ -247,12 +257,6 @@ async fn the_default_service_account_applies_with_its_own_rights_only() {
 async fn a_project_refuses_cluster_scoped_kinds_and_other_namespaces_and_applies_nothing() {
     let ns = TestNamespace::create("proj-kinds").await;
     let other = TestNamespace::create("proj-other").await;
-    let _project = Project::apply(
-        &ns,
-        &ns.name,
-        json!({"applicationNamespaces": [ns.name], "sourceRepos": ["file://**"],
-               "allowFileSources": true}),
-    );
     let repo = Repo::new();
     let first = repo.commit(
         &[("app/settings.yaml", config_map("settings", "one"))],
@@ -261,6 +265,12 @@ async fn a_project_refuses_cluster_scoped_kinds_and_other_namespaces_and_applies
     // The controller's own identity (no ServiceAccount): only the Project
     // stands between the commit and the cluster.
     let _controller = run_controller_with(&ns, "projects", &[]);
+    let _project = Project::apply(
+        &ns,
+        &ns.name,
+        json!({"applicationNamespaces": [ns.name], "sourceRepos": ["file://**"],
+               "allowFileSources": true}),
+    );
     create_app(
         &ns,
         &repo,
@@ -269,8 +279,16 @@ async fn a_project_refuses_cluster_scoped_kinds_and_other_namespaces_and_applies
     let apps: Api<Application> = ns.api();
     status_of(&apps, "shop", "Synced in its project", |s| {
         s.sync.revision.as_deref() == Some(first.as_str())
+            && s.project.as_deref() == Some(ns.name.as_str())
     })
     .await;
+    let shown = tether_ok(&ns, &["status", "shop", "-n", &ns.name]);
+    assert!(
+        shown
+            .lines()
+            .any(|line| line.starts_with("Project:") && line.ends_with(&ns.name)),
+        "{shown}"
+    );
 
     let binding = format!("escalate-{}", ns.name);
     repo.commit(

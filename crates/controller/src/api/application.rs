@@ -333,6 +333,14 @@ pub struct ApplicationStatus {
     #[serde(default)]
     #[schemars(schema_with = "word::<OperationalState>")]
     pub state: Option<OperationalState>,
+    /// The Project that holds the app, as the controller last judged it;
+    /// absent while no Project applies to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// The Kubernetes user the app's changes are made as
+    /// (`system:serviceaccount:NS:NAME`); absent for the controller's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applies_as: Option<String>,
     /// Sync and health per object: every object that is not Synced and
     /// Healthy, then the others, at most 200 (`resourceCount` has them all;
     /// the inventory lists every object).

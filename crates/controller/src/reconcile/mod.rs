@@ -87,6 +87,7 @@ async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
         Ok(membership) => membership,
         Err(refused) => return pass.fail(Step::Project, refused).await,
     };
+    let _ = pass.project.set(membership.name().map(str::to_string));
     // Fetch the desired state.
     let desired = match fetch::desired(pass).await {
         Ok(desired) => desired,
@@ -155,6 +156,9 @@ pub struct Pass<'a> {
     /// controller's own identity when that is refused: nothing is applied
     /// then, only reported).
     pub applier: Applier,
+    /// The Project that holds the app, once [`project`] has judged it
+    /// (`None` inside: no Project applies).
+    pub project: std::sync::OnceLock<Option<String>>,
     pub memo: Arc<Mutex<AppMemo>>,
 }
 
@@ -188,6 +192,7 @@ impl<'a> Pass<'a> {
             owner,
             identity,
             applier,
+            project: std::sync::OnceLock::new(),
             memo,
         }
     }

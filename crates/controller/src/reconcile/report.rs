@@ -181,7 +181,7 @@ pub async fn status(
     let previous = app.status.as_ref();
     let now = now();
     let alert_after = pass.alert_after();
-    let status = next_status(
+    let mut status = next_status(
         previous,
         app.metadata.generation,
         observed,
@@ -190,6 +190,11 @@ pub async fn status(
         alert_after,
         &now,
     );
+    status.applies_as = pass.identity.as_ref().ok().and_then(|i| i.user());
+    status.project = match pass.project.get() {
+        Some(project) => project.clone(),
+        None => previous.and_then(|p| p.project.clone()),
+    };
     let alert_due = alert::due_in(status.sync.not_synced_since.as_deref(), &now, alert_after);
     let notices = notices(app, previous, &status, &now);
     announce_changes(&ctx.recorder, app, previous, &status, &notices).await;

@@ -114,6 +114,16 @@ pub enum Membership<'a> {
     Unrestricted,
 }
 
+impl Membership<'_> {
+    /// The project's name; `None` when unrestricted.
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            Membership::Project { name, .. } => Some(name),
+            Membership::Unrestricted => None,
+        }
+    }
+}
+
 /// Why an app or one of its objects is outside its project.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Violation {

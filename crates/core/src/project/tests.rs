@@ -50,6 +50,16 @@ fn name_of(membership: Membership<'_>) -> Option<&str> {
 }
 
 #[test]
+fn a_membership_names_its_project() {
+    let projects = projects();
+    assert_eq!(
+        project_of("team-a", None, &projects).unwrap().name(),
+        Some("team-a")
+    );
+    assert_eq!(Membership::Unrestricted.name(), None);
+}
+
+#[test]
 fn an_app_belongs_to_the_project_that_claims_its_namespace() {
     let projects = projects();
     let member = |ns, named| project_of(ns, named, &projects).map(name_of);

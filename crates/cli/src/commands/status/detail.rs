@@ -92,6 +92,23 @@ fn source(out: &mut Text, app: &Application) {
         ));
     }
     out.field("Destination", &namespaces);
+    let status = app.status.as_ref();
+    let project = status
+        .and_then(|s| s.project.clone())
+        .or_else(|| app.spec.project.clone())
+        .unwrap_or_else(|| "none (no Project applies)".into());
+    out.field("Project", &project);
+    let applies_as = match (
+        status.and_then(|s| s.applies_as.as_ref()),
+        &app.spec.service_account_name,
+    ) {
+        (Some(user), _) => user.clone(),
+        (None, Some(account)) => {
+            format!("ServiceAccount {account} (not confirmed by the controller yet)")
+        }
+        (None, None) => "the controller's own identity".into(),
+    };
+    out.field("Applies as", &applies_as);
     let policy = &app.spec.sync_policy;
     let mut words = vec![
         if policy.automated {
