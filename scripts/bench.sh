@@ -8,6 +8,9 @@
 # notifications cost: it also builds `tether` as it was at $baseline_commit
 # (the last commit before them; built once, cached under the target
 # directory) and runs `tether-bench --overhead-baseline THAT_BINARY [args]`.
+#
+# `scripts/bench.sh --impersonation [args]` measures what making each app's
+# changes as its ServiceAccount costs (`tether-bench --impersonation`).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"

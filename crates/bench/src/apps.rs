@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde::de::DeserializeOwned;
 use serde_json::json;
@@ -15,11 +16,14 @@ use tether_testkit::application;
 
 /// One set of `n` benchmark Applications: `app-000`… in namespaces
 /// `PREFIX-000`…, each syncing `apps/app-NNN` of the bench repository and
-/// labelled `bench=LABEL`, so the set can be waited for and deleted alone.
+/// labelled `bench=LABEL`, so the set can be waited for and deleted alone;
+/// each naming `service_account` (of its namespace) in
+/// `spec.serviceAccountName` when given.
 pub struct AppSet {
     pub prefix: String,
     pub label: String,
     pub n: usize,
+    pub service_account: Option<String>,
 }
 
 impl AppSet {
@@ -86,12 +90,50 @@ pub async fn create_apps(admin: &kube::Client, repo_url: &str, set: &AppSet) -> 
         (0..set.n).map(|i| {
             let ns = set.namespace(i);
             let name = app_name(i);
-            let app = application(&name, &ns, repo_url, &format!("apps/{name}"))
+            let mut app = application(&name, &ns, repo_url, &format!("apps/{name}"))
                 .label("bench", &set.label);
+            if let Some(account) = &set.service_account {
+                app = app.service_account(account);
+            }
             let api: Api<Application> = Api::namespaced(admin.clone(), &ns);
             async move {
                 let applied = apply(&api, &name, app.manifest()).await;
                 applied.with_context(|| format!("Application {ns}/{name}"))
+            }
+        }),
+    )
+    .await
+}
+
+/// Makes the set's ServiceAccount in each of its namespaces and binds it
+/// there to ClusterRole `role` (nothing when the set names none).
+pub async fn bind_service_accounts(
+    admin: &kube::Client,
+    set: &AppSet,
+    role: &str,
+) -> anyhow::Result<()> {
+    let Some(account) = &set.service_account else {
+        return Ok(());
+    };
+    let binding = format!("{account}-{role}");
+    run_all(
+        16,
+        set.namespaces().into_iter().map(|ns| {
+            let accounts: Api<ServiceAccount> = Api::namespaced(admin.clone(), &ns);
+            let bindings: Api<RoleBinding> = Api::namespaced(admin.clone(), &ns);
+            let service_account = json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": account}});
+            let role_binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding", "metadata": {"name": binding},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                            "name": role},
+                "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}]});
+            let binding = &binding;
+            async move {
+                let made = apply(&accounts, account, &service_account).await;
+                made.with_context(|| format!("ServiceAccount {ns}/{account}"))?;
+                let bound = apply(&bindings, binding, &role_binding).await;
+                bound.with_context(|| format!("RoleBinding {ns}/{binding}"))
             }
         }),
     )

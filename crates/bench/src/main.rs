@@ -11,15 +11,18 @@
 //! With `--in-cluster`, only the figures of the controller running in the
 //! cluster (see `in_cluster.rs`); with `--overhead-baseline PATH`, only
 //! what metrics, Events and notifications cost against the `tether` at
-//! PATH (see `overhead.rs`).
+//! PATH (see `overhead.rs`); with `--impersonation`, only what making each
+//! app's changes as its ServiceAccount costs (see `impersonation.rs`).
 //!
 //! Run with `scripts/bench.sh` (builds release binaries first). It prints
 //! figures; it asserts nothing.
 
 mod apps;
 mod audit;
+mod impersonation;
 mod in_cluster;
 mod overhead;
+mod side_by_side;
 mod tether;
 mod workload;
 
@@ -82,7 +85,12 @@ struct Options {
     /// counted in a steady state, in alternating order, `--rounds` times.
     #[arg(long, value_name = "PATH")]
     overhead_baseline: Option<PathBuf>,
-    /// Runs of each binary with `--overhead-baseline`.
+    /// Only the impersonation figures: `--apps` apps naming no
+    /// ServiceAccount and `--apps` apps each naming one bound to ClusterRole
+    /// `edit`, synced in alternating order, `--rounds` times.
+    #[arg(long, conflicts_with = "overhead_baseline")]
+    impersonation: bool,
+    /// Runs of each side with `--overhead-baseline` or `--impersonation`.
     #[arg(long, default_value_t = 2)]
     rounds: usize,
 }
@@ -103,21 +111,25 @@ async fn main() -> anyhow::Result<()> {
     }
     let work = std::env::temp_dir().join(format!("tether-bench-{}", std::process::id()));
     std::fs::create_dir_all(&work)?;
+    let side_by_side = side_by_side::Settings {
+        apps: options.apps,
+        rounds: options.rounds,
+        steady_seconds: options.steady_seconds,
+        resync_seconds: options.resync_seconds,
+        controller_manager,
+    };
     if let Some(baseline) = &options.overhead_baseline {
-        let settings = overhead::Settings {
-            apps: options.apps,
-            rounds: options.rounds,
-            steady_seconds: options.steady_seconds,
-            resync_seconds: options.resync_seconds,
-            controller_manager,
-        };
-        return overhead::run(baseline, &tether_bin, &work, &settings).await;
+        return overhead::run(baseline, &tether_bin, &work, &side_by_side).await;
+    }
+    if options.impersonation {
+        return impersonation::run(&tether_bin, &work, &side_by_side).await;
     }
     let n = options.apps;
     let initial_apps = AppSet {
         prefix: "tt".into(),
         label: "initial".into(),
         n,
+        service_account: None,
     };
 
     let (plane, admin, audit_log) = start_plane(&work, controller_manager).await?;
@@ -324,7 +336,7 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "   next {}s: {} request(s) beyond watches and Lease renewals (target 0)",
         options.steady_seconds,
-        steady.beyond_watches_and_lease()
+        steady.beyond_watches_and_lease().total()
     );
     println!("     by verb: {}", steady.line());
     println!();

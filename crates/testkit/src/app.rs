@@ -65,6 +65,13 @@ impl AppFixture {
         self
     }
 
+    /// `spec.serviceAccountName`: the ServiceAccount of the Application's
+    /// namespace its changes are made as.
+    pub fn service_account(mut self, name: &str) -> AppFixture {
+        self.manifest["spec"]["serviceAccountName"] = json!(name);
+        self
+    }
+
     /// A label on the Application.
     pub fn label(mut self, key: &str, value: &str) -> AppFixture {
         self.manifest["metadata"]["labels"][key] = json!(value);
