@@ -248,17 +248,24 @@ async fn the_dry_run_manifests_apply_cleanly_with_a_server_side_dry_run() {
 
     let crds = tether_ok(&ns, &["install", "--crds-only", "--dry-run", "-o", "json"]);
     let crds: Value = serde_json::from_str(&crds).unwrap();
-    let kinds: Vec<_> = crds["items"]
+    let crds: Vec<_> = crds["items"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|i| &i["kind"])
+        .map(|i| {
+            (
+                i["kind"].as_str().unwrap(),
+                i["metadata"]["name"].as_str().unwrap(),
+            )
+        })
         .collect();
+    let crd = "CustomResourceDefinition";
     assert_eq!(
-        kinds,
+        crds,
         [
-            &json!("CustomResourceDefinition"),
-            &json!("CustomResourceDefinition")
+            (crd, "applications.tether.dev"),
+            (crd, "breakglasses.tether.dev"),
+            (crd, "projects.tether.dev")
         ]
     );
 }
