@@ -13,10 +13,20 @@ use std::net::SocketAddr;
 )]
 pub struct RemoteRefused(pub SocketAddr);
 
+/// An address the dashboard may listen on: only [`checked`] makes one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Listen(SocketAddr);
+
+impl Listen {
+    pub fn address(self) -> SocketAddr {
+        self.0
+    }
+}
+
 /// `address`, if the dashboard may listen there.
-pub fn checked(address: SocketAddr, allow_remote: bool) -> Result<SocketAddr, RemoteRefused> {
+pub fn checked(address: SocketAddr, allow_remote: bool) -> Result<Listen, RemoteRefused> {
     if address.ip().is_loopback() || allow_remote {
-        Ok(address)
+        Ok(Listen(address))
     } else {
         Err(RemoteRefused(address))
     }

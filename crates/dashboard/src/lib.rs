@@ -16,14 +16,12 @@ use std::net::SocketAddr;
 
 use tokio::net::TcpListener;
 
-pub use address::RemoteRefused;
+pub use address::{Listen, RemoteRefused, checked};
 pub use cache::{Cache, CacheError};
 
 /// Why the dashboard could not start or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error(transparent)]
-    Address(#[from] RemoteRefused),
     #[error(transparent)]
     Cache(#[from] CacheError),
     #[error("listening on {address}: {source}")]
@@ -44,16 +42,15 @@ pub struct Dashboard {
 }
 
 impl Dashboard {
-    /// Checks `address`, starts the watch on the Applications of
-    /// `namespace` (all when none) as `client`'s user, waits for its first
-    /// list, and listens.
+    /// Starts the watch on the Applications of `namespace` (all when
+    /// none) as `client`'s user, waits for its first list, and listens on
+    /// `listen` (see [`checked`]).
     pub async fn start(
         client: kube::Client,
         namespace: Option<&str>,
-        address: SocketAddr,
-        allow_remote: bool,
+        listen: Listen,
     ) -> Result<Dashboard, Error> {
-        let address = address::checked(address, allow_remote)?;
+        let address = listen.address();
         let (cache, filling) = cache::watch(client, namespace).await?;
         let filling = tokio::spawn(filling);
         // The first list is complete before the first page is served.
