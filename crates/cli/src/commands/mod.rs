@@ -5,6 +5,7 @@ mod app;
 mod app_delete;
 mod break_glass;
 mod columns;
+mod dashboard;
 mod diff;
 mod drift;
 mod health;
@@ -50,6 +51,7 @@ pub enum Command {
     Adopt(adopt::AdoptArgs),
     App(app::AppArgs),
     BreakGlass(break_glass::BreakGlassArgs),
+    Dashboard(dashboard::DashboardArgs),
     Diff(diff::DiffArgs),
     Drift(drift::DriftArgs),
     Health(health::HealthArgs),
@@ -66,6 +68,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Adopt(args) => adopt::run(args).await,
         Command::App(args) => app::run(args).await,
         Command::BreakGlass(args) => break_glass::run(args).await,
+        Command::Dashboard(args) => dashboard::run(args).await,
         Command::Diff(args) => diff::run(args).await,
         Command::Drift(args) => drift::run(args).await,
         Command::Health(args) => health::run(args),

@@ -1,0 +1,186 @@
+//! `tether dashboard` driven like a user would, against the real local
+//! control plane and a real `tether run`: the overview counts and lists the
+//! converged apps, a change reaches the browser as a server-sent event and
+//! the page then shows the new state, no Secret value is ever served, and a
+//! remote address or a forbidden cluster-wide list is refused clearly.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use kube::api::Api;
+use serde_json::json;
+use support::{
+    Repo, Running, config_map, run_controller, tether, tether_as, tether_command, tether_ok, text,
+};
+use tether_controller::api::Application;
+use tether_core::OperationalState;
+use tether_testkit::{TestNamespace, application, free_port, status_of, wait_for};
+
+/// A value that must never leave the cluster through the dashboard.
+const PLANTED: &str = "planted-secret-value-4d1f9c";
+
+/// The headline entry of `state` with `count` apps, as the page writes it.
+fn headline(count: usize, icon: &str, state: &str) -> String {
+    format!(
+        "<span class=\"count\">{count}</span> <span class=\"badge\"><span aria-hidden=\"true\">{icon}</span> {state}</span>"
+    )
+}
+
+/// GET `url`'s body, which must not hold the planted Secret value.
+async fn get(client: &reqwest::Client, url: &str) -> String {
+    let response = client.get(url).send().await.expect("the dashboard answers");
+    assert!(
+        response.status().is_success(),
+        "{url}: {}",
+        response.status()
+    );
+    let body = response.text().await.unwrap();
+    assert!(!body.contains(PLANTED), "{url} served the Secret value");
+    body
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_overview_follows_a_drift_within_two_seconds_and_never_shows_a_secret() {
+    let ns = TestNamespace::create("dashboard").await;
+    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    ns.kubectl_ok(&[
+        "create",
+        "secret",
+        "generic",
+        "planted",
+        &format!("--from-literal=token={PLANTED}"),
+    ]);
+    let repo = Repo::new();
+    repo.commit(
+        &[
+            ("alpha/settings.yaml", config_map("alpha-settings", "one")),
+            ("beta/settings.yaml", config_map("beta-settings", "one")),
+        ],
+        "two apps",
+    );
+    for name in ["alpha", "beta"] {
+        let app = application(name, &ns.name, &repo.url(), name)
+            .sync_policy(json!({"automated": true, "selfHeal": false}));
+        ns.kubectl_ok_with_stdin(&["apply", "-f", "-"], &app.manifest().to_string());
+    }
+    let _controller = run_controller(&ns, "dashboard");
+    let apps: Api<Application> = ns.api();
+    for name in ["alpha", "beta"] {
+        status_of(&apps, name, "Converged", |s| {
+            s.state == Some(OperationalState::Converged)
+        })
+        .await;
+    }
+
+    // The dashboard, as the namespace's kubeconfig.
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let _dashboard = Running::spawn(tether_command(
+        &ns,
+        &["dashboard", "-n", &ns.name, "--address", &address],
+    ));
+    tokio::task::spawn_blocking(move || wait_for(port))
+        .await
+        .unwrap();
+    let base = format!("http://{address}");
+    let client = reqwest::Client::new();
+    let page = get(&client, &format!("{base}/")).await;
+    assert!(page.contains(&headline(2, "✔", "Converged")), "{page}");
+    assert!(
+        page.contains(&headline(0, "↻", "DriftedOrPending")),
+        "{page}"
+    );
+    assert!(page.contains("Applications (2 of 2)"), "{page}");
+    for name in ["alpha", "beta"] {
+        assert!(
+            page.contains(&format!("<th scope=\"row\">{name}</th>")),
+            "{page}"
+        );
+    }
+    assert_eq!(get(&client, &format!("{base}/healthz")).await, "ok");
+    for asset in [
+        "/assets/dashboard.css",
+        "/assets/live.js",
+        "/live?q=planted",
+    ] {
+        get(&client, &format!("{base}{asset}")).await;
+    }
+
+    // A person edits alpha's ConfigMap; with self-heal off the drift stays.
+    let mut events = client.get(format!("{base}/events")).send().await.unwrap();
+    assert!(events.status().is_success());
+    let edited = Instant::now();
+    let deadline = edited + Duration::from_secs(2);
+    ns.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "alpha-settings",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"greeting":"edited"}}"#,
+    ]);
+    let mut first_event = None;
+    let shown = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let chunk = tokio::time::timeout(left, events.chunk())
+            .await
+            .expect("an event within 2 s of the edit")
+            .unwrap()
+            .expect("the event stream stays open");
+        let chunk = String::from_utf8_lossy(&chunk).to_string();
+        assert!(!chunk.contains(PLANTED));
+        if !chunk.contains("event: change") {
+            continue; // a keep-alive comment
+        }
+        first_event.get_or_insert_with(|| edited.elapsed());
+        let live = get(&client, &format!("{base}/live?q=alpha")).await;
+        if live.contains("DriftedOrPending</span></td>") {
+            break live;
+        }
+    };
+    println!(
+        "first event {:?} after the edit; the page showed DriftedOrPending after {:?}",
+        first_event.unwrap(),
+        edited.elapsed()
+    );
+    assert!(shown.contains("<th scope=\"row\">alpha</th>"), "{shown}");
+    assert!(!shown.contains("<th scope=\"row\">beta</th>"), "{shown}");
+    let page = get(&client, &format!("{base}/")).await;
+    assert!(page.contains(&headline(1, "✔", "Converged")), "{page}");
+    assert!(
+        page.contains(&headline(1, "↻", "DriftedOrPending")),
+        "{page}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remote_address_and_a_forbidden_cluster_wide_list_are_refused_clearly() {
+    let ns = TestNamespace::create("dashboard-refused").await;
+    let remote = tether(
+        &ns,
+        &["dashboard", "-n", &ns.name, "--address", "0.0.0.0:1"],
+    );
+    let said = text(&remote);
+    assert_eq!(remote.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("--address 0.0.0.0:1: not a loopback address"),
+        "{said}"
+    );
+    assert!(said.contains("--allow-remote"), "{said}");
+
+    let viewer = ns.user_with_roles(&format!("viewer-{}", ns.name), &["view"]);
+    let port = free_port().to_string();
+    let all = tether_as(
+        &viewer,
+        &["dashboard", "--address", &format!("127.0.0.1:{port}")],
+    );
+    let said = text(&all);
+    assert_eq!(all.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("listing Applications in all namespaces is forbidden"),
+        "{said}"
+    );
+    assert!(said.contains("pass -n NAMESPACE"), "{said}");
+}

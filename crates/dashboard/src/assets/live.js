@@ -1,0 +1,42 @@
+// Tether dashboard: keep the overview live without reloading. The server
+// holds one watch on the Applications; each change arrives here as a
+// server-sent event, and the live part of the page (headline, matrix,
+// table) is fetched again from the server's cache with the current query.
+// Without JavaScript the page still works: reload it.
+(function () {
+  "use strict";
+  if (!window.EventSource || !window.fetch) return;
+  var connection = document.getElementById("connection");
+  var busy = false, again = false;
+
+  function say(text) { if (connection) connection.textContent = text; }
+
+  function refresh() {
+    if (busy) { again = true; return; }
+    busy = true;
+    fetch("/live" + window.location.search, { headers: { accept: "text/html" } })
+      .then(function (response) { return response.ok ? response.text() : null; })
+      .then(function (html) {
+        var live = document.getElementById("live");
+        if (html && live) {
+          var focused = document.activeElement && document.activeElement.closest("#live")
+            ? document.activeElement.getAttribute("href") : null;
+          live.outerHTML = html;
+          if (focused) {
+            var link = document.querySelector('#live a[href="' + CSS.escape(focused) + '"]');
+            if (link) link.focus();
+          }
+        }
+      })
+      .catch(function () {})
+      .then(function () {
+        busy = false;
+        if (again) { again = false; refresh(); }
+      });
+  }
+
+  var events = new EventSource("/events");
+  events.addEventListener("change", refresh);
+  events.onopen = function () { say("Live: updates as Applications change."); refresh(); };
+  events.onerror = function () { say("Disconnected; reconnecting…"); };
+})();

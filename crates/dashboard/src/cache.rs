@@ -1,0 +1,97 @@
+//! The one watch every browser is served from: a reflector on the
+//! Applications, with the user's own credentials, and a broadcast of its
+//! changes. Browsers never reach the API server; a hundred open pages
+//! cost the cluster one watch.
+
+use std::future::Future;
+
+use futures::StreamExt;
+use kube::api::{Api, ListParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::watcher::{self, Event};
+use tether_controller::api::StoredApplication;
+use tokio::sync::broadcast;
+
+/// The Applications as last seen, and a channel that says when they change.
+#[derive(Clone)]
+pub struct Cache {
+    pub store: Store<StoredApplication>,
+    pub changes: broadcast::Sender<()>,
+    /// `namespace shop` or `all namespaces`, for the page.
+    pub scope: String,
+}
+
+/// Why the watch could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error(
+        "listing Applications in all namespaces is forbidden for your kubeconfig's user \
+         (the dashboard acts as you): {0}; pass -n NAMESPACE to watch one namespace"
+    )]
+    ClusterWideForbidden(String),
+    #[error("Applications in {scope}: {source}")]
+    List {
+        scope: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// Starts watching the Applications of `namespace` (all when none) as
+/// `client`'s user: a cache, and the future that keeps it filled, to be
+/// spawned. Fails first, with a clear reason, when the user may not list
+/// them.
+pub async fn watch(
+    client: kube::Client,
+    namespace: Option<&str>,
+) -> Result<(Cache, impl Future<Output = ()> + Send + 'static), CacheError> {
+    let (api, scope): (Api<StoredApplication>, String) = match namespace {
+        Some(namespace) => (
+            Api::namespaced(client, namespace),
+            format!("namespace {namespace}"),
+        ),
+        None => (Api::all(client), "all namespaces".to_string()),
+    };
+    // Check the access once, so a refusal is said now, not retried silently.
+    if let Err(source) = api.list(&ListParams::default().limit(1)).await {
+        return Err(match source {
+            kube::Error::Api(status) if status.code == 403 && namespace.is_none() => {
+                CacheError::ClusterWideForbidden(status.message.clone())
+            }
+            source => CacheError::List { scope, source },
+        });
+    }
+    let (store, writer) = reflector::store();
+    let (changes, _) = broadcast::channel(16);
+    let sender = changes.clone();
+    let shown = scope.clone();
+    let filling = async move {
+        let events = reflector::reflector(
+            writer,
+            watcher::watcher(api, watcher::Config::default()).default_backoff(),
+        );
+        events
+            .for_each(|event| {
+                match event {
+                    // A browser refetches once the first list is complete
+                    // and on each change after it, not per listed item.
+                    Ok(Event::Apply(_) | Event::Delete(_) | Event::InitDone) => {
+                        let _ = sender.send(());
+                    }
+                    Ok(Event::Init | Event::InitApply(_)) => {}
+                    Err(error) => tracing::warn!("watching Applications in {shown}: {error}"),
+                }
+                futures::future::ready(())
+            })
+            .await;
+    };
+    Ok((
+        Cache {
+            store,
+            changes,
+            scope,
+        },
+        filling,
+    ))
+}

@@ -1,0 +1,82 @@
+//! Tether's web dashboard: the status fields are the dashboard.
+//!
+//! `tether dashboard` runs it with the user's own kubeconfig, so each
+//! person sees exactly what their RBAC lets them list. One watch on the
+//! Applications fills a cache ([`cache`]); every page is rendered from it
+//! ([`overview`] decides, [`page`] writes the HTML) and every browser is
+//! told of changes through one broadcast ([`server`]'s `/events`).
+
+pub mod address;
+pub mod cache;
+pub mod overview;
+pub mod page;
+pub mod server;
+
+use std::net::SocketAddr;
+
+use tokio::net::TcpListener;
+
+pub use address::{Listen, RemoteRefused, checked};
+pub use cache::{Cache, CacheError};
+
+/// Why the dashboard could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    #[error("listening on {address}: {source}")]
+    Bind {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("serving the dashboard: {0}")]
+    Serve(#[source] std::io::Error),
+}
+
+/// A dashboard listening and its cache filled, ready to [`serve`](Dashboard::serve).
+pub struct Dashboard {
+    listener: TcpListener,
+    cache: Cache,
+    filling: tokio::task::JoinHandle<()>,
+}
+
+impl Dashboard {
+    /// Starts the watch on the Applications of `namespace` (all when
+    /// none) as `client`'s user, waits for its first list, and listens on
+    /// `listen` (see [`checked`]).
+    pub async fn start(
+        client: kube::Client,
+        namespace: Option<&str>,
+        listen: Listen,
+    ) -> Result<Dashboard, Error> {
+        let address = listen.address();
+        let (cache, filling) = cache::watch(client, namespace).await?;
+        let filling = tokio::spawn(filling);
+        // The first list is complete before the first page is served.
+        let _ = cache.store.wait_until_ready().await;
+        let listener = TcpListener::bind(address)
+            .await
+            .map_err(|source| Error::Bind { address, source })?;
+        Ok(Dashboard {
+            listener,
+            cache,
+            filling,
+        })
+    }
+
+    /// `http://ADDRESS/`, with the port actually bound.
+    pub fn url(&self) -> String {
+        match self.listener.local_addr() {
+            Ok(address) => format!("http://{address}/"),
+            Err(_) => "the dashboard's address".to_string(),
+        }
+    }
+
+    /// Serves until the process is stopped.
+    pub async fn serve(self) -> Result<(), Error> {
+        let served = axum::serve(self.listener, server::app(self.cache)).await;
+        self.filling.abort();
+        served.map_err(Error::Serve)
+    }
+}

@@ -1,0 +1,201 @@
+//! The HTTP side: the overview page, its live part, the change stream and
+//! the embedded assets, all served from the [`Cache`].
+
+use std::convert::Infallible;
+
+use axum::Router;
+use axum::extract::{Query as QueryParams, State};
+use axum::http::{StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use futures::Stream;
+use tether_controller::api::Application;
+use tokio::sync::broadcast;
+
+use crate::cache::Cache;
+use crate::overview::{Query, QueryError, Row, View};
+use crate::page::{self, Overview};
+
+/// The dashboard's routes:
+///
+/// - `GET /`: the overview (`?q=&state=&sync=&health=&sort=`), server-rendered;
+/// - `GET /live`: its live part (headline, matrix, table) for the same query;
+/// - `GET /events`: a server-sent `change` event whenever an Application changes;
+/// - `GET /assets/dashboard.css`, `/assets/live.js`: embedded in the binary;
+/// - `GET /healthz`: `ok`.
+pub fn app(cache: Cache) -> Router {
+    Router::new()
+        .route("/", get(overview))
+        .route("/live", get(live))
+        .route("/events", get(events))
+        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/assets/dashboard.css",
+            get(|| async {
+                (
+                    [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+                    page::STYLE,
+                )
+            }),
+        )
+        .route(
+            "/assets/live.js",
+            get(|| async {
+                (
+                    [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+                    page::SCRIPT,
+                )
+            }),
+        )
+        .with_state(cache)
+}
+
+/// A request the dashboard cannot answer as asked.
+struct BadQuery(QueryError);
+
+impl IntoResponse for BadQuery {
+    fn into_response(self) -> Response {
+        (StatusCode::BAD_REQUEST, format!("{}\n", self.0)).into_response()
+    }
+}
+
+async fn overview(
+    State(cache): State<Cache>,
+    QueryParams(query): QueryParams<Query>,
+) -> Result<Html<String>, BadQuery> {
+    render(&cache, &query, page::page)
+}
+
+async fn live(
+    State(cache): State<Cache>,
+    QueryParams(query): QueryParams<Query>,
+) -> Result<Html<String>, BadQuery> {
+    render(&cache, &query, page::live)
+}
+
+/// `markup` of the cached Applications for `query`. An Application that
+/// does not decode is left out (the controller reports it in its status).
+fn render(
+    cache: &Cache,
+    query: &Query,
+    markup: fn(&Overview) -> maud::Markup,
+) -> Result<Html<String>, BadQuery> {
+    let view = View::parse(query).map_err(BadQuery)?;
+    let stored = cache.store.state();
+    let apps: Vec<&Application> = stored
+        .iter()
+        .filter_map(|app| app.decoded.as_deref().ok())
+        .collect();
+    let rows: Vec<Row> = apps.iter().map(|app| Row::of(app)).collect();
+    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    let overview = Overview {
+        rows: &rows,
+        view: &view,
+        now: &now,
+        scope: &cache.scope,
+    };
+    Ok(Html(markup(&overview).into_string()))
+}
+
+/// One `change` event per change of the cache; a browser that fell
+/// behind gets one event for all it missed.
+async fn events(State(cache): State<Cache>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let changes = cache.changes.subscribe();
+    let stream = futures::stream::unfold(changes, |mut changes| async move {
+        match changes.recv().await {
+            Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                Some((Ok(Event::default().event("change").data("")), changes))
+            }
+            Err(broadcast::error::RecvError::Closed) => None,
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use axum::http::Request;
+    use kube::runtime::reflector;
+    use kube::runtime::watcher;
+    use tether_controller::api::StoredApplication;
+    use tower::ServiceExt;
+
+    /// A cache holding Applications `names` of namespace `shop`, all
+    /// Converged except `broken`.
+    fn cache_of(names: &[&str]) -> Cache {
+        let (store, mut writer) = reflector::store::<StoredApplication>();
+        for name in names {
+            let (sync, health, state) = match *name {
+                "broken" => ("OutOfSync", "Degraded", "Broken"),
+                _ => ("Synced", "Healthy", "Converged"),
+            };
+            let app = StoredApplication::decode(&serde_json::json!({
+                "apiVersion": "tether.dev/v1alpha1", "kind": "Application",
+                "metadata": {"name": name, "namespace": "shop"},
+                "spec": {"source": {"repoURL": "file:///srv/git/shop.git"},
+                         "destination": {"namespace": "shop"}},
+                "status": {"sync": {"status": sync, "revision": "abc123"},
+                           "health": {"status": health}, "state": state,
+                           "project": "default"}
+            }));
+            writer.apply_watcher_event(&watcher::Event::Apply(app));
+        }
+        let (changes, _) = broadcast::channel(4);
+        Cache {
+            store,
+            changes,
+            scope: "namespace shop".to_string(),
+        }
+    }
+
+    async fn get_text(cache: Cache, uri: &str) -> (StatusCode, String) {
+        let response = app(cache)
+            .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        (status, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn the_overview_lists_the_cached_apps_worst_first() {
+        let (status, html) = get_text(cache_of(&["web", "broken"]), "/").await;
+        assert_eq!(status, StatusCode::OK);
+        let broken = html.find(">broken<").expect("broken is listed");
+        let web = html.find(">web<").expect("web is listed");
+        assert!(broken < web, "{html}");
+        assert!(html.contains("Applications (2 of 2)"), "{html}");
+        assert!(html.contains("href=\"/assets/dashboard.css\""), "{html}");
+    }
+
+    #[tokio::test]
+    async fn the_live_part_follows_the_query_and_a_bad_word_is_a_400_that_names_it() {
+        let cache = cache_of(&["web", "broken"]);
+        let (status, html) = get_text(cache.clone(), "/live?state=Converged").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(html.starts_with("<main id=\"live\">"), "{html}");
+        assert!(
+            html.contains(">web<") && !html.contains(">broken<"),
+            "{html}"
+        );
+        let (status, text) = get_text(cache, "/?state=Fine").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(text.contains("\"Fine\""), "{text}");
+    }
+
+    #[tokio::test]
+    async fn the_assets_and_health_are_served_from_the_binary() {
+        let (status, css) = get_text(cache_of(&[]), "/assets/dashboard.css").await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(css.contains("prefers-color-scheme: dark"));
+        let (_, script) = get_text(cache_of(&[]), "/assets/live.js").await;
+        assert!(script.contains("new EventSource(\"/events\")"));
+        assert_eq!(get_text(cache_of(&[]), "/healthz").await.1, "ok");
+    }
+}
