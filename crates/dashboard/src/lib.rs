@@ -11,6 +11,7 @@ pub mod cache;
 pub mod overview;
 pub mod page;
 pub mod server;
+pub mod user;
 
 use std::net::SocketAddr;
 
@@ -18,6 +19,7 @@ use tokio::net::TcpListener;
 
 pub use address::{Listen, RemoteRefused, checked};
 pub use cache::{Cache, CacheError};
+pub use user::{Acting, User};
 
 /// Why the dashboard could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -37,7 +39,7 @@ pub enum Error {
 /// A dashboard listening and its cache filled, ready to [`serve`](Dashboard::serve).
 pub struct Dashboard {
     listener: TcpListener,
-    cache: Cache,
+    shared: server::Shared,
     filling: tokio::task::JoinHandle<()>,
 }
 
@@ -51,16 +53,25 @@ impl Dashboard {
         listen: Listen,
     ) -> Result<Dashboard, Error> {
         let address = listen.address();
-        let (cache, filling) = cache::watch(client, namespace).await?;
+        let (cache, filling) = cache::watch(client.clone(), namespace).await?;
         let filling = tokio::spawn(filling);
         // The first list is complete before the first page is served.
         let _ = cache.store.wait_until_ready().await;
         let listener = TcpListener::bind(address)
             .await
             .map_err(|source| Error::Bind { address, source })?;
+        let user = User {
+            name: whoami(&client).await,
+            client,
+            sees: user::Sees::AllCached,
+        };
+        let shared = server::Shared {
+            cache,
+            acting: Acting::Kubeconfig(user),
+        };
         Ok(Dashboard {
             listener,
-            cache,
+            shared,
             filling,
         })
     }
@@ -75,8 +86,17 @@ impl Dashboard {
 
     /// Serves until the process is stopped.
     pub async fn serve(self) -> Result<(), Error> {
-        let served = axum::serve(self.listener, server::app(self.cache)).await;
+        let served = axum::serve(self.listener, server::app(self.shared)).await;
         self.filling.abort();
         served.map_err(Error::Serve)
+    }
+}
+
+/// The kubeconfig's user name as the API server sees it (a
+/// SelfSubjectReview), or `your kubeconfig's user` when it cannot say.
+async fn whoami(client: &kube::Client) -> String {
+    match tether_controller::break_glass::request::whoami(client).await {
+        Ok(identity) => identity.username,
+        Err(_) => "your kubeconfig's user".to_string(),
     }
 }

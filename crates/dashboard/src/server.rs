@@ -16,6 +16,15 @@ use tokio::sync::broadcast;
 use crate::cache::Cache;
 use crate::overview::{Query, QueryError, Row, View};
 use crate::page::{self, Overview};
+use crate::user::{Acting, User};
+
+/// What every route is served from: the cache of Applications, and how a
+/// request learns whom it acts as.
+#[derive(Clone)]
+pub struct Shared {
+    pub cache: Cache,
+    pub acting: Acting,
+}
 
 /// The dashboard's routes:
 ///
@@ -24,7 +33,7 @@ use crate::page::{self, Overview};
 /// - `GET /events`: a server-sent `change` event whenever an Application changes;
 /// - `GET /assets/dashboard.css`, `/assets/live.js`: embedded in the binary;
 /// - `GET /healthz`: `ok`.
-pub fn app(cache: Cache) -> Router {
+pub fn app(shared: Shared) -> Router {
     Router::new()
         .route("/", get(overview))
         .route("/live", get(live))
@@ -48,7 +57,7 @@ pub fn app(cache: Cache) -> Router {
                 )
             }),
         )
-        .with_state(cache)
+        .with_state(shared)
 }
 
 /// A request the dashboard cannot answer as asked.
@@ -61,32 +70,41 @@ impl IntoResponse for BadQuery {
 }
 
 async fn overview(
-    State(cache): State<Cache>,
+    State(shared): State<Shared>,
+    user: User,
     QueryParams(query): QueryParams<Query>,
 ) -> Result<Html<String>, BadQuery> {
-    render(&cache, &query, page::page)
+    render(&shared.cache, &user, &query, page::page).await
 }
 
 async fn live(
-    State(cache): State<Cache>,
+    State(shared): State<Shared>,
+    user: User,
     QueryParams(query): QueryParams<Query>,
 ) -> Result<Html<String>, BadQuery> {
-    render(&cache, &query, page::live)
+    render(&shared.cache, &user, &query, page::live).await
 }
 
-/// `markup` of the cached Applications for `query`. An Application that
-/// does not decode is left out (the controller reports it in its status).
-fn render(
+/// `markup` of the cached Applications `user` may see, for `query`. An
+/// Application that does not decode is left out (the controller reports
+/// it in its status).
+async fn render(
     cache: &Cache,
+    user: &User,
     query: &Query,
     markup: fn(&Overview) -> maud::Markup,
 ) -> Result<Html<String>, BadQuery> {
     let view = View::parse(query).map_err(BadQuery)?;
     let stored = cache.store.state();
-    let apps: Vec<&Application> = stored
-        .iter()
-        .filter_map(|app| app.decoded.as_deref().ok())
-        .collect();
+    let mut apps: Vec<&Application> = Vec::with_capacity(stored.len());
+    for app in stored.iter().filter_map(|app| app.decoded.as_deref().ok()) {
+        if user
+            .sees(app.metadata.namespace.as_deref().unwrap_or_default())
+            .await
+        {
+            apps.push(app);
+        }
+    }
     let rows: Vec<Row> = apps.iter().map(|app| Row::of(app)).collect();
     let now = k8s_openapi::jiff::Timestamp::now().to_string();
     let overview = Overview {
@@ -100,8 +118,11 @@ fn render(
 
 /// One `change` event per change of the cache; a browser that fell
 /// behind gets one event for all it missed.
-async fn events(State(cache): State<Cache>) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    let changes = cache.changes.subscribe();
+async fn events(
+    State(shared): State<Shared>,
+    _user: User,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let changes = shared.cache.changes.subscribe();
     let stream = futures::stream::unfold(changes, |mut changes| async move {
         match changes.recv().await {
             Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
@@ -122,6 +143,8 @@ mod tests {
     use kube::runtime::watcher;
     use tether_controller::api::StoredApplication;
     use tower::ServiceExt;
+
+    use crate::user::Sees;
 
     /// A cache holding Applications `names` of namespace `shop`, all
     /// Converged except `broken`.
@@ -151,8 +174,19 @@ mod tests {
         }
     }
 
+    /// A user whose client points nowhere: these routes read the cache only.
+    fn nobody() -> User {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        User {
+            client: kube::Client::try_from(config).unwrap(),
+            name: "tester".to_string(),
+            sees: Sees::AllCached,
+        }
+    }
+
     async fn get_text(cache: Cache, uri: &str) -> (StatusCode, String) {
-        let response = app(cache)
+        let acting = Acting::Kubeconfig(nobody());
+        let response = app(Shared { cache, acting })
             .oneshot(Request::get(uri).body(Body::empty()).unwrap())
             .await
             .unwrap();
