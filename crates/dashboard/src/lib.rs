@@ -68,6 +68,7 @@ impl Dashboard {
         let shared = server::Shared {
             cache,
             acting: Acting::Kubeconfig(user),
+            base: "/".to_string(),
         };
         Ok(Dashboard {
             listener,

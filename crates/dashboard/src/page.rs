@@ -23,6 +23,9 @@ pub struct Overview<'a> {
     pub now: &'a str,
     /// `namespace shop` or `all namespaces`.
     pub scope: &'a str,
+    /// Where the dashboard is served (`/`, or `/ui/` in the controller):
+    /// the page's `<base>`, so every link in it is relative.
+    pub base: &'a str,
 }
 
 /// The whole overview page.
@@ -36,8 +39,9 @@ pub fn page(overview: &Overview) -> Markup {
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 meta name="color-scheme" content="light dark";
                 title { "Tether — " (overview.scope) }
-                link rel="stylesheet" href="/assets/dashboard.css";
-                script src="/assets/live.js" defer {}
+                base href=(overview.base);
+                link rel="stylesheet" href="assets/dashboard.css";
+                script src="assets/live.js" defer {}
             }
             body {
                 header {
@@ -45,7 +49,7 @@ pub fn page(overview: &Overview) -> Markup {
                     p { "Applications in " (overview.scope) ". "
                         span #connection role="status" aria-live="polite" { "Reload to update." } }
                 }
-                form method="get" action="/" role="search" {
+                form method="get" action="./" role="search" {
                     label { "Filter " input type="search" name="q" value=(view.q) placeholder="name, namespace, project, revision"; }
                     label { "State "
                         select name="state" {
@@ -59,7 +63,7 @@ pub fn page(overview: &Overview) -> Markup {
                     @if let Some(health) = view.health { input type="hidden" name="health" value=(health.as_str()); }
                     input type="hidden" name="sort" value=(view.sort.as_text());
                     button type="submit" { "Show" }
-                    " " a href="/" { "Clear" }
+                    " " a href="./" { "Clear" }
                 }
                 (live(overview))
             }
@@ -72,7 +76,7 @@ pub fn page(overview: &Overview) -> Markup {
 pub fn live(overview: &Overview) -> Markup {
     let shown = overview.view.select(overview.rows);
     html! {
-        main #live {
+        main #live data-live={"live?" (overview.view.query_with(overview.view.sort))} {
             (headline_section(&headline(overview.rows)))
             (matrix_section(&matrix(overview.rows)))
             (table(&shown, overview))
@@ -86,8 +90,8 @@ fn headline_section(counts: &Headline) -> Markup {
             h2 #states { "Operational states" }
             ul .headline {
                 @for state in OperationalState::ALL {
-                    li .{"state " (class(Some(*state)))} {
-                        a href={"/?state=" (state.as_str())} {
+                    li .{"state " (class(Some(*state)))} data-state=(state.as_str()) {
+                        a href={"./?state=" (state.as_str())} {
                             span .count { (counts.count(*state)) }
                             " " (badge(Some(*state)))
                         }
@@ -118,7 +122,7 @@ fn matrix_section(cells: &Matrix) -> Markup {
                                 @let count = cells.count(*sync, *health);
                                 td .empty[count == 0] {
                                     @if count == 0 { "0" } @else {
-                                        a href={"/?sync=" (sync.as_str()) "&health=" (health.as_str())} { (count) }
+                                        a href={"./?sync=" (sync.as_str()) "&health=" (health.as_str())} { (count) }
                                     }
                                 }
                             }
@@ -143,7 +147,7 @@ fn table(shown: &[Row], overview: &Overview) -> Markup {
                         @let sort = view.sort.toggled(key);
                         @let current = (view.sort.key == key).then_some(if view.sort.descending { "descending" } else { "ascending" });
                         th scope="col" aria-sort=[current] {
-                            a href={"/?" (view.query_with(sort))} {
+                            a href={"./?" (view.query_with(sort))} {
                                 (key.heading())
                                 @if let Some(direction) = current { " " (if direction == "descending" { "▼" } else { "▲" }) }
                             }
@@ -162,12 +166,12 @@ fn table(shown: &[Row], overview: &Overview) -> Markup {
 fn table_row(row: &Row, now: &str) -> Markup {
     let dash = || PreEscaped("–");
     html! {
-        tr {
-            th scope="row" { (row.name) }
+        tr data-app={(row.namespace) "/" (row.name)} {
+            th scope="row" { a href={"apps/" (row.namespace) "/" (row.name)} { (row.name) } }
             td { (row.namespace) }
             td { @if let Some(project) = row.project { (project) } @else { (dash()) } }
-            td { @if let Some(sync) = row.sync { (sync.as_str()) } @else { (dash()) } }
-            td { @if let Some(health) = row.health { (health.as_str()) } @else { (dash()) } }
+            td .sync { @if let Some(sync) = row.sync { (sync.as_str()) } @else { (dash()) } }
+            td .health { @if let Some(health) = row.health { (health.as_str()) } @else { (dash()) } }
             td .{"state " (class(row.state))} { (badge(row.state)) }
             td .revision { @if let Some(revision) = row.revision { code title=(revision) { (&revision[..revision.len().min(12)]) } } @else { (dash()) } }
             td .number { (row.drift) }
@@ -247,12 +251,13 @@ mod tests {
             view: &view,
             now: "2026-12-04T16:00:00Z",
             scope: "all namespaces",
+            base: "/",
         };
         let start = Instant::now();
         let html = page(&overview).into_string();
         let took = start.elapsed();
         println!("1,000 apps: {} bytes of HTML in {took:?}", html.len());
-        assert_eq!(html.matches("<tr><th scope=\"row\">app-").count(), 1000);
+        assert_eq!(html.matches("<tr data-app=\"team-").count(), 1000);
         assert!(took.as_millis() < 1000, "{took:?}");
     }
 
@@ -276,6 +281,7 @@ mod tests {
             view: &view,
             now: "2026-12-04T16:00:00Z",
             scope: "namespace team",
+            base: "/",
         })
         .into_string();
         assert!(!html.contains("<script>alert"), "{html}");

@@ -24,6 +24,9 @@ use crate::user::{Acting, User};
 pub struct Shared {
     pub cache: Cache,
     pub acting: Acting,
+    /// Where the routes are mounted, ending in `/` (`/`, or `/ui/` in the
+    /// controller): every page links relative to it.
+    pub base: String,
 }
 
 /// The dashboard's routes:
@@ -74,7 +77,7 @@ async fn overview(
     user: User,
     QueryParams(query): QueryParams<Query>,
 ) -> Result<Html<String>, BadQuery> {
-    render(&shared.cache, &user, &query, page::page).await
+    render(&shared, &user, &query, page::page).await
 }
 
 async fn live(
@@ -82,20 +85,20 @@ async fn live(
     user: User,
     QueryParams(query): QueryParams<Query>,
 ) -> Result<Html<String>, BadQuery> {
-    render(&shared.cache, &user, &query, page::live).await
+    render(&shared, &user, &query, page::live).await
 }
 
 /// `markup` of the cached Applications `user` may see, for `query`. An
 /// Application that does not decode is left out (the controller reports
 /// it in its status).
 async fn render(
-    cache: &Cache,
+    shared: &Shared,
     user: &User,
     query: &Query,
     markup: fn(&Overview) -> maud::Markup,
 ) -> Result<Html<String>, BadQuery> {
     let view = View::parse(query).map_err(BadQuery)?;
-    let stored = cache.store.state();
+    let stored = shared.cache.store.state();
     let mut apps: Vec<&Application> = Vec::with_capacity(stored.len());
     for app in stored.iter().filter_map(|app| app.decoded.as_deref().ok()) {
         if user
@@ -111,7 +114,8 @@ async fn render(
         rows: &rows,
         view: &view,
         now: &now,
-        scope: &cache.scope,
+        scope: &shared.cache.scope,
+        base: &shared.base,
     };
     Ok(Html(markup(&overview).into_string()))
 }
@@ -186,10 +190,14 @@ mod tests {
 
     async fn get_text(cache: Cache, uri: &str) -> (StatusCode, String) {
         let acting = Acting::Kubeconfig(nobody());
-        let response = app(Shared { cache, acting })
-            .oneshot(Request::get(uri).body(Body::empty()).unwrap())
-            .await
-            .unwrap();
+        let response = app(Shared {
+            cache,
+            acting,
+            base: "/".to_string(),
+        })
+        .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
         let status = response.status();
         let body = axum::body::to_bytes(response.into_body(), usize::MAX)
             .await
@@ -205,7 +213,8 @@ mod tests {
         let web = html.find(">web<").expect("web is listed");
         assert!(broken < web, "{html}");
         assert!(html.contains("Applications (2 of 2)"), "{html}");
-        assert!(html.contains("href=\"/assets/dashboard.css\""), "{html}");
+        assert!(html.contains("<base href=\"/\">"), "{html}");
+        assert!(html.contains("href=\"assets/dashboard.css\""), "{html}");
     }
 
     #[tokio::test]
@@ -213,7 +222,7 @@ mod tests {
         let cache = cache_of(&["web", "broken"]);
         let (status, html) = get_text(cache.clone(), "/live?state=Converged").await;
         assert_eq!(status, StatusCode::OK);
-        assert!(html.starts_with("<main id=\"live\">"), "{html}");
+        assert!(html.starts_with("<main id=\"live\""), "{html}");
         assert!(
             html.contains(">web<") && !html.contains(">broken<"),
             "{html}"
@@ -229,7 +238,7 @@ mod tests {
         assert_eq!(status, StatusCode::OK);
         assert!(css.contains("prefers-color-scheme: dark"));
         let (_, script) = get_text(cache_of(&[]), "/assets/live.js").await;
-        assert!(script.contains("new EventSource(\"/events\")"));
+        assert!(script.contains("new EventSource(\"events\")"));
         assert_eq!(get_text(cache_of(&[]), "/healthz").await.1, "ok");
     }
 }

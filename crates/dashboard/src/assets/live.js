@@ -1,8 +1,8 @@
-// Tether dashboard: keep the overview live without reloading. The server
-// holds one watch on the Applications; each change arrives here as a
-// server-sent event, and the live part of the page (headline, matrix,
-// table) is fetched again from the server's cache with the current query.
-// Without JavaScript the page still works: reload it.
+// Tether dashboard: keep a page live without reloading. The server holds
+// one watch on the Applications; each change arrives here as a
+// server-sent event, and the page's live part (the element #live) is
+// fetched again from the URL in its data-live attribute, relative to the
+// page's <base>. Without JavaScript the page still works: reload it.
 (function () {
   "use strict";
   if (!window.EventSource || !window.fetch) return;
@@ -14,7 +14,9 @@
   function refresh() {
     if (busy) { again = true; return; }
     busy = true;
-    fetch("/live" + window.location.search, { headers: { accept: "text/html" } })
+    var current = document.getElementById("live");
+    if (!current || !current.dataset.live) { busy = false; return; }
+    fetch(current.dataset.live, { headers: { accept: "text/html" } })
       .then(function (response) { return response.ok ? response.text() : null; })
       .then(function (html) {
         var live = document.getElementById("live");
@@ -35,7 +37,7 @@
       });
   }
 
-  var events = new EventSource("/events");
+  var events = new EventSource("events");
   events.addEventListener("change", refresh);
   events.onopen = function () { say("Live: updates as Applications change."); refresh(); };
   events.onerror = function () { say("Disconnected; reconnecting…"); };
