@@ -11,6 +11,9 @@
 #
 # `scripts/bench.sh --impersonation [args]` measures what making each app's
 # changes as its ServiceAccount costs (`tether-bench --impersonation`).
+#
+# `scripts/bench.sh --dashboard --apps 1000` measures the web dashboard
+# with 1,000 apps: first paint, a status change reflected, its memory.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"

@@ -19,6 +19,7 @@
 
 mod apps;
 mod audit;
+mod dashboard;
 mod impersonation;
 mod in_cluster;
 mod overhead;
@@ -90,6 +91,11 @@ struct Options {
     /// `edit`, synced in alternating order, `--rounds` times.
     #[arg(long, conflicts_with = "overhead_baseline")]
     impersonation: bool,
+    /// Only the dashboard figures: `--apps` synced apps served by
+    /// `tether dashboard -A`: start, first paint, a status change reflected
+    /// on the page, memory.
+    #[arg(long, conflicts_with_all = ["overhead_baseline", "impersonation", "in_cluster"])]
+    dashboard: bool,
     /// Runs of each side with `--overhead-baseline` or `--impersonation`.
     #[arg(long, default_value_t = 2)]
     rounds: usize,
@@ -123,6 +129,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if options.impersonation {
         return impersonation::run(&tether_bin, &work, &side_by_side).await;
+    }
+    if options.dashboard {
+        return dashboard::run(&tether_bin, &work, options.apps, controller_manager).await;
     }
     let n = options.apps;
     let initial_apps = AppSet {

@@ -67,10 +67,10 @@ pub async fn watch(
     let sender = changes.clone();
     let shown = scope.clone();
     let filling = async move {
-        let events = reflector::reflector(
-            writer,
-            watcher::watcher(api, watcher::Config::default()).default_backoff(),
-        );
+        let watched = watcher::watcher(api, watcher::Config::default())
+            .default_backoff()
+            .modify(forget_managed_fields);
+        let events = reflector::reflector(writer, watched);
         events
             .for_each(|event| {
                 match event {
@@ -94,4 +94,15 @@ pub async fn watch(
         },
         filling,
     ))
+}
+
+/// Managed fields say who wrote which field of the Application itself:
+/// never shown, and the largest part of a stored Application's metadata,
+/// so the cache does not keep them (with 1,000 apps, several MB).
+fn forget_managed_fields(app: &mut StoredApplication) {
+    app.metadata.managed_fields = None;
+    if let Ok(decoded) = &mut app.decoded {
+        // The Arc is the watcher's own here: no copy is made.
+        std::sync::Arc::make_mut(decoded).metadata.managed_fields = None;
+    }
 }
