@@ -15,7 +15,7 @@ use support::{
 };
 use tether_controller::api::Application;
 use tether_core::OperationalState;
-use tether_testkit::{TestNamespace, application, free_port, status_of, wait_for};
+use tether_testkit::{TestNamespace, application, free_port, status_of, wait_for, write_script};
 
 /// A value that must never leave the cluster through the dashboard.
 const PLANTED: &str = "planted-secret-value-4d1f9c";
@@ -183,4 +183,38 @@ async fn a_remote_address_and_a_forbidden_cluster_wide_list_are_refused_clearly(
         "{said}"
     );
     assert!(said.contains("pass -n NAMESPACE"), "{said}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn open_asks_the_desktop_to_open_the_dashboards_url() {
+    let ns = TestNamespace::create("dashboard-open").await;
+    tether_ok(&ns, &["install", "--crds-only"]);
+    let desktop = tempfile::tempdir().unwrap();
+    let opened = desktop.path().join("opened");
+    write_script(
+        desktop.path(),
+        "xdg-open",
+        &format!("#!/bin/sh\necho \"$1\" > {}\n", opened.display()),
+    );
+    let port = free_port();
+    let mut command = tether_command(
+        &ns,
+        &[
+            "dashboard",
+            "-n",
+            &ns.name,
+            "--address",
+            &format!("127.0.0.1:{port}"),
+            "--open",
+        ],
+    );
+    let path = std::env::var("PATH").unwrap_or_default();
+    command.env("PATH", format!("{}:{path}", desktop.path().display()));
+    let _dashboard = Running::spawn(command);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !opened.exists() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let url = std::fs::read_to_string(&opened).expect("xdg-open was started");
+    assert_eq!(url.trim(), format!("http://127.0.0.1:{port}/"));
 }

@@ -28,6 +28,9 @@ pub struct DashboardArgs {
     /// Watch the Applications of all namespaces (the default).
     #[arg(long, short = 'A')]
     pub all_namespaces: bool,
+    /// Open the dashboard in your browser once it is listening.
+    #[arg(long)]
+    pub open: bool,
     #[command(flatten)]
     pub kubeconfig: Kubeconfig,
 }
@@ -41,6 +44,28 @@ pub async fn run(args: DashboardArgs) -> anyhow::Result<ExitCode> {
         "Dashboard on {} (acting as your kubeconfig's user)",
         dashboard.url()
     );
+    if args.open {
+        open_browser(&dashboard.url());
+    }
     dashboard.serve().await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Asks the desktop to open `url` in the user's browser (`xdg-open`, or
+/// `open` on macOS). A failure is said, and the dashboard keeps serving.
+fn open_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let opened = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if let Err(error) = opened {
+        eprintln!("--open: could not start {opener} ({error}); open {url} yourself");
+    }
 }
