@@ -2,6 +2,7 @@
 //! the embedded assets, all served from the [`Cache`].
 
 use std::convert::Infallible;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Query as QueryParams, State};
@@ -120,20 +121,34 @@ async fn render(
     Ok(Html(markup(&overview).into_string()))
 }
 
-/// One `change` event per change of the cache; a browser that fell
-/// behind gets one event for all it missed.
+/// The least time between two `change` events to one browser: a burst of
+/// changes (a commit syncing hundreds of apps) becomes one refetch per
+/// [`EVENT_SPACING`], not one per app.
+pub const EVENT_SPACING: Duration = Duration::from_millis(200);
+
+/// A `change` event when the cache changes: at once after a quiet spell,
+/// otherwise [`EVENT_SPACING`] after the last one, for all the changes
+/// made meanwhile. A browser that fell behind gets one event for all it
+/// missed.
 async fn events(
     State(shared): State<Shared>,
     _user: User,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let changes = shared.cache.changes.subscribe();
-    let stream = futures::stream::unfold(changes, |mut changes| async move {
-        match changes.recv().await {
-            Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                Some((Ok(Event::default().event("change").data("")), changes))
-            }
-            Err(broadcast::error::RecvError::Closed) => None,
+    let stream = futures::stream::unfold((changes, None), |(mut changes, last)| async move {
+        if let Err(broadcast::error::RecvError::Closed) = changes.recv().await {
+            return None;
         }
+        if let Some(last) = last {
+            tokio::time::sleep_until(last + EVENT_SPACING).await;
+        }
+        // The changes made while waiting are told by this one event.
+        while !matches!(
+            changes.try_recv(),
+            Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed)
+        ) {}
+        let event = Event::default().event("change").data("");
+        Some((Ok(event), (changes, Some(tokio::time::Instant::now()))))
     });
     Sse::new(stream).keep_alive(KeepAlive::default())
 }
@@ -240,5 +255,43 @@ mod tests {
         let (_, script) = get_text(cache_of(&[]), "/assets/live.js").await;
         assert!(script.contains("new EventSource(\"events\")"));
         assert_eq!(get_text(cache_of(&[]), "/healthz").await.1, "ok");
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_changes_reaches_a_browser_as_two_events() {
+        use futures::StreamExt;
+        let cache = cache_of(&["web"]);
+        let changes = cache.changes.clone();
+        let acting = Acting::Kubeconfig(nobody());
+        let shared = Shared {
+            cache,
+            acting,
+            base: "/".to_string(),
+        };
+        let response = app(shared)
+            .oneshot(Request::get("/events").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let mut body = response.into_body().into_data_stream();
+        changes.send(()).unwrap();
+        let first = body.next().await.unwrap().unwrap();
+        assert!(String::from_utf8_lossy(&first).contains("event: change"));
+        let told_first = tokio::time::Instant::now();
+        for _ in 0..49 {
+            changes.send(()).unwrap();
+        }
+        let mut told = 1;
+        let quiet = told_first + 3 * EVENT_SPACING;
+        while let Ok(Some(Ok(frame))) = tokio::time::timeout_at(quiet, body.next()).await {
+            let events = String::from_utf8_lossy(&frame)
+                .matches("event: change")
+                .count();
+            if events > 0 {
+                assert!(told_first.elapsed() >= EVENT_SPACING);
+            }
+            told += events;
+        }
+        // The first change at once; the 49 after it in one event, a spacing later.
+        assert_eq!(told, 2);
     }
 }
