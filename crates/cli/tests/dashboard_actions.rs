@@ -43,7 +43,7 @@ fn browser() -> reqwest::Client {
 }
 
 /// The form token of the confirmation page at `url`.
-async fn token(client: &reqwest::Client, url: &str) -> String {
+async fn form_token(client: &reqwest::Client, url: &str) -> String {
     let page = client.get(url).send().await.unwrap();
     assert!(page.status().is_success(), "{url}: {}", page.status());
     let page = page.text().await.unwrap();
@@ -111,9 +111,21 @@ async fn sync_now_heals_and_a_window_is_refused_without_a_reason_then_opened_and
     let (_dashboard, base) = dashboard(tether_command(&ns, &[]), &n).await;
     let client = browser();
 
+    // The dry run shows the plan: the Deployment back to 2 replicas.
+    let dry_run = format!("{base}/apps/{n}/shop/dry-run");
+    let token = form_token(&client, &dry_run).await;
+    let (status, _, plan) = post(&client, &dry_run, &[("token", &token)]).await;
+    assert_eq!(status, 200, "{plan}");
+    assert!(plan.contains("nothing was applied"), "{plan}");
+    assert!(
+        plan.contains("<td class=\"action\">configured</td>"),
+        "{plan}"
+    );
+    assert!(plan.contains("<code>spec.replicas</code>: 5 → 2"), "{plan}");
+
     // Sync now, from its confirmation page.
     let sync = format!("{base}/apps/{n}/shop/sync");
-    let token = token(&client, &sync).await;
+    let token = form_token(&client, &sync).await;
     let (status, location, body) = post(&client, &sync, &[]).await;
     assert_eq!(status, 403, "no token: {body}");
     assert!(body.contains("no CSRF token"), "{body}");
@@ -146,7 +158,7 @@ async fn sync_now_heals_and_a_window_is_refused_without_a_reason_then_opened_and
 
     // A window without a reason is refused, and none is created.
     let open = format!("{base}/apps/{n}/shop/break-glass");
-    let token = self::token(&client, &open).await;
+    let token = form_token(&client, &open).await;
     let (status, _, body) = post(
         &client,
         &open,
@@ -199,9 +211,27 @@ async fn sync_now_heals_and_a_window_is_refused_without_a_reason_then_opened_and
     })
     .await;
 
+    // Extended, with a reason of its own.
+    let extend = format!("{base}/break-glass/{n}/{name}/extend");
+    let token = form_token(&client, &extend).await;
+    let (status, location, body) = post(
+        &client,
+        &extend,
+        &[
+            ("token", &token),
+            ("reason", "INC-7: still digging"),
+            ("duration", "45m"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 303, "{body}");
+    assert!(location.contains("extended+until"), "{location}");
+    let window = windows.get(&name).await.unwrap();
+    assert_eq!(window.spec.extensions.len(), 1);
+
     // Closed with revert.
     let close = format!("{base}/break-glass/{n}/{name}/close");
-    let token = self::token(&client, &close).await;
+    let token = form_token(&client, &close).await;
     let (status, location, body) =
         post(&client, &close, &[("token", &token), ("resolve", "revert")]).await;
     assert_eq!(status, 303, "{body}");
@@ -250,7 +280,7 @@ async fn a_user_of_one_namespace_is_told_forbidden_for_another_and_a_foreign_hos
     let (_dashboard, base) = dashboard(dashboard_as(&alice), &team_a.name).await;
     let client = browser();
     let sync = format!("{base}/apps/{}/shop/sync", team_b.name);
-    let token = token(&client, &sync).await;
+    let token = form_token(&client, &sync).await;
     let (status, _, body) = post(&client, &sync, &[("token", &token)]).await;
     assert_eq!(status, 403, "{body}");
     let said = format!(
@@ -268,4 +298,84 @@ async fn a_user_of_one_namespace_is_told_forbidden_for_another_and_a_foreign_hos
         .unwrap();
     assert_eq!(answer.status().as_u16(), 403);
     assert!(answer.text().await.unwrap().contains("DNS rebinding"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn closing_a_window_as_adopted_commits_its_change_with_the_user_as_author() {
+    let ns = TestNamespace::create("dash-adopt").await;
+    let n = ns.name.clone();
+    tether_ok(&ns, &["install", "--namespace", &n]);
+    let repo = Repo::new();
+    repo.commit(
+        &[(
+            "app/settings.yaml",
+            support::config_map("settings", "hello"),
+        )],
+        "settings",
+    );
+    repo.git(&["config", "receive.denyCurrentBranch", "updateInstead"]);
+    create_app(&ns, &repo, json!({"automated": true, "selfHeal": true}));
+    let _controller = run_controller(&ns, "dash-adopt");
+    let apps: Api<Application> = ns.api();
+    status_of(&apps, "shop", "Synced", |s| {
+        s.sync.status == SyncStatus::Synced
+    })
+    .await;
+    let (_dashboard, base) = dashboard(tether_command(&ns, &[]), &n).await;
+    let client = browser();
+
+    let open = format!("{base}/apps/{n}/shop/break-glass");
+    let token = form_token(&client, &open).await;
+    let (status, location, body) = post(
+        &client,
+        &open,
+        &[("token", &token), ("reason", "INC-9: degrade")],
+    )
+    .await;
+    assert_eq!(status, 303, "{body}");
+    let name = location
+        .strip_prefix(&format!("/break-glass/{n}/"))
+        .and_then(|rest| rest.split('?').next())
+        .unwrap()
+        .to_string();
+    ns.kubectl_ok(&[
+        "patch",
+        "configmap/settings",
+        "-p",
+        r#"{"data":{"greeting":"degraded"}}"#,
+    ]);
+    let windows: Api<BreakGlass> = ns.api();
+    eventually("the change recorded in the window", || async {
+        let window = windows.get(&name).await.ok()?;
+        (window.status?.record_count >= 1).then_some(())
+    })
+    .await;
+
+    let close = format!("{base}/break-glass/{n}/{name}/close");
+    let token = form_token(&client, &close).await;
+    let (status, location, body) =
+        post(&client, &close, &[("token", &token), ("resolve", "adopt")]).await;
+    assert_eq!(status, 303, "{body}");
+    assert!(location.contains("adopted+into"), "{location}");
+    let me = tether_controller::break_glass::request::whoami(&ns.client)
+        .await
+        .unwrap()
+        .username;
+    let author = repo.git(&["log", "-1", "--format=%an"]);
+    assert_eq!(author, me);
+    assert!(
+        repo.git(&["log", "-1", "--format=%ae"])
+            .ends_with("@tether.local"),
+        "{}",
+        repo.git(&["log", "-1", "--format=%an <%ae>"])
+    );
+    assert!(
+        repo.git(&["show", "HEAD:app/settings.yaml"])
+            .contains("degraded")
+    );
+    let window = windows.get(&name).await.unwrap();
+    assert_eq!(
+        window.times().unwrap().phase(SystemTime::now()),
+        WindowPhase::Closed
+    );
 }
