@@ -48,12 +48,7 @@ pub fn verify(user: &str, given: Option<&str>) -> Result<(), CsrfError> {
 }
 
 fn token_with(key: &[u8], user: &str) -> String {
-    mac(key, user)
-        .finalize()
-        .into_bytes()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    hex::encode(mac(key, user).finalize().into_bytes())
 }
 
 fn verify_with(key: &[u8], user: &str, given: Option<&str>) -> Result<(), CsrfError> {
@@ -64,18 +59,8 @@ fn verify_with(key: &[u8], user: &str, given: Option<&str>) -> Result<(), CsrfEr
     let wrong = || CsrfError::Wrong {
         user: user.to_string(),
     };
-    let bytes = unhex(given).ok_or_else(wrong)?;
+    let bytes = hex::decode(given).map_err(|_| wrong())?;
     mac(key, user).verify_slice(&bytes).map_err(|_| wrong())
-}
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|at| u8::from_str_radix(text.get(at..at + 2)?, 16).ok())
-        .collect()
 }
 
 #[cfg(test)]
