@@ -6,6 +6,7 @@
 //! ([`overview`] decides, [`page`] writes the HTML) and every browser is
 //! told of changes through one broadcast ([`server`]'s `/events`).
 
+pub mod actions;
 pub mod address;
 pub mod cache;
 pub mod overview;
@@ -87,7 +88,11 @@ impl Dashboard {
 
     /// Serves until the process is stopped.
     pub async fn serve(self) -> Result<(), Error> {
-        let served = axum::serve(self.listener, server::app(self.shared)).await;
+        // Only `Host: <this address>` is answered (a DNS-rebinding guard).
+        let address = self.listener.local_addr().map_err(Error::Serve)?;
+        let guard = axum::middleware::from_fn_with_state(address, actions::host::guard);
+        let app = server::app(self.shared).layer(guard);
+        let served = axum::serve(self.listener, app).await;
         self.filling.abort();
         served.map_err(Error::Serve)
     }

@@ -43,6 +43,7 @@ pub fn app(shared: Shared) -> Router {
         .route("/live", get(live))
         .route("/events", get(events))
         .route("/healthz", get(|| async { "ok" }))
+        .merge(crate::actions::routes())
         .route(
             "/assets/dashboard.css",
             get(|| async {
