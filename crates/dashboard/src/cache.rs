@@ -20,6 +20,8 @@ pub struct Cache {
     pub changes: broadcast::Sender<()>,
     /// `namespace shop` or `all namespaces`, for the page.
     pub scope: String,
+    /// The namespace watched, or `None` for all.
+    pub namespace: Option<String>,
 }
 
 /// Why the watch could not start.
@@ -91,6 +93,7 @@ pub async fn watch(
             store,
             changes,
             scope,
+            namespace: namespace.map(str::to_string),
         },
         filling,
     ))

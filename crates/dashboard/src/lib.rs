@@ -8,11 +8,13 @@
 
 pub mod actions;
 pub mod address;
+pub mod app;
 pub mod cache;
 pub mod overview;
 pub mod page;
 pub mod server;
 pub mod user;
+pub mod windows;
 
 use std::net::SocketAddr;
 

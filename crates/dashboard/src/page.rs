@@ -46,6 +46,7 @@ pub fn page(overview: &Overview) -> Markup {
             body {
                 header {
                     h1 { "Tether" }
+                    nav aria-label="Dashboard" { a href="break-glass" { "Break-glass windows" } }
                     p { "Applications in " (overview.scope) ". "
                         span #connection role="status" aria-live="polite" { "Reload to update." } }
                 }
@@ -181,8 +182,37 @@ fn table_row(row: &Row, now: &str) -> Markup {
     }
 }
 
+/// A page of the dashboard other than the overview, around `body`: the
+/// same head (stylesheet, live script, `<base>`) and a way back.
+pub fn layout(base: &str, title: &str, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="color-scheme" content="light dark";
+                title { "Tether — " (title) }
+                base href=(base);
+                link rel="stylesheet" href="assets/dashboard.css";
+                script src="assets/live.js" defer {}
+            }
+            body {
+                header {
+                    nav aria-label="Dashboard" {
+                        a href="./" { "Overview" } " · " a href="break-glass" { "Break-glass" }
+                        " " span #connection role="status" aria-live="polite" {}
+                    }
+                    h1 { (title) }
+                }
+                main { (body) }
+            }
+        }
+    }
+}
+
 /// A state's icon and word: colour is never the only carrier.
-fn badge(state: Option<OperationalState>) -> Markup {
+pub fn badge(state: Option<OperationalState>) -> Markup {
     let (icon, word) = match state {
         Some(OperationalState::Converged) => ("✔", "Converged"),
         Some(OperationalState::AppliedButFailing) => ("✖", "AppliedButFailing"),
@@ -194,7 +224,7 @@ fn badge(state: Option<OperationalState>) -> Markup {
 }
 
 /// The CSS class of a state.
-fn class(state: Option<OperationalState>) -> &'static str {
+pub fn class(state: Option<OperationalState>) -> &'static str {
     match state {
         Some(OperationalState::Converged) => "converged",
         Some(OperationalState::AppliedButFailing) => "failing",

@@ -42,6 +42,15 @@ pub fn app(shared: Shared) -> Router {
         .route("/", get(overview))
         .route("/live", get(live))
         .route("/events", get(events))
+        .route("/apps/{ns}/{name}", get(crate::app::show))
+        .route("/apps/{ns}/{name}/live", get(crate::app::live))
+        .route("/break-glass", get(crate::windows::list))
+        .route("/break-glass/live", get(crate::windows::list_live))
+        .route("/break-glass/{ns}/{name}", get(crate::windows::window))
+        .route(
+            "/break-glass/{ns}/{name}/live",
+            get(crate::windows::window_live),
+        )
         .route("/healthz", get(|| async { "ok" }))
         .merge(crate::actions::routes())
         .route(
@@ -191,6 +200,7 @@ mod tests {
             store,
             changes,
             scope: "namespace shop".to_string(),
+            namespace: Some("shop".to_string()),
         }
     }
 

@@ -6,7 +6,7 @@
 use std::time::SystemTime;
 
 use kube::ResourceExt;
-use maud::{DOCTYPE, Markup, html};
+use maud::{Markup, html};
 use tether_controller::api::{Application, BreakGlass};
 use tether_controller::sync::preview::Preview;
 use tether_core::Action;
@@ -73,26 +73,7 @@ pub fn window_path(window: &BreakGlass) -> String {
     )
 }
 
-/// A page of the dashboard around `body`.
-pub fn layout(base: &str, title: &str, body: Markup) -> Markup {
-    html! {
-        (DOCTYPE)
-        html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                meta name="color-scheme" content="light dark";
-                title { "Tether — " (title) }
-                base href=(base);
-                link rel="stylesheet" href="assets/dashboard.css";
-            }
-            body {
-                header { h1 { a href="./" { "Tether" } } }
-                main { h2 { (title) } (body) }
-            }
-        }
-    }
-}
+pub use crate::page::layout;
 
 /// What a confirmation page says and posts.
 pub struct Confirm<'a> {

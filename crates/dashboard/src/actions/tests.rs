@@ -29,6 +29,7 @@ fn shared() -> Shared {
             store,
             changes,
             scope: "namespace shop".to_string(),
+            namespace: Some("shop".to_string()),
         },
         acting: Acting::Kubeconfig(nobody()),
         base: "/".to_string(),

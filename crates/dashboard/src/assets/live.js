@@ -41,4 +41,19 @@
   events.addEventListener("change", refresh);
   events.onopen = function () { say("Live: updates as Applications change."); refresh(); };
   events.onerror = function () { say("Disconnected; reconnecting…"); };
+
+  // Break-glass windows: the time left, counted down every second from
+  // each element's data-expires (RFC 3339), in words.
+  function countdown() {
+    var now = Date.now();
+    document.querySelectorAll("[data-expires]").forEach(function (element) {
+      var left = Math.floor((Date.parse(element.dataset.expires) - now) / 1000);
+      if (isNaN(left)) return;
+      if (left <= 0) { element.textContent = "expired"; return; }
+      var h = Math.floor(left / 3600), m = Math.floor(left % 3600 / 60), s = left % 60;
+      var two = function (n) { return (n < 10 ? "0" : "") + n; };
+      element.textContent = h > 0 ? h + "h " + two(m) + "m left" : m + "m " + two(s) + "s left";
+    });
+  }
+  setInterval(countdown, 1000);
 })();
