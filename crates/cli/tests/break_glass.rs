@@ -6,8 +6,21 @@
 mod support;
 
 use serde_json::Value;
-use support::{Repo, run_controller, run_controller_resyncing, tether, tether_ok};
+use support::{Repo, app_create_shop, run_controller, run_controller_resyncing, tether, tether_ok};
 use tether_testkit::{TestNamespace, eventually};
+
+/// Runs `tether break-glass open shop -n NS MORE…` and returns the name of
+/// the window it opened (printed as `opened NS/NAME …`).
+fn open_window(ns: &TestNamespace, more: &[&str]) -> String {
+    let args = [&["break-glass", "open", "shop", "-n", &ns.name][..], more].concat();
+    let opened = tether_ok(ns, &args);
+    opened
+        .split_whitespace()
+        .nth(1)
+        .and_then(|w| w.split('/').nth(1))
+        .unwrap()
+        .to_string()
+}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
@@ -24,23 +37,7 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
     let n = ns.name.as_str();
     tether_ok(&ns, &["install", "-n", n]);
     let _controller = run_controller(&ns, "incident");
-    let url = repo.url();
-    tether_ok(
-        &ns,
-        &[
-            "app",
-            "create",
-            "shop",
-            "-n",
-            n,
-            "--repo",
-            &url,
-            "--path",
-            "app",
-            "--dest-namespace",
-            n,
-        ],
-    );
+    app_create_shop(&ns, &repo);
     eventually("Synced", || async {
         let status: Value =
             serde_json::from_str(&tether_ok(&ns, &["status", "shop", "-n", n, "-o", "json"]))
@@ -114,14 +111,9 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
     assert!(!tether_ok(&ns, &["break-glass", "list", "-n", n]).contains("shop-"));
 
     // The incident: a window on the Deployment, an emergency image change.
-    let opened = tether_ok(
+    let window = open_window(
         &ns,
         &[
-            "break-glass",
-            "open",
-            "shop",
-            "-n",
-            n,
             "--resource",
             "Deployment/web",
             "--reason",
@@ -130,12 +122,6 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
             "10m",
         ],
     );
-    let window = opened
-        .split_whitespace()
-        .nth(1)
-        .and_then(|w| w.split('/').nth(1))
-        .unwrap()
-        .to_string();
     ns.kubectl_ok(&["set", "image", "deployment/web", "web=nginx:1.26"]);
     let shown = eventually("the change and its check in break-glass show", || async {
         let shown = tether_ok(&ns, &["break-glass", "show", &window, "-n", n]);
@@ -245,26 +231,7 @@ async fn adopt_wakes_the_app_and_closing_as_adopted_afterwards_just_closes() {
     };
     eventually("Synced", || synced_to(repo.head())).await;
 
-    let opened = tether_ok(
-        &ns,
-        &[
-            "break-glass",
-            "open",
-            "shop",
-            "-n",
-            n,
-            "--reason",
-            "INC-7: degrade",
-            "--ttl",
-            "10m",
-        ],
-    );
-    let window = opened
-        .split_whitespace()
-        .nth(1)
-        .and_then(|w| w.split('/').nth(1))
-        .unwrap()
-        .to_string();
+    let window = open_window(&ns, &["--reason", "INC-7: degrade", "--ttl", "10m"]);
     ns.kubectl_ok(&[
         "patch",
         "configmap/settings",

@@ -8,30 +8,19 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{Running, tether_command, tether_ok};
+use support::{Running, controller_command, tether_ok};
 use tether_testkit::{TestNamespace, eventually};
 
 /// `tether run` for `ns` with `extra` arguments, its stderr in a file.
 fn controller_logging_to(ns: &TestNamespace, log: &std::path::Path, extra: &[&str]) -> Running {
-    let mut args = vec![
-        "run",
-        "--lease-namespace",
-        &ns.name,
-        "--watch-namespace",
-        &ns.name,
-        "--identity",
-        "logger",
-        "--http-addr",
-        "127.0.0.1:0",
-    ];
-    args.extend(extra);
-    let mut command = tether_command(ns, &args);
+    let args = [&["--http-addr", "127.0.0.1:0"][..], extra].concat();
+    let (mut command, cache) = controller_command(ns, ns, "logger", 30, &args);
     std::fs::create_dir_all(log.parent().unwrap()).unwrap();
     let file = std::fs::File::create(log).unwrap();
     let child = command.stdout(Stdio::null()).stderr(file).spawn().unwrap();
     Running {
         child,
-        leftovers: Vec::new(),
+        leftovers: vec![cache],
     }
 }
 

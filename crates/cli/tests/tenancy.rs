@@ -10,7 +10,7 @@ mod support;
 use kube::api::Api;
 use serde_json::{Value, json};
 use support::tenancy::{Project, cluster_role_binding, config_map_in, refused, service_account};
-use support::{Repo, Running, config_map, tether_command, tether_ok};
+use support::{Repo, Running, config_map, tether_ok};
 use tether_controller::api::Application;
 use tether_controller::api::application::RECONCILED_CONDITION;
 use tether_core::SyncStatus;
@@ -20,24 +20,7 @@ use tether_testkit::{TestNamespace, application, condition, has_condition, statu
 /// arguments.
 fn run_controller_with(ns: &TestNamespace, identity: &str, more: &[&str]) -> Running {
     tether_ok(ns, &["install", "--namespace", &ns.name]);
-    let cache = ns.cache_dir().join(identity);
-    let mut args = vec![
-        "run",
-        "--lease-namespace",
-        &ns.name,
-        "--watch-namespace",
-        &ns.name,
-        "--identity",
-        identity,
-        "--resync-seconds",
-        "30",
-        "--cache-dir",
-        cache.to_str().unwrap(),
-    ];
-    args.extend_from_slice(more);
-    let mut running = Running::spawn(tether_command(ns, &args));
-    running.leftovers.push(cache);
-    running
+    support::run_controller_with(ns, ns, identity, 30, more)
 }
 
 /// Application `shop` of `ns` for `repo`'s `app/`, polled every second.
