@@ -5,6 +5,8 @@
 
 mod support;
 
+use std::process::Output;
+
 use serde_json::Value;
 use support::{Repo, app_create_shop, run_controller, run_controller_resyncing, tether, tether_ok};
 use tether_testkit::{TestNamespace, eventually};
@@ -20,6 +22,12 @@ fn open_window(ns: &TestNamespace, more: &[&str]) -> String {
         .and_then(|w| w.split('/').nth(1))
         .unwrap()
         .to_string()
+}
+
+/// Runs `tether break-glass close WINDOW -n NS MORE…` to the end.
+fn close_window(ns: &TestNamespace, window: &str, more: &[&str]) -> Output {
+    let args = [&["break-glass", "close", window, "-n", &ns.name][..], more].concat();
+    tether(ns, &args)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -178,18 +186,7 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
     let list = tether_ok(&ns, &["break-glass", "list", "-n", n]);
     assert!(list.contains("Closed"), "{list}");
     // A closed window cannot be closed again.
-    let again = tether(
-        &ns,
-        &[
-            "break-glass",
-            "close",
-            &window,
-            "-n",
-            n,
-            "--resolve",
-            "revert",
-        ],
-    );
+    let again = close_window(&ns, &window, &["--resolve", "revert"]);
     assert_eq!(again.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&again.stderr)
@@ -270,19 +267,10 @@ async fn adopt_wakes_the_app_and_closing_as_adopted_afterwards_just_closes() {
         woken.elapsed()
     );
 
-    let closed = tether(
+    let closed = close_window(
         &ns,
-        &[
-            "break-glass",
-            "close",
-            &window,
-            "-n",
-            n,
-            "--resolve",
-            "adopt",
-            "--author",
-            "Ada <ada@example.com>",
-        ],
+        &window,
+        &["--resolve", "adopt", "--author", "Ada <ada@example.com>"],
     );
     assert!(closed.status.success(), "{}", support::text(&closed));
     let closed = support::text(&closed);

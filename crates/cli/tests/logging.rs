@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{Running, controller_command, tether_ok};
+use support::{Running, controller_command, installed};
 use tether_testkit::{TestNamespace, eventually};
 
 /// `tether run` for `ns` with `extra` arguments, its stderr in a file.
@@ -26,8 +26,7 @@ fn controller_logging_to(ns: &TestNamespace, log: &std::path::Path, extra: &[&st
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_controller_logs_its_start_as_json_lines_and_text_without_colour_codes() {
-    let ns = TestNamespace::create("cli-logging").await;
-    tether_ok(&ns, &["install", "-n", &ns.name]);
+    let ns = installed("cli-logging").await;
 
     let json_log = ns.cache_dir().join("json.log");
     let running = controller_logging_to(&ns, &json_log, &["--log-format", "json"]);

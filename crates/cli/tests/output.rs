@@ -5,19 +5,13 @@
 mod support;
 
 use serde_json::Value;
-use support::{Repo, app_create_shop, config_map, tether, tether_ok, text};
+use support::{app_create_shop, config_map, installed, settings_repo, tether, tether_ok, text};
 use tether_controller::api::Application;
-use tether_testkit::TestNamespace;
 
 #[tokio::test]
 async fn app_get_prints_yaml_by_default_and_json_with_o_json() {
-    let ns = TestNamespace::create("cli-output-get").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
-    let repo = Repo::new();
-    repo.commit(
-        &[("app/settings.yaml", config_map("settings", "hello"))],
-        "one",
-    );
+    let ns = installed("cli-output-get").await;
+    let repo = settings_repo();
     let n = ns.name.as_str();
     app_create_shop(&ns, &repo);
 

@@ -10,7 +10,7 @@ mod support;
 use kube::api::Api;
 use serde_json::{Value, json};
 use support::tenancy::{Project, cluster_role_binding, config_map_in, refused, service_account};
-use support::{Repo, Running, config_map, tether_ok};
+use support::{Repo, Running, config_map, installed, tether_ok};
 use tether_controller::api::Application;
 use tether_controller::api::application::RECONCILED_CONDITION;
 use tether_core::SyncStatus;
@@ -308,8 +308,7 @@ async fn a_project_refuses_cluster_scoped_kinds_and_other_namespaces_and_applies
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_project_refuses_at_admission_an_app_whose_repository_or_destination_it_does_not_allow() {
-    let ns = TestNamespace::create("proj-admit").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let ns = installed("proj-admit").await;
     let _project = Project::apply(
         &ns,
         &ns.name,

@@ -5,8 +5,6 @@
 
 mod support;
 
-use std::path::PathBuf;
-
 use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::json;
 use support::{Repo, app, config_for, start_controller_with, status_where};

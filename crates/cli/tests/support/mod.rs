@@ -156,6 +156,23 @@ pub fn controller_command(
     (tether_command(home, &args), cache)
 }
 
+/// A new namespace named after `prefix`, with Tether installed in it.
+pub async fn installed(prefix: &str) -> TestNamespace {
+    let ns = TestNamespace::create(prefix).await;
+    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    ns
+}
+
+/// A repository whose `app/` holds ConfigMap `settings` greeting "hello".
+pub fn settings_repo() -> Repo {
+    let repo = Repo::new();
+    repo.commit(
+        &[("app/settings.yaml", config_map("settings", "hello"))],
+        "one",
+    );
+    repo
+}
+
 /// A ConfigMap `name` with `greeting`, as YAML.
 pub fn config_map(name: &str, greeting: &str) -> String {
     format!(

@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 pub use tether_testkit::{Repo, status_where};
 
 pub mod break_glass;
+pub mod waves;
 
 /// `kubectl` arguments that change ConfigMap `settings`' greeting to
 /// "hijacked" behind Git's back.
