@@ -13,7 +13,9 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
-use support::{Repo, app, config_for, start_controller, start_controller_with, status_where, web};
+use support::{
+    Repo, app, config_for, start_controller, start_controller_with, status_where, sync_failed, web,
+};
 use tether_controller::Config;
 use tether_controller::api::application::{CREATED_FOR_ANNOTATION, MANAGED_BY_LABEL};
 use tether_core::tracking::APP_LABEL;
@@ -64,12 +66,7 @@ async fn a_sync_that_failed_for_a_missing_namespace_applies_once_the_namespace_e
         .sync_policy(json!({"retry": {"limit": 5, "backoffSeconds": 60}}))
         .apply(&ns.client)
         .await;
-    let failed = status_where(&apps, "the sync failed: no namespace", |s| {
-        s.operation_state
-            .as_ref()
-            .is_some_and(|o| o.phase == "Failed" && o.message.contains("not found"))
-    })
-    .await;
+    let failed = sync_failed(&apps, "the sync failed: no namespace", "not found").await;
     let message = &failed.operation_state.unwrap().message;
     assert!(message.contains(&late.name), "{message}");
 
@@ -154,12 +151,7 @@ async fn a_sync_that_failed_for_a_missing_kind_applies_once_its_crd_is_installed
         .sync_policy(json!({"retry": {"limit": 5, "backoffSeconds": 60}}))
         .apply(&ns.client)
         .await;
-    let failed = status_where(&apps, "the sync failed: no such kind", |s| {
-        s.operation_state
-            .as_ref()
-            .is_some_and(|o| o.phase == "Failed" && o.message.contains("Widget"))
-    })
-    .await;
+    let failed = sync_failed(&apps, "the sync failed: no such kind", "Widget").await;
     let message = failed.operation_state.unwrap().message;
     assert!(
         message.contains("is its CustomResourceDefinition installed?"),

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use serde_json::json;
 use support::waves::{synced_wave_by_wave, two_waves};
-use support::{Repo, create_app_with, start_controller, status_where};
+use support::{Repo, create_app_with, start_controller, status_where, sync_failed};
 use tether_testkit::{TestNamespace, condition};
 
 /// Tether's own wave annotation.
@@ -41,12 +41,7 @@ async fn a_wave_that_never_becomes_healthy_holds_back_the_next_and_is_named() {
     assert!(config_maps.get_opt("after-web").await.unwrap().is_none());
 
     // The sync fails after the wave timeout, naming the Deployment.
-    let status = status_where(&apps, "the sync failed on wave 0", |s| {
-        s.operation_state
-            .as_ref()
-            .is_some_and(|o| o.phase == "Failed")
-    })
-    .await;
+    let status = sync_failed(&apps, "the sync failed on wave 0", "").await;
     let message = &status.operation_state.as_ref().unwrap().message;
     assert!(
         message.starts_with(&format!(
