@@ -163,18 +163,8 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
     );
 
     // Close with revert: self-heal takes the image back.
-    tether_ok(
-        &ns,
-        &[
-            "break-glass",
-            "close",
-            "shop",
-            "-n",
-            n,
-            "--resolve",
-            "revert",
-        ],
-    );
+    let closed = close_window(&ns, "shop", &["--resolve", "revert"]);
+    assert!(closed.status.success(), "{}", support::text(&closed));
     eventually("the image reverted", || async {
         let image = ns.jsonpath(
             "deployment/web",

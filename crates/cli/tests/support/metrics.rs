@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tether_testkit::{TestNamespace, eventually};
 
-use super::{Running, run_controller_with, tether_ok};
+use super::{Running, bind_cluster_role, run_controller_with, tether_ok};
 
 /// `tether run` for `ns` as replica `identity`, serving HTTP on `port`.
 pub fn run_serving(ns: &TestNamespace, identity: &str, port: u16) -> Running {
@@ -108,15 +108,13 @@ pub fn service_account_token(ns: &TestNamespace, name: &str) -> String {
 
 /// Binds the ServiceAccount `name` of `ns` to `tether-metrics-reader`.
 pub fn bind_metrics_reader(ns: &TestNamespace, name: &str) {
-    ns.kubectl_ok(&[
-        "create",
+    bind_cluster_role(
+        ns,
         "clusterrolebinding",
         &format!("metrics-{}-{name}", ns.name),
-        "--clusterrole",
         "tether-metrics-reader",
-        "--serviceaccount",
         &format!("{}:{name}", ns.name),
-    ]);
+    );
 }
 
 /// The series of `metric` in an exposition: labels by name, and the value.

@@ -173,6 +173,21 @@ pub fn settings_repo() -> Repo {
     repo
 }
 
+/// Binds ServiceAccount `account` (`NAMESPACE:NAME`) to ClusterRole
+/// `role` with a `kind` (`rolebinding`, within `ns`, or
+/// `clusterrolebinding`) named `binding`.
+pub fn bind_cluster_role(ns: &TestNamespace, kind: &str, binding: &str, role: &str, account: &str) {
+    ns.kubectl_ok(&[
+        "create",
+        kind,
+        binding,
+        "--clusterrole",
+        role,
+        "--serviceaccount",
+        account,
+    ]);
+}
+
 /// A ConfigMap `name` with `greeting`, as YAML.
 pub fn config_map(name: &str, greeting: &str) -> String {
     format!(
