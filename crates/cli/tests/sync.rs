@@ -10,8 +10,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use serde_json::json;
 use support::{
-    Repo, config_map, create_app, installed, run_controller, settings_repo, tether, tether_command,
-    tether_ok, text,
+    Repo, config_map, create_app, installed, run_controller, settings_repo, settings_repo_greeting,
+    tether, tether_command, tether_ok, text,
 };
 use tether_controller::api::Application;
 
@@ -198,11 +198,7 @@ async fn a_sync_whose_render_fails_says_why_at_once_and_exits_non_zero() {
 #[tokio::test]
 async fn a_one_off_revision_on_an_automated_app_is_refused_with_what_to_do() {
     let ns = installed("cli-sync-pin").await;
-    let repo = Repo::new();
-    let older = repo.commit(
-        &[("app/settings.yaml", config_map("settings", "one"))],
-        "one",
-    );
+    let (repo, older) = settings_repo_greeting("one");
     repo.commit(
         &[("app/settings.yaml", config_map("settings", "two"))],
         "two",

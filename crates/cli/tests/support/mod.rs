@@ -165,12 +165,18 @@ pub async fn installed(prefix: &str) -> TestNamespace {
 
 /// A repository whose `app/` holds ConfigMap `settings` greeting "hello".
 pub fn settings_repo() -> Repo {
+    settings_repo_greeting("hello").0
+}
+
+/// A repository whose `app/` holds ConfigMap `settings` greeting
+/// `greeting` (the commit's subject too), and that commit.
+pub fn settings_repo_greeting(greeting: &str) -> (Repo, String) {
     let repo = Repo::new();
-    repo.commit(
-        &[("app/settings.yaml", config_map("settings", "hello"))],
-        "one",
+    let commit = repo.commit(
+        &[("app/settings.yaml", config_map("settings", greeting))],
+        greeting,
     );
-    repo
+    (repo, commit)
 }
 
 /// Binds ServiceAccount `account` (`NAMESPACE:NAME`) to ClusterRole
