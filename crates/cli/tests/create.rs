@@ -11,7 +11,7 @@ mod support;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
-use support::{Repo, config_map, installed, run_controller, tether, tether_ok, text};
+use support::{Repo, assert_lines, config_map, installed, run_controller, tether, tether_ok, text};
 use tether_controller::api::Application;
 use tether_core::SyncStatus;
 use tether_source::Renderer;
@@ -299,16 +299,14 @@ async fn a_kustomization_read_as_plain_yaml_says_so_and_status_shows_the_detail(
 
     // The detail view names the condition with its reason and message.
     let shown = tether_ok(&ns, &["status", "shop", "-n", &ns.name]);
-    for expected in [
-        format!("Application:  {}/shop", ns.name),
-        "  Renderer:   directory".to_string(),
-        "Conditions:".to_string(),
-    ] {
-        assert!(
-            shown.lines().any(|l| l == expected),
-            "no {expected:?} in:\n{shown}"
-        );
-    }
+    assert_lines(
+        &shown,
+        &[
+            format!("Application:  {}/shop", ns.name),
+            "  Renderer:   directory".to_string(),
+            "Conditions:".to_string(),
+        ],
+    );
     assert!(shown.contains("(RenderFailed)"), "{shown}");
     assert!(
         shown.contains("this directory holds a kustomization"),
@@ -332,18 +330,16 @@ async fn a_kustomization_read_as_plain_yaml_says_so_and_status_shows_the_detail(
     })
     .await;
     let shown = tether_ok(&ns, &["status", "shop", "-n", &ns.name]);
-    for expected in [
-        "  Renderer:   kustomize",
-        "Last operation:",
-        "  Phase:      Succeeded",
-        "Drift:        none",
-        "Orphans:      none",
-    ] {
-        assert!(
-            shown.lines().any(|l| l == expected),
-            "no {expected:?} in:\n{shown}"
-        );
-    }
+    assert_lines(
+        &shown,
+        &[
+            "  Renderer:   kustomize",
+            "Last operation:",
+            "  Phase:      Succeeded",
+            "Drift:        none",
+            "Orphans:      none",
+        ],
+    );
     assert!(
         shown.contains("Status:       Synced × Healthy → Converged"),
         "{shown}"

@@ -45,6 +45,17 @@ pub fn tether_ok(ns: &TestNamespace, args: &[&str]) -> String {
     run_ok(&mut tether_command(ns, args))
 }
 
+/// Panics, showing `text`, unless each of `expected` is a whole line of it.
+pub fn assert_lines<S: AsRef<str>>(text: &str, expected: &[S]) {
+    for expected in expected {
+        let expected = expected.as_ref();
+        assert!(
+            text.lines().any(|line| line == expected),
+            "no {expected:?} in:\n{text}"
+        );
+    }
+}
+
 /// Stdout and stderr, as one text.
 pub fn text(output: &Output) -> String {
     format!(
