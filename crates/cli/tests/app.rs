@@ -3,13 +3,11 @@
 
 mod support;
 
-use support::tether_ok;
-use tether_testkit::TestNamespace;
+use support::{installed, tether_ok};
 
 #[tokio::test]
 async fn app_create_says_created_then_unchanged_then_configured() {
-    let ns = TestNamespace::create("cli-app").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let ns = installed("cli-app").await;
     let create = |extra: &[&str]| {
         let mut args = vec![
             "app",
@@ -38,8 +36,7 @@ async fn app_create_says_created_then_unchanged_then_configured() {
 
 #[tokio::test]
 async fn a_missing_application_is_an_error_that_names_it_in_words_not_structs() {
-    let ns = TestNamespace::create("cli-missing").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let ns = installed("cli-missing").await;
     let output = support::tether(&ns, &["status", "nosuchapp", "-n", &ns.name]);
     let shown = support::text(&output);
     assert_eq!(output.status.code(), Some(2), "{shown}");

@@ -5,9 +5,30 @@
 
 mod support;
 
+use std::process::Output;
+
 use serde_json::Value;
-use support::{Repo, run_controller, run_controller_resyncing, tether, tether_ok};
+use support::{Repo, app_create_shop, run_controller, run_controller_resyncing, tether, tether_ok};
 use tether_testkit::{TestNamespace, eventually};
+
+/// Runs `tether break-glass open shop -n NS MORE…` and returns the name of
+/// the window it opened (printed as `opened NS/NAME …`).
+fn open_window(ns: &TestNamespace, more: &[&str]) -> String {
+    let args = [&["break-glass", "open", "shop", "-n", &ns.name][..], more].concat();
+    let opened = tether_ok(ns, &args);
+    opened
+        .split_whitespace()
+        .nth(1)
+        .and_then(|w| w.split('/').nth(1))
+        .unwrap()
+        .to_string()
+}
+
+/// Runs `tether break-glass close WINDOW -n NS MORE…` to the end.
+fn close_window(ns: &TestNamespace, window: &str, more: &[&str]) -> Output {
+    let args = [&["break-glass", "close", window, "-n", &ns.name][..], more].concat();
+    tether(ns, &args)
+}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
@@ -24,23 +45,7 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
     let n = ns.name.as_str();
     tether_ok(&ns, &["install", "-n", n]);
     let _controller = run_controller(&ns, "incident");
-    let url = repo.url();
-    tether_ok(
-        &ns,
-        &[
-            "app",
-            "create",
-            "shop",
-            "-n",
-            n,
-            "--repo",
-            &url,
-            "--path",
-            "app",
-            "--dest-namespace",
-            n,
-        ],
-    );
+    app_create_shop(&ns, &repo);
     eventually("Synced", || async {
         let status: Value =
             serde_json::from_str(&tether_ok(&ns, &["status", "shop", "-n", n, "-o", "json"]))
@@ -114,14 +119,9 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
     assert!(!tether_ok(&ns, &["break-glass", "list", "-n", n]).contains("shop-"));
 
     // The incident: a window on the Deployment, an emergency image change.
-    let opened = tether_ok(
+    let window = open_window(
         &ns,
         &[
-            "break-glass",
-            "open",
-            "shop",
-            "-n",
-            n,
             "--resource",
             "Deployment/web",
             "--reason",
@@ -130,12 +130,6 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
             "10m",
         ],
     );
-    let window = opened
-        .split_whitespace()
-        .nth(1)
-        .and_then(|w| w.split('/').nth(1))
-        .unwrap()
-        .to_string();
     ns.kubectl_ok(&["set", "image", "deployment/web", "web=nginx:1.26"]);
     let shown = eventually("the change and its check in break-glass show", || async {
         let shown = tether_ok(&ns, &["break-glass", "show", &window, "-n", n]);
@@ -169,18 +163,8 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
     );
 
     // Close with revert: self-heal takes the image back.
-    tether_ok(
-        &ns,
-        &[
-            "break-glass",
-            "close",
-            "shop",
-            "-n",
-            n,
-            "--resolve",
-            "revert",
-        ],
-    );
+    let closed = close_window(&ns, "shop", &["--resolve", "revert"]);
+    assert!(closed.status.success(), "{}", support::text(&closed));
     eventually("the image reverted", || async {
         let image = ns.jsonpath(
             "deployment/web",
@@ -192,18 +176,7 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
     let list = tether_ok(&ns, &["break-glass", "list", "-n", n]);
     assert!(list.contains("Closed"), "{list}");
     // A closed window cannot be closed again.
-    let again = tether(
-        &ns,
-        &[
-            "break-glass",
-            "close",
-            &window,
-            "-n",
-            n,
-            "--resolve",
-            "revert",
-        ],
-    );
+    let again = close_window(&ns, &window, &["--resolve", "revert"]);
     assert_eq!(again.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&again.stderr)
@@ -245,26 +218,7 @@ async fn adopt_wakes_the_app_and_closing_as_adopted_afterwards_just_closes() {
     };
     eventually("Synced", || synced_to(repo.head())).await;
 
-    let opened = tether_ok(
-        &ns,
-        &[
-            "break-glass",
-            "open",
-            "shop",
-            "-n",
-            n,
-            "--reason",
-            "INC-7: degrade",
-            "--ttl",
-            "10m",
-        ],
-    );
-    let window = opened
-        .split_whitespace()
-        .nth(1)
-        .and_then(|w| w.split('/').nth(1))
-        .unwrap()
-        .to_string();
+    let window = open_window(&ns, &["--reason", "INC-7: degrade", "--ttl", "10m"]);
     ns.kubectl_ok(&[
         "patch",
         "configmap/settings",
@@ -303,19 +257,10 @@ async fn adopt_wakes_the_app_and_closing_as_adopted_afterwards_just_closes() {
         woken.elapsed()
     );
 
-    let closed = tether(
+    let closed = close_window(
         &ns,
-        &[
-            "break-glass",
-            "close",
-            &window,
-            "-n",
-            n,
-            "--resolve",
-            "adopt",
-            "--author",
-            "Ada <ada@example.com>",
-        ],
+        &window,
+        &["--resolve", "adopt", "--author", "Ada <ada@example.com>"],
     );
     assert!(closed.status.success(), "{}", support::text(&closed));
     let closed = support::text(&closed);

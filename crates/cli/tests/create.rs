@@ -11,7 +11,7 @@ mod support;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
-use support::{Repo, config_map, run_controller, tether, tether_ok, text};
+use support::{Repo, assert_lines, config_map, installed, run_controller, tether, tether_ok, text};
 use tether_controller::api::Application;
 use tether_core::SyncStatus;
 use tether_source::Renderer;
@@ -65,8 +65,7 @@ const JSONNET: &str = "{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn app_create_detects_each_renderer_and_each_app_syncs() {
-    let ns = TestNamespace::create("cli-create").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let ns = installed("cli-create").await;
     let repo = Repo::new();
     repo.commit(
         &[
@@ -163,8 +162,7 @@ async fn app_create_detects_each_renderer_and_each_app_syncs() {
 /// Application schema (issue 14, item 6).
 #[tokio::test(flavor = "multi_thread")]
 async fn app_create_passes_jsonnet_top_level_arguments() {
-    let ns = TestNamespace::create("cli-create-tla").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let ns = installed("cli-create-tla").await;
     let repo = Repo::new();
     let program = "function(greeting, replicas='1') { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'tla' }, data: { greeting: greeting, replicas: replicas } }\n";
     repo.commit(&[("app/main.jsonnet", program)], "a function of its TLAs");
@@ -190,8 +188,7 @@ async fn app_create_passes_jsonnet_top_level_arguments() {
 
 #[tokio::test]
 async fn app_create_dry_run_prints_the_application_and_creates_nothing() {
-    let ns = TestNamespace::create("cli-create-dry").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let ns = installed("cli-create-dry").await;
     let repo = Repo::new();
     repo.commit(
         &[
@@ -267,8 +264,7 @@ async fn app_create_dry_run_prints_the_application_and_creates_nothing() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_kustomization_read_as_plain_yaml_says_so_and_status_shows_the_detail() {
-    let ns = TestNamespace::create("cli-create-hint").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let ns = installed("cli-create-hint").await;
     let repo = Repo::new();
     repo.commit(
         &[
@@ -303,16 +299,14 @@ async fn a_kustomization_read_as_plain_yaml_says_so_and_status_shows_the_detail(
 
     // The detail view names the condition with its reason and message.
     let shown = tether_ok(&ns, &["status", "shop", "-n", &ns.name]);
-    for expected in [
-        format!("Application:  {}/shop", ns.name),
-        "  Renderer:   directory".to_string(),
-        "Conditions:".to_string(),
-    ] {
-        assert!(
-            shown.lines().any(|l| l == expected),
-            "no {expected:?} in:\n{shown}"
-        );
-    }
+    assert_lines(
+        &shown,
+        &[
+            format!("Application:  {}/shop", ns.name),
+            "  Renderer:   directory".to_string(),
+            "Conditions:".to_string(),
+        ],
+    );
     assert!(shown.contains("(RenderFailed)"), "{shown}");
     assert!(
         shown.contains("this directory holds a kustomization"),
@@ -336,18 +330,16 @@ async fn a_kustomization_read_as_plain_yaml_says_so_and_status_shows_the_detail(
     })
     .await;
     let shown = tether_ok(&ns, &["status", "shop", "-n", &ns.name]);
-    for expected in [
-        "  Renderer:   kustomize",
-        "Last operation:",
-        "  Phase:      Succeeded",
-        "Drift:        none",
-        "Orphans:      none",
-    ] {
-        assert!(
-            shown.lines().any(|l| l == expected),
-            "no {expected:?} in:\n{shown}"
-        );
-    }
+    assert_lines(
+        &shown,
+        &[
+            "  Renderer:   kustomize",
+            "Last operation:",
+            "  Phase:      Succeeded",
+            "Drift:        none",
+            "Orphans:      none",
+        ],
+    );
     assert!(
         shown.contains("Status:       Synced × Healthy → Converged"),
         "{shown}"

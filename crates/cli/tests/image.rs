@@ -114,36 +114,30 @@ fn the_containerfile_builds_a_static_non_root_image_under_80_mb_whose_tether_run
 
     // It renders Kustomize, Helm and Jsonnet with the renderer sandbox
     // required (bubblewrap inside the container), writing only to /tmp.
-    let kustomized = image.run(&[
-        "render",
-        "--path",
-        "/tmp/inputs/examples/kustomize-guestbook/base",
-        "--renderer",
-        "kustomize",
-    ]);
-    assert!(kustomized.contains("kind: Service"), "{kustomized}");
-    let charted = image.run(&[
-        "render",
-        "--path",
-        "/tmp/inputs/examples/helm-dependency",
-        "--renderer",
-        "helm",
-        "--release-name",
-        "shop",
-    ]);
-    assert!(charted.contains("kind: ConfigMap"), "{charted}");
-    let evaluated = image.run(&[
-        "render",
-        "--path",
-        "/tmp/inputs/examples/jsonnet-guestbook",
-        "--renderer",
-        "jsonnet",
-        "--jsonnet-main",
-        "guestbook.jsonnet",
-        "--tla",
-        "name=shop",
-    ]);
-    assert!(evaluated.contains("kind: Deployment"), "{evaluated}");
+    for (path, renderer, more, kind) in [
+        ("kustomize-guestbook/base", "kustomize", &[][..], "Service"),
+        (
+            "helm-dependency",
+            "helm",
+            &["--release-name", "shop"][..],
+            "ConfigMap",
+        ),
+        (
+            "jsonnet-guestbook",
+            "jsonnet",
+            &["--jsonnet-main", "guestbook.jsonnet", "--tla", "name=shop"][..],
+            "Deployment",
+        ),
+    ] {
+        let path = format!("/tmp/inputs/examples/{path}");
+        let args = [
+            &["render", "--path", &path, "--renderer", renderer][..],
+            more,
+        ]
+        .concat();
+        let rendered = image.run(&args);
+        assert!(rendered.contains(&format!("kind: {kind}")), "{rendered}");
+    }
 
     // Its tether is the controller in a cluster.
     controls_a_cluster(&image.rootfs.join("usr/local/bin/tether"));

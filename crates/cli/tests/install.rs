@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::Api;
 use serde_json::{Value, json};
-use support::{Repo, config_map, create_app, run_controller, tether, tether_ok, text};
+use support::{create_app, installed, run_controller, settings_repo, tether, tether_ok, text};
 use tether_controller::api::Application;
 use tether_testkit::{TestNamespace, eventually, status_of};
 
@@ -43,8 +43,7 @@ fn can_i(ns: &TestNamespace, controller_ns: &str, args: &[&str]) -> bool {
 
 #[tokio::test]
 async fn the_controller_service_account_may_do_exactly_what_the_can_i_table_says() {
-    let ns = TestNamespace::create("can-i").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let ns = installed("can-i").await;
     let me = ns.name.as_str();
     // tether-applier is filled in by the aggregation controller, soon.
     eventually("tether-applier to aggregate the default grants", || async {
@@ -193,22 +192,22 @@ async fn two_concurrent_installs_into_two_namespaces_each_keep_their_bindings() 
 #[tokio::test]
 async fn the_dry_run_manifests_apply_cleanly_with_a_server_side_dry_run() {
     let ns = TestNamespace::create("dry-run").await;
-    let image = ["--image", "example.com/tether:dev", "--replicas", "3"];
-    let yaml = tether_ok(
-        &ns,
-        &[
-            &[
-                "install",
-                "--namespace",
-                &ns.name,
-                "--dry-run",
-                "-o",
-                "yaml",
-            ][..],
-            &image,
-        ]
-        .concat(),
-    );
+    let dry_run = |format: &str| {
+        let args = [
+            "install",
+            "--namespace",
+            &ns.name,
+            "--dry-run",
+            "-o",
+            format,
+            "--image",
+            "example.com/tether:dev",
+            "--replicas",
+            "3",
+        ];
+        tether_ok(&ns, &args)
+    };
+    let yaml = dry_run("yaml");
     let applied = ns.kubectl_ok_with_stdin(&["apply", "--dry-run=server", "-f", "-"], &yaml);
     assert!(
         applied.contains("deployment.apps/tether-controller"),
@@ -221,21 +220,7 @@ async fn the_dry_run_manifests_apply_cleanly_with_a_server_side_dry_run() {
     // Nothing was applied.
     assert!(!has_controller_account(&ns).await);
 
-    let json = tether_ok(
-        &ns,
-        &[
-            &[
-                "install",
-                "--namespace",
-                &ns.name,
-                "--dry-run",
-                "-o",
-                "json",
-            ][..],
-            &image,
-        ]
-        .concat(),
-    );
+    let json = dry_run("json");
     let list: Value = serde_json::from_str(&json).unwrap();
     let deployment = list["items"]
         .as_array()
@@ -273,15 +258,9 @@ async fn the_dry_run_manifests_apply_cleanly_with_a_server_side_dry_run() {
 #[tokio::test]
 async fn uninstall_removes_the_controller_and_leaves_the_applied_objects_in_place() {
     // Another install stays, so the shared roles do too (other tests use them).
-    let keeper = TestNamespace::create("uninstall-keeper").await;
-    tether_ok(&keeper, &["install", "--namespace", &keeper.name]);
-    let ns = TestNamespace::create("uninstall").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
-    let repo = Repo::new();
-    repo.commit(
-        &[("app/settings.yaml", config_map("settings", "hello"))],
-        "one",
-    );
+    let keeper = installed("uninstall-keeper").await;
+    let ns = installed("uninstall").await;
+    let repo = settings_repo();
     create_app(&ns, &repo, json!({}));
     let controller = run_controller(&ns, "uninstall");
     let apps: Api<Application> = ns.api();

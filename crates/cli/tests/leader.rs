@@ -13,7 +13,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};
 use serde_json::json;
-use support::{Repo, Running, config_map, create_app, run_controller, tether_ok};
+use support::{
+    Repo, Running, config_map, create_app, run_controller, settings_repo_greeting, tether_ok,
+};
 use tether_controller::api::Application;
 use tether_testkit::TestNamespace;
 use tether_testkit::eventually;
@@ -80,11 +82,7 @@ impl Cluster {
 async fn two_replicas(prefix: &str) -> (Cluster, Repo, String, Running, Running) {
     let ns = TestNamespace::create(prefix).await;
     tether_ok(&ns, &["install", "--namespace", &ns.name]);
-    let repo = Repo::new();
-    let first = repo.commit(
-        &[("app/settings.yaml", config_map("settings", "one"))],
-        "one",
-    );
+    let (repo, first) = settings_repo_greeting("one");
     create_app(&ns, &repo, json!({}));
     let alpha = run_controller(&ns, "alpha");
     let beta = run_controller(&ns, "beta");

@@ -8,37 +8,25 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{Running, tether_command, tether_ok};
+use support::{Running, controller_command, installed};
 use tether_testkit::{TestNamespace, eventually};
 
 /// `tether run` for `ns` with `extra` arguments, its stderr in a file.
 fn controller_logging_to(ns: &TestNamespace, log: &std::path::Path, extra: &[&str]) -> Running {
-    let mut args = vec![
-        "run",
-        "--lease-namespace",
-        &ns.name,
-        "--watch-namespace",
-        &ns.name,
-        "--identity",
-        "logger",
-        "--http-addr",
-        "127.0.0.1:0",
-    ];
-    args.extend(extra);
-    let mut command = tether_command(ns, &args);
+    let args = [&["--http-addr", "127.0.0.1:0"][..], extra].concat();
+    let (mut command, cache) = controller_command(ns, ns, "logger", 30, &args);
     std::fs::create_dir_all(log.parent().unwrap()).unwrap();
     let file = std::fs::File::create(log).unwrap();
     let child = command.stdout(Stdio::null()).stderr(file).spawn().unwrap();
     Running {
         child,
-        leftovers: Vec::new(),
+        leftovers: vec![cache],
     }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_controller_logs_its_start_as_json_lines_and_text_without_colour_codes() {
-    let ns = TestNamespace::create("cli-logging").await;
-    tether_ok(&ns, &["install", "-n", &ns.name]);
+    let ns = installed("cli-logging").await;
 
     let json_log = ns.cache_dir().join("json.log");
     let running = controller_logging_to(&ns, &json_log, &["--log-format", "json"]);

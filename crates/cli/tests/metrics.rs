@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
 use support::metrics::{answered, installed, run_serving, scrape, series, service_account_token};
-use support::{Repo, Running, config_map, create_app};
+use support::{Repo, Running, config_map, create_app, settings_repo};
 use tether_controller::api::Application;
 use tether_testkit::{application, eventually, free_port};
 
@@ -200,11 +200,7 @@ async fn with_200_apps_metrics_has_one_info_series_per_app_with_its_sync_and_hea
 #[tokio::test(flavor = "multi_thread")]
 async fn of_two_replicas_only_the_leader_reports_app_series() {
     let (ns, token) = installed("metrics-leader").await;
-    let repo = Repo::new();
-    repo.commit(
-        &[("app/settings.yaml", config_map("settings", "one"))],
-        "one",
-    );
+    let repo = settings_repo();
     create_app(&ns, &repo, json!({}));
     let ports = [("alpha", free_port()), ("beta", free_port())];
     let _replicas: Vec<Running> = ports
@@ -243,11 +239,7 @@ async fn of_two_replicas_only_the_leader_reports_app_series() {
 #[tokio::test(flavor = "multi_thread")]
 async fn every_api_request_the_controller_makes_is_counted_by_verb_resource_and_code() {
     let (ns, token) = installed("metrics-requests").await;
-    let repo = Repo::new();
-    repo.commit(
-        &[("app/settings.yaml", config_map("settings", "one"))],
-        "one",
-    );
+    let repo = settings_repo();
     create_app(&ns, &repo, json!({}));
     let port = free_port();
     let _controller = run_serving(&ns, "metrics", port);

@@ -5,37 +5,15 @@
 mod support;
 
 use serde_json::Value;
-use support::{Repo, config_map, tether, tether_ok, text};
+use support::{app_create_shop, config_map, installed, settings_repo, tether, tether_ok, text};
 use tether_controller::api::Application;
-use tether_testkit::TestNamespace;
 
 #[tokio::test]
 async fn app_get_prints_yaml_by_default_and_json_with_o_json() {
-    let ns = TestNamespace::create("cli-output-get").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
-    let repo = Repo::new();
-    repo.commit(
-        &[("app/settings.yaml", config_map("settings", "hello"))],
-        "one",
-    );
-    let url = repo.url();
+    let ns = installed("cli-output-get").await;
+    let repo = settings_repo();
     let n = ns.name.as_str();
-    tether_ok(
-        &ns,
-        &[
-            "app",
-            "create",
-            "shop",
-            "-n",
-            n,
-            "--repo",
-            &url,
-            "--path",
-            "app",
-            "--dest-namespace",
-            n,
-        ],
-    );
+    app_create_shop(&ns, &repo);
 
     let yaml = tether_ok(&ns, &["app", "get", "shop", "-n", n]);
     assert!(!yaml.trim_start().starts_with('{'), "not YAML:\n{yaml}");

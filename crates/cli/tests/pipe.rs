@@ -5,13 +5,11 @@ mod support;
 
 use std::process::Stdio;
 
-use support::{tether_command, tether_ok};
-use tether_testkit::TestNamespace;
+use support::{installed, tether_command};
 
 #[tokio::test]
 async fn a_closed_pipe_ends_the_command_quietly_without_a_panic() {
-    let ns = TestNamespace::create("cli-pipe").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let ns = installed("cli-pipe").await;
     let mut child = tether_command(&ns, &["status", "-n", &ns.name])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -10,10 +10,10 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use serde_json::json;
 use support::{
-    Repo, config_map, create_app, run_controller, tether, tether_command, tether_ok, text,
+    Repo, config_map, create_app, installed, run_controller, settings_repo, settings_repo_greeting,
+    tether, tether_command, tether_ok, text,
 };
 use tether_controller::api::Application;
-use tether_testkit::TestNamespace;
 
 async fn version(config_maps: &Api<ConfigMap>, name: &str) -> String {
     config_maps
@@ -27,8 +27,7 @@ async fn version(config_maps: &Api<ConfigMap>, name: &str) -> String {
 
 #[tokio::test]
 async fn sync_dry_run_prints_each_change_and_applies_nothing() {
-    let ns = TestNamespace::create("cli-dry-run").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let ns = installed("cli-dry-run").await;
 
     // Live: `same` as Git has it, `settings` with an older greeting.
     let live = std::env::temp_dir().join(format!("tether-cli-dry-run-{}", ns.name));
@@ -90,8 +89,7 @@ async fn sync_dry_run_prints_each_change_and_applies_nothing() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sync_to_an_older_revision_follows_the_sync_and_records_the_revision() {
-    let ns = TestNamespace::create("cli-revision").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let ns = installed("cli-revision").await;
     let _controller = run_controller(&ns, "only");
 
     // Wave 0 a Deployment the fake kubelet makes ready, available only 3 s
@@ -171,8 +169,7 @@ async fn sync_to_an_older_revision_follows_the_sync_and_records_the_revision() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_sync_whose_render_fails_says_why_at_once_and_exits_non_zero() {
-    let ns = TestNamespace::create("cli-sync-fails").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let ns = installed("cli-sync-fails").await;
     let _controller = run_controller(&ns, "only");
     let repo = Repo::new();
     repo.commit(
@@ -200,13 +197,8 @@ async fn a_sync_whose_render_fails_says_why_at_once_and_exits_non_zero() {
 
 #[tokio::test]
 async fn a_one_off_revision_on_an_automated_app_is_refused_with_what_to_do() {
-    let ns = TestNamespace::create("cli-sync-pin").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
-    let repo = Repo::new();
-    let older = repo.commit(
-        &[("app/settings.yaml", config_map("settings", "one"))],
-        "one",
-    );
+    let ns = installed("cli-sync-pin").await;
+    let (repo, older) = settings_repo_greeting("one");
     repo.commit(
         &[("app/settings.yaml", config_map("settings", "two"))],
         "two",
@@ -235,13 +227,8 @@ async fn a_one_off_revision_on_an_automated_app_is_refused_with_what_to_do() {
 
 #[tokio::test]
 async fn a_dry_run_into_a_missing_namespace_fails_as_the_sync_would() {
-    let ns = TestNamespace::create("cli-dry-nowhere").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
-    let repo = Repo::new();
-    repo.commit(
-        &[("app/settings.yaml", config_map("settings", "hello"))],
-        "one",
-    );
+    let ns = installed("cli-dry-nowhere").await;
+    let repo = settings_repo();
     let nowhere = format!("{}-nowhere", ns.name);
     let app = |sync_policy: serde_json::Value| {
         tether_testkit::application("shop", &ns.name, &repo.url(), "app")
@@ -274,8 +261,7 @@ async fn a_dry_run_into_a_missing_namespace_fails_as_the_sync_would() {
 
 #[tokio::test]
 async fn an_orphan_kept_with_prune_off_is_counted_in_tether_status() {
-    let ns = TestNamespace::create("cli-orphans").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let ns = installed("cli-orphans").await;
     let _controller = run_controller(&ns, "only");
     let repo = Repo::new();
     repo.commit(

@@ -10,7 +10,7 @@ mod support;
 use kube::api::Api;
 use serde_json::{Value, json};
 use support::tenancy::{Project, cluster_role_binding, config_map_in, refused, service_account};
-use support::{Repo, Running, config_map, tether_command, tether_ok};
+use support::{Repo, Running, config_map, installed, settings_repo_greeting, tether_ok};
 use tether_controller::api::Application;
 use tether_controller::api::application::RECONCILED_CONDITION;
 use tether_core::SyncStatus;
@@ -20,24 +20,7 @@ use tether_testkit::{TestNamespace, application, condition, has_condition, statu
 /// arguments.
 fn run_controller_with(ns: &TestNamespace, identity: &str, more: &[&str]) -> Running {
     tether_ok(ns, &["install", "--namespace", &ns.name]);
-    let cache = ns.cache_dir().join(identity);
-    let mut args = vec![
-        "run",
-        "--lease-namespace",
-        &ns.name,
-        "--watch-namespace",
-        &ns.name,
-        "--identity",
-        identity,
-        "--resync-seconds",
-        "30",
-        "--cache-dir",
-        cache.to_str().unwrap(),
-    ];
-    args.extend_from_slice(more);
-    let mut running = Running::spawn(tether_command(ns, &args));
-    running.leftovers.push(cache);
-    running
+    support::run_controller_with(ns, ns, identity, 30, more)
 }
 
 /// Application `shop` of `ns` for `repo`'s `app/`, polled every second.
@@ -70,11 +53,7 @@ async fn an_app_applies_as_its_service_account_and_a_commit_beyond_its_rights_is
     let team_a = TestNamespace::create("team-a").await;
     let team_b = TestNamespace::create("team-b").await;
     service_account(&team_a, "deployer", "edit");
-    let repo = Repo::new();
-    let first = repo.commit(
-        &[("app/settings.yaml", config_map("settings", "one"))],
-        "one",
-    );
+    let (repo, first) = settings_repo_greeting("one");
     let _controller = run_controller_with(&team_a, "tenancy", &[]);
     create_app(
         &team_a,
@@ -167,11 +146,7 @@ async fn an_app_applies_as_its_service_account_and_a_commit_beyond_its_rights_is
 #[tokio::test(flavor = "multi_thread")]
 async fn a_locked_down_controller_refuses_an_app_without_a_service_account_and_applies_nothing() {
     let ns = TestNamespace::create("lockdown").await;
-    let repo = Repo::new();
-    repo.commit(
-        &[("app/settings.yaml", config_map("settings", "one"))],
-        "one",
-    );
+    let (repo, _) = settings_repo_greeting("one");
     let _controller = run_controller_with(&ns, "lockdown", &["--require-service-account"]);
     create_app(&ns, &repo, json!({}));
     let apps: Api<Application> = ns.api();
@@ -206,11 +181,7 @@ async fn the_default_service_account_applies_with_its_own_rights_only() {
         "--serviceaccount",
         &format!("{}:limited", ns.name),
     ]);
-    let repo = Repo::new();
-    let first = repo.commit(
-        &[("app/settings.yaml", config_map("settings", "one"))],
-        "one",
-    );
+    let (repo, first) = settings_repo_greeting("one");
     let _controller = run_controller_with(
         &ns,
         "default-sa",
@@ -257,11 +228,7 @@ async fn the_default_service_account_applies_with_its_own_rights_only() {
 async fn a_project_refuses_cluster_scoped_kinds_and_other_namespaces_and_applies_nothing() {
     let ns = TestNamespace::create("proj-kinds").await;
     let other = TestNamespace::create("proj-other").await;
-    let repo = Repo::new();
-    let first = repo.commit(
-        &[("app/settings.yaml", config_map("settings", "one"))],
-        "one",
-    );
+    let (repo, first) = settings_repo_greeting("one");
     // The controller's own identity (no ServiceAccount): only the Project
     // stands between the commit and the cluster.
     let _controller = run_controller_with(&ns, "projects", &[]);
@@ -325,8 +292,7 @@ async fn a_project_refuses_cluster_scoped_kinds_and_other_namespaces_and_applies
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_project_refuses_at_admission_an_app_whose_repository_or_destination_it_does_not_allow() {
-    let ns = TestNamespace::create("proj-admit").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let ns = installed("proj-admit").await;
     let _project = Project::apply(
         &ns,
         &ns.name,
@@ -371,11 +337,7 @@ async fn a_project_refuses_at_admission_an_app_whose_repository_or_destination_i
 #[tokio::test(flavor = "multi_thread")]
 async fn a_project_claiming_an_apps_namespace_stops_it_reading_the_controllers_file_system() {
     let ns = TestNamespace::create("proj-local").await;
-    let repo = Repo::new();
-    let first = repo.commit(
-        &[("app/settings.yaml", config_map("settings", "one"))],
-        "one",
-    );
+    let (repo, first) = settings_repo_greeting("one");
     let _controller = run_controller_with(&ns, "proj-local", &[]);
     // No Project claims the namespace yet: unrestricted, as before Projects.
     create_app(&ns, &repo, json!({}));

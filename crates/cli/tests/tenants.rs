@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use kube::api::Api;
 use serde_json::{Value, json};
 use support::tenancy::{Project, refused, service_account};
-use support::{Repo, Running, config_map, tether_command, tether_ok};
+use support::{Repo, Running, bind_cluster_role, config_map, tether_command, tether_ok};
 use tether_controller::api::Application;
 use tether_core::SyncStatus;
 use tether_testkit::{TestNamespace, application, run_ok, status_of};
@@ -81,15 +81,13 @@ async fn two_tenants_declaring_one_object_never_overwrite_or_prune_each_other() 
     // Each tenant's deployer may edit its own namespace and `shared`.
     for tenant in [&a, &b, &outsider] {
         service_account(tenant, "deployer", "edit");
-        shared.kubectl_ok(&[
-            "create",
+        bind_cluster_role(
+            &shared,
             "rolebinding",
             &format!("deployer-{}", tenant.name),
-            "--clusterrole",
             "edit",
-            "--serviceaccount",
             &format!("{}:deployer", tenant.name),
-        ]);
+        );
     }
     let _projects: Vec<Project> = [&a, &b]
         .iter()

@@ -6,7 +6,7 @@ mod support;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::Api;
-use support::{Repo, config_map, run_controller, tether, text};
+use support::{run_controller, settings_repo, tether, text};
 use tether_controller::api::Application;
 use tether_testkit::{TestNamespace, application, eventually, status_of};
 
@@ -14,11 +14,7 @@ use tether_testkit::{TestNamespace, application, eventually, status_of};
 async fn uninstall_with_crds_warns_deletes_every_application_and_keeps_their_objects() {
     let ns = TestNamespace::create("uninstall-crds").await;
     support::tether_ok(&ns, &["install", "--namespace", &ns.name]);
-    let repo = Repo::new();
-    repo.commit(
-        &[("app/settings.yaml", config_map("settings", "hello"))],
-        "one",
-    );
+    let repo = settings_repo();
     // With the cascade finalizer, which would delete the app's objects.
     let mut app = application("shop", &ns.name, &repo.url(), "app")
         .manifest()

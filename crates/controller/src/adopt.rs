@@ -256,11 +256,7 @@ async fn api_version(
             format!("{}/{version}", object.group)
         }
     };
-    let inventory = app
-        .status
-        .as_ref()
-        .map(|s| s.inventory.as_slice())
-        .unwrap_or(&[]);
+    let inventory = app.inventory();
     if let Some(entry) = inventory.iter().find(|entry| {
         entry.group == object.group
             && entry.kind == object.kind

@@ -11,6 +11,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams};
 use serde_json::json;
+use support::waves::{synced_wave_by_wave, two_waves};
 use support::{Repo, create_app_with, start_controller, status_where};
 use tether_testkit::{TestNamespace, condition, eventually};
 
@@ -145,53 +146,19 @@ async fn a_job_named_by_the_server_is_created_once_and_replaced_when_it_changes(
     );
 }
 
-/// Wave 0 by Argo CD's annotation: Deployment `web`; wave 1: ConfigMap
-/// `after-web`, which kind order alone would apply first.
-fn argo_waves() -> Vec<(&'static str, String)> {
-    vec![
-        (
-            "app/web.yaml",
-            DEPLOYMENT.replace(
-                "  name: web\n",
-                "  name: web\n  annotations:\n    argocd.argoproj.io/sync-wave: \"0\"\n",
-            ),
-        ),
-        (
-            "app/config.yaml",
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: after-web\n  annotations:\n    argocd.argoproj.io/sync-wave: \"1\"\ndata:\n  ready: \"yes\"\n".to_string(),
-        ),
-    ]
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn an_argo_cd_sync_wave_orders_the_waves_as_tethers_own_does() {
     let ns = TestNamespace::create("argo-waves").await;
     let repo = Repo::new();
-    let commit = repo.commit(&argo_waves(), "waves the Argo CD way");
+    // Wave 1's ConfigMap, which kind order alone would apply first.
+    let commit = repo.commit(
+        &two_waves("argocd.argoproj.io/sync-wave", "nginx:1.27"),
+        "waves the Argo CD way",
+    );
     start_controller(&ns).await;
     let apps = create_app_with(&ns, &repo, json!({"waitForWaves": true})).await;
 
-    let status = status_where(&apps, "Synced and Healthy", |s| {
-        s.sync.revision.as_deref() == Some(commit.as_str())
-            && s.sync.status == "Synced"
-            && s.health.status == "Healthy"
-    })
-    .await;
-    let order: Vec<String> = status
-        .operation_state
-        .as_ref()
-        .unwrap()
-        .changes
-        .iter()
-        .map(|c| c.object.clone())
-        .collect();
-    assert_eq!(
-        order,
-        [
-            format!("Deployment {}/web", ns.name),
-            format!("ConfigMap {}/after-web", ns.name)
-        ]
-    );
+    let status = synced_wave_by_wave(&ns, &apps, &commit).await;
     assert!(condition(&status, "Unsupported").is_none());
 }
 

@@ -5,8 +5,6 @@
 
 mod support;
 
-use std::path::PathBuf;
-
 use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::json;
 use support::{Repo, app, config_for, start_controller_with, status_where};
@@ -37,22 +35,11 @@ data:
     ),
 ];
 
-/// The folder holding `helm`; `None`, saying the test is skipped, without.
-fn helm_dir() -> Option<PathBuf> {
-    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let found = std::env::split_paths(&path)
-        .chain([home.join(".cache/tether/bin"), home.join("go/bin")])
-        .find(|dir| dir.join("helm").is_file());
-    if found.is_none() {
-        eprintln!("skipped: helm is not installed (scripts/setup.sh builds it)");
-    }
-    found
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_chart_requiring_kubernetes_1_23_renders_for_the_clusters_version_and_apis() {
-    let Some(helm) = helm_dir() else { return };
+    let Some(helm) = tether_testkit::tools::helm_dir() else {
+        return;
+    };
     let ns = TestNamespace::create("helm-caps").await;
     // A CRD only this cluster serves.
     let group = format!("{}.example.com", ns.name);

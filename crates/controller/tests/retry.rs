@@ -13,11 +13,26 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, PostParams};
 use serde_json::json;
-use support::{Repo, app, config_for, start_controller, start_controller_with, status_where, web};
+use support::{
+    Repo, app, config_for, start_controller, start_controller_with, status_where, sync_failed, web,
+};
 use tether_controller::Config;
+use tether_controller::api::Application;
 use tether_controller::api::application::{CREATED_FOR_ANNOTATION, MANAGED_BY_LABEL};
 use tether_core::tracking::APP_LABEL;
 use tether_testkit::{TestNamespace, eventually};
+
+/// How long from now the app takes to be Synced once `what` was created.
+async fn time_to_synced(apps: &Api<Application>, what: &str) -> Duration {
+    let created = Instant::now();
+    status_where(apps, &format!("Synced once the {what} exists"), |s| {
+        s.sync.status == "Synced"
+    })
+    .await;
+    let waited = created.elapsed();
+    println!("{what} created -> Synced: {waited:?}");
+    waited
+}
 
 /// A namespace with a controller that resyncs every 5 minutes, and a
 /// repository with the web app.
@@ -64,12 +79,7 @@ async fn a_sync_that_failed_for_a_missing_namespace_applies_once_the_namespace_e
         .sync_policy(json!({"retry": {"limit": 5, "backoffSeconds": 60}}))
         .apply(&ns.client)
         .await;
-    let failed = status_where(&apps, "the sync failed: no namespace", |s| {
-        s.operation_state
-            .as_ref()
-            .is_some_and(|o| o.phase == "Failed" && o.message.contains("not found"))
-    })
-    .await;
+    let failed = sync_failed(&apps, "the sync failed: no namespace", "not found").await;
     let message = &failed.operation_state.unwrap().message;
     assert!(message.contains(&late.name), "{message}");
 
@@ -80,13 +90,7 @@ async fn a_sync_that_failed_for_a_missing_namespace_applies_once_the_namespace_e
         .create(&PostParams::default(), &namespace)
         .await
         .unwrap();
-    let created = Instant::now();
-    status_where(&apps, "Synced once the namespace exists", |s| {
-        s.sync.status == "Synced"
-    })
-    .await;
-    let waited = created.elapsed();
-    println!("namespace created -> Synced: {waited:?}");
+    let waited = time_to_synced(&apps, "namespace").await;
     assert!(waited < Duration::from_secs(30), "{waited:?}");
 }
 
@@ -154,12 +158,7 @@ async fn a_sync_that_failed_for_a_missing_kind_applies_once_its_crd_is_installed
         .sync_policy(json!({"retry": {"limit": 5, "backoffSeconds": 60}}))
         .apply(&ns.client)
         .await;
-    let failed = status_where(&apps, "the sync failed: no such kind", |s| {
-        s.operation_state
-            .as_ref()
-            .is_some_and(|o| o.phase == "Failed" && o.message.contains("Widget"))
-    })
-    .await;
+    let failed = sync_failed(&apps, "the sync failed: no such kind", "Widget").await;
     let message = failed.operation_state.unwrap().message;
     assert!(
         message.contains("is its CustomResourceDefinition installed?"),
@@ -183,13 +182,7 @@ async fn a_sync_that_failed_for_a_missing_kind_applies_once_its_crd_is_installed
     )
     .await
     .unwrap();
-    let created = Instant::now();
-    status_where(&apps, "Synced once the CRD exists", |s| {
-        s.sync.status == "Synced"
-    })
-    .await;
-    let waited = created.elapsed();
-    println!("CRD created -> Synced: {waited:?}");
+    let waited = time_to_synced(&apps, "CRD").await;
     let _ = crds.delete(&crd_name, &DeleteParams::default()).await;
     assert!(waited < Duration::from_secs(30), "{waited:?}");
 }

@@ -7,30 +7,21 @@ mod support;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use serde_json::json;
-use support::{Repo, create_app_with, start_controller, status_where};
+use support::waves::{synced_wave_by_wave, two_waves};
+use support::{Repo, create_app_with, start_controller, status_where, sync_failed};
 use tether_testkit::{TestNamespace, condition};
 
-/// Wave 0: Deployment `web` running `image`; wave 1: ConfigMap `after-web`.
-fn two_waves(image: &str) -> Vec<(&'static str, String)> {
-    vec![
-        (
-            "app/web.yaml",
-            format!(
-                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  annotations:\n    tether.dev/sync-wave: \"0\"\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n        - name: web\n          image: {image}\n"
-            ),
-        ),
-        (
-            "app/config.yaml",
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: after-web\n  annotations:\n    tether.dev/sync-wave: \"1\"\ndata:\n  ready: \"yes\"\n".to_string(),
-        ),
-    ]
-}
+/// Tether's own wave annotation.
+const ANNOTATION: &str = "tether.dev/sync-wave";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_wave_that_never_becomes_healthy_holds_back_the_next_and_is_named() {
     let ns = TestNamespace::create("waves-blocked").await;
     let repo = Repo::new();
-    repo.commit(&two_waves("tether.test/crashloop:1"), "a crashing wave 0");
+    repo.commit(
+        &two_waves(ANNOTATION, "tether.test/crashloop:1"),
+        "a crashing wave 0",
+    );
     start_controller(&ns).await;
     let apps = create_app_with(
         &ns,
@@ -50,12 +41,7 @@ async fn a_wave_that_never_becomes_healthy_holds_back_the_next_and_is_named() {
     assert!(config_maps.get_opt("after-web").await.unwrap().is_none());
 
     // The sync fails after the wave timeout, naming the Deployment.
-    let status = status_where(&apps, "the sync failed on wave 0", |s| {
-        s.operation_state
-            .as_ref()
-            .is_some_and(|o| o.phase == "Failed")
-    })
-    .await;
+    let status = sync_failed(&apps, "the sync failed on wave 0", "").await;
     let message = &status.operation_state.as_ref().unwrap().message;
     assert!(
         message.starts_with(&format!(
@@ -73,30 +59,12 @@ async fn a_wave_that_never_becomes_healthy_holds_back_the_next_and_is_named() {
 async fn a_healthy_wave_lets_the_next_one_apply_after_it() {
     let ns = TestNamespace::create("waves-healthy").await;
     let repo = Repo::new();
-    let commit = repo.commit(&two_waves("nginx:1.27"), "a healthy wave 0");
+    let commit = repo.commit(&two_waves(ANNOTATION, "nginx:1.27"), "a healthy wave 0");
     start_controller(&ns).await;
     let apps = create_app_with(&ns, &repo, json!({"waitForWaves": true})).await;
 
-    let status = status_where(&apps, "Synced and Healthy", |s| {
-        s.sync.revision.as_deref() == Some(commit.as_str())
-            && s.sync.status == "Synced"
-            && s.health.status == "Healthy"
-    })
-    .await;
-    let operation = status.operation_state.unwrap();
-    assert_eq!(operation.phase, "Succeeded");
-    let order: Vec<&str> = operation
-        .changes
-        .iter()
-        .map(|c| c.object.as_str())
-        .collect();
-    assert_eq!(
-        order,
-        [
-            format!("Deployment {}/web", ns.name),
-            format!("ConfigMap {}/after-web", ns.name)
-        ]
-    );
+    let status = synced_wave_by_wave(&ns, &apps, &commit).await;
+    assert_eq!(status.operation_state.unwrap().phase, "Succeeded");
     // The ConfigMap was created only once the Deployment was available.
     let deployment = ns.kubectl(&[
         "get",

@@ -15,8 +15,10 @@
 //! the one before becomes an orphan, pruned like any other (only when the
 //! app prunes).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+use crate::object::annotate;
 
 /// Set by Tether on an object the API server names: the key of the desired
 /// content it was created for.
@@ -56,15 +58,7 @@ pub fn key(object: &Value) -> String {
 /// Marks `object` (desired, named by the API server) with its key.
 pub fn mark(object: &mut Value) {
     let key = key(object);
-    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let annotations = metadata
-        .entry("annotations")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Some(annotations) = annotations.as_object_mut() {
-        annotations.insert(GENERATED_FROM_ANNOTATION.into(), Value::String(key));
-    }
+    annotate(object, GENERATED_FROM_ANNOTATION, &key);
 }
 
 /// The key `object` carries, if Tether created it for a `generateName`.

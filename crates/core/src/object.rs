@@ -6,7 +6,7 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// The identity of a Kubernetes object: group, kind, namespace and name.
 ///
@@ -174,6 +174,21 @@ impl fmt::Display for ObjectRef {
             Some(ns) => write!(f, "{} {}/{}", self.kind, ns, self.name),
             None => write!(f, "{} {}", self.kind, self.name),
         }
+    }
+}
+
+/// Sets annotation `key` to `value` on `object`, adding the annotations
+/// mapping if there is none; an object without `metadata`, or whose
+/// annotations are not a mapping, is left as it is.
+pub fn annotate(object: &mut Value, key: &str, value: &str) {
+    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let annotations = metadata
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Some(annotations) = annotations.as_object_mut() {
+        annotations.insert(key.into(), Value::String(value.into()));
     }
 }
 

@@ -18,9 +18,9 @@
 
 use std::fmt;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::object::ObjectRef;
+use crate::object::{ObjectRef, annotate};
 use crate::tracking::{AppRef, TRACKING_ANNOTATION};
 
 /// Per-object opt-in, in Git: `tether.dev/adopt: "true"` lets the app take
@@ -71,15 +71,7 @@ pub fn is_adopted(object: &Value) -> bool {
 
 /// Marks `object` (desired) as adopted, so the mark is kept by every apply.
 pub fn mark_adopted(object: &mut Value) {
-    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let annotations = metadata
-        .entry("annotations")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Some(annotations) = annotations.as_object_mut() {
-        annotations.insert(ADOPTED_ANNOTATION.into(), Value::String("true".into()));
-    }
+    annotate(object, ADOPTED_ANNOTATION, "true");
 }
 
 fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {

@@ -5,13 +5,14 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{chart, helm};
+use common::chart;
 use serde_json::{Value, json};
 use tether_core::ObjectRef;
 use tether_source::adopt::{AdoptError, Adopted, AdoptedField, Adoption, Author, Request, adopt};
 use tether_source::render::Sandbox;
 use tether_source::spec::{HelmOptions, KustomizeOptions, Renderer};
 use tether_source::{Source, render_local};
+use tether_testkit::tools::helm_dir;
 use tether_testkit::{Repo, git, run_ok, write_script};
 
 const DEPLOYMENT: &str = "# The web frontend.
@@ -424,7 +425,7 @@ fn a_kustomize_patch_renders_to_the_live_values() {
 
 #[test]
 fn a_helm_field_that_maps_to_a_value_is_adopted_as_a_values_override_and_others_are_explained() {
-    let Some(helm) = helm() else { return };
+    let Some(helm) = helm_dir() else { return };
     let dir = tempfile::tempdir().unwrap();
     // Replicas 1 by default, 2 (commented) in prod.yaml.
     let chart = chart("web-deployment", dir.path());

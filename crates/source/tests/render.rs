@@ -7,10 +7,11 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{chart, helm};
+use common::chart;
 use tether_source::Capabilities;
 use tether_source::spec::{HelmOptions, KustomizeOptions};
 use tether_source::{DirectoryOptions, Renderer, Sandbox, render_local};
+use tether_testkit::tools::helm_dir;
 use tether_testkit::{write_file, write_script};
 
 fn cm(name: &str) -> String {
@@ -187,7 +188,7 @@ fn kustomize_renders_through_kubectl_or_kustomize() {
 
 #[test]
 fn helm_template_renders_a_chart_with_values_files_and_inline_values() {
-    let Some(helm) = helm() else { return };
+    let Some(helm) = helm_dir() else { return };
     let dir = tempfile::tempdir().unwrap();
     // Replicas 1 and color blue by default, replicas 3 in prod.yaml.
     chart("web-configmap", dir.path());
@@ -212,7 +213,7 @@ fn helm_template_renders_a_chart_with_values_files_and_inline_values() {
 
 #[test]
 fn helm_renders_for_the_clusters_version_and_api_versions() {
-    let Some(helm) = helm() else { return };
+    let Some(helm) = helm_dir() else { return };
     let dir = tempfile::tempdir().unwrap();
     chart("capabilities", dir.path());
     let files = tether_source::files::Files::read_dir(dir.path()).unwrap();

@@ -35,13 +35,9 @@ fn host_secret() -> (tempfile::TempDir, PathBuf) {
 }
 
 fn sandbox(mode: SandboxMode) -> Sandbox {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
     Sandbox {
         mode,
-        tool_dirs: std::env::split_paths(&path)
-            .chain([home.join(".cache/tether/bin"), home.join("go/bin")])
-            .collect(),
+        tool_dirs: tether_testkit::tools::tool_dirs(),
         render_program: env!("CARGO_BIN_EXE_tether-render").into(),
         ..Sandbox::default()
     }

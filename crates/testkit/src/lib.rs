@@ -50,3 +50,5 @@ pub use repo::Repo;
 pub use requests::{Requests, recording_client};
 pub use run::{git, git_command, run_ok, run_ok_with_stdin, run_with_stdin};
 pub use wait::{PATIENCE, eventually, object_where};
+
+pub mod tools;

@@ -157,18 +157,18 @@ impl Prometheus {
     /// Alert `name` once it is in `state`; panics after `timeout` with the
     /// alerts last seen and Prometheus' log.
     pub async fn wait_for_alert(&self, name: &str, state: AlertState, timeout: Duration) -> Alert {
-        let mut last = Vec::new();
-        let found = tokio::time::timeout(timeout, async {
-            loop {
-                last = self.alerts().await;
-                if let Some(alert) = last.iter().find(|a| a.name == name && a.state == state) {
-                    return alert.clone();
-                }
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        })
+        let found = poll(
+            timeout,
+            || self.alerts(),
+            |alerts: &Vec<Alert>| {
+                alerts
+                    .iter()
+                    .find(|a| a.name == name && a.state == state)
+                    .cloned()
+            },
+        )
         .await;
-        found.unwrap_or_else(|_| {
+        found.unwrap_or_else(|last| {
             panic!(
                 "alert {name} was not {state:?} within {timeout:?}; alerts: {last:#?}\nPrometheus' log:\n{}",
                 self.log()
@@ -184,18 +184,13 @@ impl Prometheus {
         timeout: Duration,
         check: impl Fn(&Value) -> bool,
     ) -> Value {
-        let mut last = Value::Null;
-        let found = tokio::time::timeout(timeout, async {
-            loop {
-                last = self.query(promql).await;
-                if check(&last) {
-                    return last.clone();
-                }
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        })
+        let found = poll(
+            timeout,
+            || self.query(promql),
+            |result: &Value| check(result).then(|| result.clone()),
+        )
         .await;
-        found.unwrap_or_else(|_| {
+        found.unwrap_or_else(|last| {
             panic!(
                 "{promql} did not get there within {timeout:?}; last result: {last}\nPrometheus' log:\n{}",
                 self.log()
@@ -228,6 +223,27 @@ impl Prometheus {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+}
+
+/// Asks `fetch` every 200 ms until `pick` finds what is waited for in its
+/// answer; after `timeout`, the answer last seen.
+async fn poll<T: Default, R, F: Future<Output = T>>(
+    timeout: Duration,
+    fetch: impl Fn() -> F,
+    pick: impl Fn(&T) -> Option<R>,
+) -> Result<R, T> {
+    let mut last = T::default();
+    let found = tokio::time::timeout(timeout, async {
+        loop {
+            last = fetch().await;
+            if let Some(found) = pick(&last) {
+                return found;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await;
+    found.map_err(|_| last)
 }
 
 impl Drop for Prometheus {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tether_testkit::{TestNamespace, eventually};
 
-use super::{Running, tether_command, tether_ok};
+use super::{Running, bind_cluster_role, run_controller_with, tether_ok};
 
 /// `tether run` for `ns` as replica `identity`, serving HTTP on `port`.
 pub fn run_serving(ns: &TestNamespace, identity: &str, port: u16) -> Running {
@@ -18,27 +18,9 @@ pub fn run_serving(ns: &TestNamespace, identity: &str, port: u16) -> Running {
 
 /// `run_serving` with more `tether run` arguments.
 pub fn run_serving_with(ns: &TestNamespace, identity: &str, port: u16, more: &[&str]) -> Running {
-    let cache = ns.cache_dir().join(identity);
     let addr = format!("127.0.0.1:{port}");
-    let mut args = vec![
-        "run",
-        "--lease-namespace",
-        &ns.name,
-        "--watch-namespace",
-        &ns.name,
-        "--identity",
-        identity,
-        "--resync-seconds",
-        "30",
-        "--cache-dir",
-        cache.to_str().unwrap(),
-        "--http-addr",
-        &addr,
-    ];
-    args.extend_from_slice(more);
-    let mut running = Running::spawn(tether_command(ns, &args));
-    running.leftovers.push(cache);
-    running
+    let args = [&["--http-addr", addr.as_str()][..], more].concat();
+    run_controller_with(ns, ns, identity, 30, &args)
 }
 
 /// What `GET /metrics` answered: the status code, the content type and
@@ -126,15 +108,13 @@ pub fn service_account_token(ns: &TestNamespace, name: &str) -> String {
 
 /// Binds the ServiceAccount `name` of `ns` to `tether-metrics-reader`.
 pub fn bind_metrics_reader(ns: &TestNamespace, name: &str) {
-    ns.kubectl_ok(&[
-        "create",
+    bind_cluster_role(
+        ns,
         "clusterrolebinding",
         &format!("metrics-{}-{name}", ns.name),
-        "--clusterrole",
         "tether-metrics-reader",
-        "--serviceaccount",
         &format!("{}:{name}", ns.name),
-    ]);
+    );
 }
 
 /// The series of `metric` in an exposition: labels by name, and the value.

@@ -45,6 +45,17 @@ pub fn tether_ok(ns: &TestNamespace, args: &[&str]) -> String {
     run_ok(&mut tether_command(ns, args))
 }
 
+/// Panics, showing `text`, unless each of `expected` is a whole line of it.
+pub fn assert_lines<S: AsRef<str>>(text: &str, expected: &[S]) {
+    for expected in expected {
+        let expected = expected.as_ref();
+        assert!(
+            text.lines().any(|line| line == expected),
+            "no {expected:?} in:\n{text}"
+        );
+    }
+}
+
 /// Stdout and stderr, as one text.
 pub fn text(output: &Output) -> String {
     format!(
@@ -110,32 +121,117 @@ pub fn run_controller_for(
     identity: &str,
     seconds: u32,
 ) -> Running {
-    let seconds = seconds.to_string();
-    let cache = watched.cache_dir().join(identity);
-    let mut running = Running::spawn(tether_command(
-        home,
-        &[
-            "run",
-            "--lease-namespace",
-            &home.name,
-            "--watch-namespace",
-            &watched.name,
-            "--identity",
-            identity,
-            "--resync-seconds",
-            &seconds,
-            "--cache-dir",
-            cache.to_str().unwrap(),
-        ],
-    ));
+    run_controller_with(home, watched, identity, seconds, &[])
+}
+
+/// `run_controller_for` with `more` arguments to `tether run`.
+pub fn run_controller_with(
+    home: &TestNamespace,
+    watched: &TestNamespace,
+    identity: &str,
+    seconds: u32,
+    more: &[&str],
+) -> Running {
+    let (command, cache) = controller_command(home, watched, identity, seconds, more);
+    let mut running = Running::spawn(command);
     running.leftovers.push(cache);
     running
+}
+
+/// The `tether run` command of `run_controller_with`, and the Git cache
+/// directory it uses (under `watched`'s cache directory), for a test that
+/// starts it its own way.
+pub fn controller_command(
+    home: &TestNamespace,
+    watched: &TestNamespace,
+    identity: &str,
+    seconds: u32,
+    more: &[&str],
+) -> (Command, PathBuf) {
+    let seconds = seconds.to_string();
+    let cache = watched.cache_dir().join(identity);
+    let mut args = vec![
+        "run",
+        "--lease-namespace",
+        &home.name,
+        "--watch-namespace",
+        &watched.name,
+        "--identity",
+        identity,
+        "--resync-seconds",
+        &seconds,
+        "--cache-dir",
+        cache.to_str().unwrap(),
+    ];
+    args.extend_from_slice(more);
+    (tether_command(home, &args), cache)
+}
+
+/// A new namespace named after `prefix`, with Tether installed in it.
+pub async fn installed(prefix: &str) -> TestNamespace {
+    let ns = TestNamespace::create(prefix).await;
+    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    ns
+}
+
+/// A repository whose `app/` holds ConfigMap `settings` greeting "hello".
+pub fn settings_repo() -> Repo {
+    settings_repo_greeting("hello").0
+}
+
+/// A repository whose `app/` holds ConfigMap `settings` greeting
+/// `greeting` (the commit's subject too), and that commit.
+pub fn settings_repo_greeting(greeting: &str) -> (Repo, String) {
+    let repo = Repo::new();
+    let commit = repo.commit(
+        &[("app/settings.yaml", config_map("settings", greeting))],
+        greeting,
+    );
+    (repo, commit)
+}
+
+/// Binds ServiceAccount `account` (`NAMESPACE:NAME`) to ClusterRole
+/// `role` with a `kind` (`rolebinding`, within `ns`, or
+/// `clusterrolebinding`) named `binding`.
+pub fn bind_cluster_role(ns: &TestNamespace, kind: &str, binding: &str, role: &str, account: &str) {
+    ns.kubectl_ok(&[
+        "create",
+        kind,
+        binding,
+        "--clusterrole",
+        role,
+        "--serviceaccount",
+        account,
+    ]);
 }
 
 /// A ConfigMap `name` with `greeting`, as YAML.
 pub fn config_map(name: &str, greeting: &str) -> String {
     format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  greeting: \"{greeting}\"\n"
+    )
+}
+
+/// Runs `tether app create shop` in `ns` for `repo`'s `app/` directory,
+/// deploying to `ns`, as an operator would; returns its stdout.
+pub fn app_create_shop(ns: &TestNamespace, repo: &Repo) -> String {
+    let url = repo.url();
+    let n = ns.name.as_str();
+    tether_ok(
+        ns,
+        &[
+            "app",
+            "create",
+            "shop",
+            "-n",
+            n,
+            "--repo",
+            &url,
+            "--path",
+            "app",
+            "--dest-namespace",
+            n,
+        ],
     )
 }
 

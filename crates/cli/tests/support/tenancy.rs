@@ -7,18 +7,18 @@ use tether_controller::api::Application;
 use tether_controller::api::application::RECONCILED_CONDITION;
 use tether_testkit::{TestNamespace, condition, status_of};
 
+use super::bind_cluster_role;
+
 /// ServiceAccount `name` in `ns`, bound in `ns` only to ClusterRole `role`.
 pub fn service_account(ns: &TestNamespace, name: &str, role: &str) {
     ns.kubectl_ok(&["create", "serviceaccount", name]);
-    ns.kubectl_ok(&[
-        "create",
+    bind_cluster_role(
+        ns,
         "rolebinding",
         &format!("{name}-{role}"),
-        "--clusterrole",
         role,
-        "--serviceaccount",
         &format!("{}:{name}", ns.name),
-    ]);
+    );
 }
 
 /// A ConfigMap `name` in `namespace` greeting "hello".

@@ -97,6 +97,17 @@ pub struct HealthSpec {
     pub rules: Vec<serde_json::Value>,
 }
 
+impl Application {
+    /// The objects the app owns, as its status records them; none before
+    /// its first status.
+    pub fn inventory(&self) -> &[InventoryEntry] {
+        self.status
+            .as_ref()
+            .map(|s| s.inventory.as_slice())
+            .unwrap_or_default()
+    }
+}
+
 impl HealthSpec {
     fn is_empty(&self) -> bool {
         self.rules.is_empty()

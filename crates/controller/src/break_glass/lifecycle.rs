@@ -454,6 +454,19 @@ mod tests {
     }
 
     /// The plan at `now` for a window whose app exists.
+    /// An open window expiring at 12:00, extended by bob at 11:58 to
+    /// `expires_at` for `reason`.
+    fn extended_by_bob_to(expires_at: &str, reason: &str) -> BreakGlass {
+        let mut open = with_phase(window("2026-12-02T12:00:00Z"), WindowPhase::Open);
+        open.spec.extensions.push(Extension {
+            by: "bob".into(),
+            at: "2026-12-02T11:58:00Z".into(),
+            expires_at: expires_at.into(),
+            reason: reason.into(),
+        });
+        open
+    }
+
     fn plan_at(window: &BreakGlass, now: &str) -> Plan {
         plan(window, true, at(now), CAP)
     }
@@ -498,13 +511,7 @@ mod tests {
 
     #[test]
     fn an_extension_is_announced_with_its_author() {
-        let mut open = with_phase(window("2026-12-02T12:00:00Z"), WindowPhase::Open);
-        open.spec.extensions.push(Extension {
-            by: "bob".into(),
-            at: "2026-12-02T11:58:00Z".into(),
-            expires_at: "2026-12-02T14:00:00Z".into(),
-            reason: "still mitigating".into(),
-        });
+        let open = extended_by_bob_to("2026-12-02T14:00:00Z", "still mitigating");
         let plan = plan_at(&open, "2026-12-02T12:30:00Z");
         assert_eq!(plan.lifecycle.phase, WindowPhase::Open);
         assert_eq!(reasons(&plan), ["BreakGlassExtended"]);
@@ -556,13 +563,7 @@ mod tests {
         );
         // An extension is a grant of its own: at most the cap from when it
         // was made, and made before the window expired.
-        let mut open = with_phase(window("2026-12-02T12:00:00Z"), WindowPhase::Open);
-        open.spec.extensions.push(Extension {
-            by: "bob".into(),
-            at: "2026-12-02T11:58:00Z".into(),
-            expires_at: "2026-12-04T11:58:00Z".into(),
-            reason: "forever".into(),
-        });
+        let open = extended_by_bob_to("2026-12-04T11:58:00Z", "forever");
         let plan = plan_at(&open, "2026-12-02T12:30:00Z");
         assert_eq!(plan.lifecycle.phase, WindowPhase::Invalid);
         assert!(plan.notices[0].note.contains("extension 1 lasts 2d"));

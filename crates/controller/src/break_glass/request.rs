@@ -190,11 +190,7 @@ fn in_inventory(
     app: &Application,
     resource: &ScopedResource,
 ) -> Result<ScopedResource, RequestError> {
-    let inventory = app
-        .status
-        .as_ref()
-        .map(|s| s.inventory.as_slice())
-        .unwrap_or_default();
+    let inventory = app.inventory();
     inventory
         .iter()
         .find(|entry| {

@@ -323,6 +323,14 @@ mod tests {
         }
     }
 
+    /// A manifest's kind and namespace (`-` when cluster-scoped).
+    fn kind_and_namespace(m: &Value) -> (&str, &str) {
+        (
+            m["kind"].as_str().unwrap(),
+            m["metadata"]["namespace"].as_str().unwrap_or("-"),
+        )
+    }
+
     #[test]
     fn impersonation_is_granted_only_on_the_service_accounts_of_tenant_namespaces() {
         let mut all = manifests("tether-system");
@@ -339,10 +347,7 @@ mod tests {
                     json!([{"apiGroups": [""], "resources": ["serviceaccounts"],
                             "verbs": ["impersonate"]}])
                 );
-                (
-                    m["kind"].as_str().unwrap(),
-                    m["metadata"]["namespace"].as_str().unwrap_or("-"),
-                )
+                kind_and_namespace(m)
             })
             .collect();
         assert_eq!(impersonating, [("Role", "team-a"), ("Role", "team-b")]);
@@ -355,12 +360,7 @@ mod tests {
         let with_secrets: Vec<_> = all
             .iter()
             .filter(|m| m["rules"].to_string().contains("secrets"))
-            .map(|m| {
-                (
-                    m["kind"].as_str().unwrap(),
-                    m["metadata"]["namespace"].as_str().unwrap_or("-"),
-                )
-            })
+            .map(kind_and_namespace)
             .collect();
         assert_eq!(with_secrets, [("Role", "tether-system"), ("Role", "shop")]);
     }

@@ -61,11 +61,7 @@ pub async fn destination(
 /// been released by it, those nobody created need the app's opt-in.
 pub async fn ownership(pass: &Pass<'_>, compared: &[Compared]) -> Result<Admitted, Refused> {
     let (ctx, app, owner) = (pass.ctx, &pass.app, &pass.owner);
-    let inventory = app
-        .status
-        .as_ref()
-        .map(|s| s.inventory.as_slice())
-        .unwrap_or_default();
+    let inventory = app.inventory();
     // The watch caches hold only objects labelled as Tether's: one they
     // miss may still exist, made by hand or by another tool.
     let mut unlabelled = Vec::with_capacity(compared.len());

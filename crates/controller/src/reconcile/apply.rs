@@ -182,11 +182,7 @@ pub async fn prune(
     let synced =
         sync.is_none_or(|s| s.result.is_ok()) && change != RevisionChange::New || succeeded;
     let policy = &app.spec.sync_policy;
-    let inventory = app
-        .status
-        .as_ref()
-        .map(|s| s.inventory.as_slice())
-        .unwrap_or_default();
+    let inventory = app.inventory();
     let desired: Vec<ObjectRef> = compared.iter().map(|c| c.id.clone()).collect();
     let options = PruneOptions {
         prune: policy.prune && synced,

@@ -47,11 +47,7 @@ pub fn cascades(stored: &StoredApplication) -> bool {
 pub async fn delete(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
     let app = &pass.app;
     let policy = &app.spec.sync_policy;
-    let inventory = app
-        .status
-        .as_ref()
-        .map(|s| s.inventory.as_slice())
-        .unwrap_or_default();
+    let inventory = app.inventory();
     // Prune with nothing desired: every object the app provably owns.
     let options = PruneOptions {
         prune: true,

@@ -59,11 +59,7 @@ pub fn drift(
     let app = &pass.app;
     let pending = change == RevisionChange::New;
     let scopes: Vec<WindowScope> = windows.iter().map(|w| w.scope.clone()).collect();
-    let inventory = app
-        .status
-        .as_ref()
-        .map(|s| s.inventory.as_slice())
-        .unwrap_or_default();
+    let inventory = app.inventory();
     let policy = Policy {
         app: &pass.owner,
         inventory,

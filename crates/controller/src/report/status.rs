@@ -941,45 +941,32 @@ mod tests {
         let mut synced = ApplicationStatus::default();
         synced.sync.status = SyncStatus::Synced;
         let t = |s: u32| format!("2026-12-03T10:00:{s:02}Z");
+        let failing_at = |previous: &ApplicationStatus, s: u32| {
+            next_status(
+                Some(previous),
+                None,
+                None,
+                None,
+                Some(&failing),
+                five_seconds,
+                &t(s),
+            )
+        };
 
-        let first = next_status(
-            Some(&synced),
-            None,
-            None,
-            None,
-            Some(&failing),
-            five_seconds,
-            &t(0),
-        );
+        let first = failing_at(&synced, 0);
         assert_eq!(first.sync.not_synced_since.as_deref(), Some(t(0).as_str()));
         assert!(
             not_synced_alert(&first).is_none(),
             "not raised before the threshold"
         );
 
-        let later = next_status(
-            Some(&first),
-            None,
-            None,
-            None,
-            Some(&failing),
-            five_seconds,
-            &t(4),
-        );
+        let later = failing_at(&first, 4);
         assert_eq!(
             later, first,
             "nothing to write while it waits out the threshold"
         );
 
-        let overdue = next_status(
-            Some(&first),
-            None,
-            None,
-            None,
-            Some(&failing),
-            five_seconds,
-            &t(6),
-        );
+        let overdue = failing_at(&first, 6);
         let raised = not_synced_alert(&overdue).expect("raised");
         assert_eq!(
             (raised.status.as_str(), raised.reason.as_str()),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use kube::api::Api;
 use serde_json::{Value, json};
-use tether_controller::api::Application;
+use tether_controller::api::{Application, ApplicationStatus};
 use tether_controller::{Config, install};
 use tether_testkit::{AppFixture, TestNamespace, application};
 use tokio::task::JoinHandle;
@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 pub use tether_testkit::{Repo, status_where};
 
 pub mod break_glass;
+pub mod waves;
 
 /// `kubectl` arguments that change ConfigMap `settings`' greeting to
 /// "hijacked" behind Git's back.
@@ -119,6 +120,17 @@ pub async fn create_app_with(
         .sync_policy(sync_policy)
         .apply(&ns.client)
         .await
+}
+
+/// The status of Application `shop` once its sync failed with a message
+/// containing `saying` (`what` names the wait in a timeout).
+pub async fn sync_failed(apps: &Api<Application>, what: &str, saying: &str) -> ApplicationStatus {
+    status_where(apps, what, |s| {
+        s.operation_state
+            .as_ref()
+            .is_some_and(|o| o.phase == "Failed" && o.message.contains(saying))
+    })
+    .await
 }
 
 /// `spec.replicas` of Deployment `web` in `ns`, as the API server has it.

@@ -503,15 +503,21 @@ mod tests {
     const FUNCTION: &str = "function(env, replicas=1) {apiVersion: 'v1', kind: 'ConfigMap', \
         metadata: {name: env}, data: {replicas: std.toString(replicas), type: std.type(replicas)}}";
 
+    /// `main.jsonnet` called with top-level arguments `tlas` (strings) and
+    /// `tla_code` (Jsonnet).
+    fn main_with(tlas: &[(&str, &str)], tla_code: &[(&str, &str)]) -> Request {
+        Request {
+            tlas: map(tlas),
+            tla_code: map(tla_code),
+            ..main("main.jsonnet")
+        }
+    }
+
     #[test]
     fn a_function_is_called_with_string_and_code_top_level_arguments() {
         let repository = repo(&[("main.jsonnet", FUNCTION)]);
         let with = |tlas: &[(&str, &str)], tla_code: &[(&str, &str)]| {
-            let request = Request {
-                tlas: map(tlas),
-                tla_code: map(tla_code),
-                ..main("main.jsonnet")
-            };
+            let request = main_with(tlas, tla_code);
             let json: Json = serde_json::from_str(&evaluate(&repository, &request)?).unwrap();
             Ok::<_, String>(json)
         };
@@ -529,11 +535,7 @@ mod tests {
     fn a_missing_or_unknown_or_doubly_set_top_level_argument_is_named() {
         let repository = repo(&[("main.jsonnet", FUNCTION)]);
         let error = |tlas: &[(&str, &str)], tla_code: &[(&str, &str)]| {
-            let request = Request {
-                tlas: map(tlas),
-                tla_code: map(tla_code),
-                ..main("main.jsonnet")
-            };
+            let request = main_with(tlas, tla_code);
             evaluate(&repository, &request).unwrap_err()
         };
         assert_eq!(

@@ -14,22 +14,6 @@ pub fn config_map(name: &str) -> String {
     )
 }
 
-/// The folder holding `helm` (on `PATH`, or where `scripts/setup.sh` or
-/// `go install` put it); `None`, saying the test is skipped, without one.
-pub fn helm() -> Option<PathBuf> {
-    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let found = std::env::split_paths(&path)
-        .chain([home.join(".cache/tether/bin"), home.join("go/bin")])
-        .find(|dir| dir.join("helm").is_file());
-    if found.is_none() {
-        eprintln!(
-            "skipped: helm is not installed (scripts/setup.sh builds it into ~/.cache/tether/bin)"
-        );
-    }
-    found
-}
-
 /// A copy of chart fixture `name` (`tests/fixtures/charts/NAME`) at
 /// `root/chart`.
 pub fn chart(name: &str, root: &Path) -> PathBuf {
