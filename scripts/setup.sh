@@ -26,6 +26,9 @@ need_debian buildah buildah
 # Metrics and alert rules are checked by a real Prometheus (and promtool).
 need_debian prometheus prometheus
 need_debian promtool prometheus
+# The dashboard's browser tests drive a real headless Chromium over WebDriver.
+need_debian chromium chromium
+need_debian chromedriver chromium-driver
 
 if [ "${#missing_debian[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then

@@ -7,10 +7,11 @@ use std::future::Future;
 
 use futures::StreamExt;
 use kube::api::{Api, ListParams};
+use kube::core::PartialObjectMeta;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher::{self, Event};
-use tether_controller::api::StoredApplication;
+use tether_controller::api::{BreakGlass, StoredApplication};
 use tokio::sync::broadcast;
 
 /// The Applications as last seen, and a channel that says when they change.
@@ -48,6 +49,7 @@ pub async fn watch(
     client: kube::Client,
     namespace: Option<&str>,
 ) -> Result<(Cache, impl Future<Output = ()> + Send + 'static), CacheError> {
+    let windows = windows_watch(&client, namespace).await;
     let (api, scope): (Api<StoredApplication>, String) = match namespace {
         Some(namespace) => (
             Api::namespaced(client, namespace),
@@ -68,7 +70,11 @@ pub async fn watch(
     let (changes, _) = broadcast::channel(16);
     let sender = changes.clone();
     let shown = scope.clone();
+    let told = changes.clone();
     let filling = async move {
+        if let Some(windows) = windows {
+            tokio::spawn(tell_window_changes(windows, told));
+        }
         let watched = watcher::watcher(api, watcher::Config::default())
             .default_backoff()
             .modify(forget_managed_fields);
@@ -97,6 +103,47 @@ pub async fn watch(
         },
         filling,
     ))
+}
+
+/// The BreakGlass windows of `namespace` (all when none) as `client`'s
+/// user, when they may list them: their pages are live too.
+async fn windows_watch(
+    client: &kube::Client,
+    namespace: Option<&str>,
+) -> Option<Api<PartialObjectMeta<BreakGlass>>> {
+    let api: Api<PartialObjectMeta<BreakGlass>> = match namespace {
+        Some(namespace) => Api::namespaced(client.clone(), namespace),
+        None => Api::all(client.clone()),
+    };
+    match api.list(&ListParams::default().limit(1)).await {
+        Ok(_) => Some(api),
+        Err(error) => {
+            tracing::info!("break-glass pages will not update live: listing BreakGlass: {error}");
+            None
+        }
+    }
+}
+
+/// Tells the browsers of every change of a window (metadata is enough:
+/// the pages read windows themselves). A window's records change without
+/// its Application changing.
+async fn tell_window_changes(
+    api: Api<PartialObjectMeta<BreakGlass>>,
+    changes: broadcast::Sender<()>,
+) {
+    watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .for_each(|event| {
+            match event {
+                Ok(Event::Apply(_) | Event::Delete(_)) => {
+                    let _ = changes.send(());
+                }
+                Ok(_) => {}
+                Err(error) => tracing::warn!("watching BreakGlass windows: {error}"),
+            }
+            futures::future::ready(())
+        })
+        .await;
 }
 
 /// Managed fields say who wrote which field of the Application itself:

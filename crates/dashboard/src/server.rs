@@ -157,7 +157,9 @@ async fn events(
             changes.try_recv(),
             Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed)
         ) {}
-        let event = Event::default().event("change").data("");
+        // Browsers drop an event whose data is empty (the EventSource
+        // processing model): it must say something.
+        let event = Event::default().event("change").data("applications");
         Some((Ok(event), (changes, Some(tokio::time::Instant::now()))))
     });
     Sse::new(stream).keep_alive(KeepAlive::default())

@@ -17,6 +17,7 @@
 
 #[cfg(feature = "controller")]
 mod app;
+pub mod browser;
 mod daemon;
 mod files;
 mod fixtures;

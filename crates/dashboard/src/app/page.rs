@@ -101,7 +101,7 @@ fn source(app: &Application) -> Markup {
             dl {
                 dt { "Repository" } dd { code { (source.repo_url) } }
                 dt { "Path" } dd { code { @if source.path.is_empty() { "." } @else { (source.path) } } }
-                dt { "Tracks" } dd { code { (source.revision) } }
+                dt { "Tracks" } dd { @if source.revision.is_empty() { "the default branch" } @else { code { (source.revision) } } }
                 dt { "Synced revision" }
                 dd {
                     @match revision {

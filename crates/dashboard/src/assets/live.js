@@ -37,10 +37,20 @@
       });
   }
 
-  var events = new EventSource("events");
-  events.addEventListener("change", refresh);
-  events.onopen = function () { say("Live: updates as Applications change."); refresh(); };
-  events.onerror = function () { say("Disconnected; reconnecting…"); };
+  // Only a page with a live part listens, and it stops when left: a
+  // browser keeps at most six connections to one host, and an event
+  // stream left open by each page visited would use them all up.
+  var part = document.getElementById("live");
+  if (part && part.dataset.live) {
+    var events = new EventSource("events");
+    events.addEventListener("change", refresh);
+    events.onopen = function () { say("Live: updates as Applications change."); refresh(); };
+    events.onerror = function () { say("Disconnected; reconnecting…"); };
+    window.addEventListener("pagehide", function () { events.close(); });
+    window.addEventListener("pageshow", function (event) {
+      if (event.persisted) window.location.reload();
+    });
+  }
 
   // Break-glass windows: the time left, counted down every second from
   // each element's data-expires (RFC 3339), in words.
