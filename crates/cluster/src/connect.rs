@@ -77,6 +77,13 @@ impl Connection {
         Ok(client)
     }
 
+    /// A client that carries `token` and no other credential of ours (no
+    /// client certificate, token file, exec plugin or impersonation): each
+    /// request is the token's owner's own, as if they made it.
+    pub fn client_with_token(&self, token: &str) -> Result<Client, ClusterError> {
+        self.build(token_only(&self.config, token))
+    }
+
     fn build(&self, config: Config) -> Result<Client, ClusterError> {
         let builder = ClientBuilder::try_from(config).map_err(ClusterError::Connect)?;
         Ok(match &self.observer {
@@ -84,6 +91,16 @@ impl Connection {
             None => builder.build(),
         })
     }
+}
+
+/// `config` with its credentials replaced by `token` alone.
+fn token_only(config: &Config, token: &str) -> Config {
+    let mut config = config.clone();
+    config.auth_info = kube::config::AuthInfo {
+        token: Some(token.to_string().into()),
+        ..Default::default()
+    };
+    config
 }
 
 impl std::fmt::Debug for Connection {
@@ -111,4 +128,24 @@ async fn config(kubeconfig: Option<&Path>) -> Result<Config, ClusterError> {
             .map_err(|error| ClusterError::Connect(kube::Error::InferConfig(error)))?,
     };
     Ok(config)
+}
+
+#[cfg(test)]
+mod token_tests {
+    use super::*;
+
+    #[test]
+    fn a_token_client_carries_the_token_and_none_of_the_controllers_credentials() {
+        let mut config = Config::new("https://127.0.0.1:6443".parse().unwrap());
+        config.auth_info.token_file =
+            Some("/var/run/secrets/kubernetes.io/serviceaccount/token".into());
+        config.auth_info.client_certificate_data = Some("cert".into());
+        config.auth_info.client_key_data = Some("key".to_string().into());
+        config.auth_info.impersonate = Some("system:serviceaccount:x:y".into());
+        let theirs = token_only(&config, "their-token");
+        // Every credential field, as a kubeconfig would write it: the token alone.
+        let written = serde_json::to_value(&theirs.auth_info).unwrap();
+        assert_eq!(written, serde_json::json!({"token": "their-token"}));
+        assert_eq!(theirs.cluster_url, config.cluster_url);
+    }
 }

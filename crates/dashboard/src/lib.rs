@@ -13,6 +13,7 @@ pub mod cache;
 pub mod overview;
 pub mod page;
 pub mod server;
+pub mod tokens;
 pub mod user;
 pub mod windows;
 
@@ -107,4 +108,27 @@ async fn whoami(client: &kube::Client) -> String {
         Ok(identity) => identity.username,
         Err(_) => "your kubeconfig's user".to_string(),
     }
+}
+
+/// The dashboard as the controller serves it, to be nested at `/ui`: the
+/// Applications of `namespace` (all when none) watched with
+/// `connection`'s own identity, each request's user known by its bearer
+/// token (see [`tokens`]) and acting with that token alone.
+pub async fn in_controller(
+    connection: tether_cluster::Connection,
+    namespace: Option<&str>,
+) -> Result<axum::Router, Error> {
+    let client = connection
+        .client()
+        .map_err(|e| Error::Serve(std::io::Error::other(e.to_string())))?;
+    let (cache, filling) = cache::watch(client, namespace).await?;
+    tokio::spawn(filling);
+    let users = tokens::TokenUsers::new(connection, cache.clone())
+        .map_err(|e| Error::Serve(std::io::Error::other(e)))?;
+    let shared = server::Shared {
+        cache,
+        acting: Acting::Tokens(std::sync::Arc::new(users)),
+        base: "/ui/".to_string(),
+    };
+    Ok(server::routes().merge(tokens::routes()).with_state(shared))
 }

@@ -38,6 +38,11 @@ pub struct Shared {
 /// - `GET /assets/dashboard.css`, `/assets/live.js`: embedded in the binary;
 /// - `GET /healthz`: `ok`.
 pub fn app(shared: Shared) -> Router {
+    routes().with_state(shared)
+}
+
+/// The routes of [`app`], before their state is given.
+pub fn routes() -> Router<Shared> {
     Router::new()
         .route("/", get(overview))
         .route("/live", get(live))
@@ -71,7 +76,6 @@ pub fn app(shared: Shared) -> Router {
                 )
             }),
         )
-        .with_state(shared)
 }
 
 /// A request the dashboard cannot answer as asked.

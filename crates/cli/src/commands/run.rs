@@ -214,6 +214,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         kubernetes = %server,
         "tether controller starting"
     );
+    // The dashboard at /ui: its own watch of the Applications, each
+    // request acting with the bearer token it carries.
+    let ui_connection = connection.clone();
+    let ui_namespace = config.watch_namespace.clone();
     let wiring = Wiring {
         trigger: Trigger::default(),
         probe: Probe::default(),
@@ -224,8 +228,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         match args.http_addr {
             Some(addr) => {
                 let access = Access::new(client.clone(), "/metrics");
+                let ui = tether_dashboard::in_controller(ui_connection, ui_namespace.as_deref())
+                    .await
+                    .context("starting the dashboard at /ui")?;
                 let router = http::app(wiring.trigger.clone(), wiring.probe.clone(), secret)
-                    .merge(http::metrics(wiring.metrics.clone(), access));
+                    .merge(http::metrics(wiring.metrics.clone(), access))
+                    .nest_service("/ui", ui);
                 http::serve(addr, router)
                     .await
                     .with_context(|| format!("serving HTTP on {addr}"))
