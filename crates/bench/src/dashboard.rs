@@ -13,6 +13,8 @@
 //!   live part it makes a browser fetch (`live?q=NAME`) shows OutOfSync —
 //!   [`CHANGES`] times, median and slowest (and, separately, the
 //!   controller's own scale → OutOfSync time);
+//! - the same in headless Chromium: the overview's first contentful
+//!   paint, and a change shown in the row without reloading;
 //! - the dashboard process's resident memory after all of that.
 
 use std::net::SocketAddr;
@@ -26,6 +28,7 @@ use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 use tether_controller::api::Application;
 use tether_core::SyncStatus;
+use tether_testkit::browser::Browser;
 use tether_testkit::{Repo, application};
 
 use crate::apps::{AppSet, app_name, apply, create_namespaces, run_all, wait_synced};
@@ -37,6 +40,13 @@ use crate::{memory, say, start_plane};
 const PAGE_LOADS: usize = 20;
 /// Status changes timed.
 const CHANGES: usize = 10;
+/// Overview loads in the browser.
+const BROWSER_LOADS: usize = 5;
+/// Status changes watched in the browser.
+const BROWSER_CHANGES: usize = 5;
+/// The page's first contentful paint, in ms from navigation start.
+const FIRST_PAINT: &str = "const p = performance.getEntriesByName('first-contentful-paint')[0]; \
+     return p ? p.startTime : null;";
 
 pub async fn run(
     tether_bin: &Path,
@@ -160,6 +170,45 @@ pub async fn run(
         wait_sync(&apps, &name, SyncStatus::Synced).await?;
     }
     drop(events);
+
+    // In a real browser (headless Chromium): the overview's first
+    // contentful paint, and a change shown without reloading.
+    say("the same in headless Chromium");
+    let browser = Browser::start(false).await;
+    let mut paints = Vec::with_capacity(BROWSER_LOADS);
+    for _ in 0..BROWSER_LOADS {
+        browser.goto(&base).await;
+        let paint = browser
+            .client
+            .execute(FIRST_PAINT, Vec::new())
+            .await?
+            .as_f64()
+            .context("the browser reported no first-contentful-paint")?;
+        paints.push(Duration::from_secs_f64(paint / 1000.0));
+    }
+    browser
+        .wait_text("#connection", Duration::from_secs(10), |t| {
+            t.starts_with("Live")
+        })
+        .await;
+    let mut shown = Vec::with_capacity(BROWSER_CHANGES);
+    for round in 0..BROWSER_CHANGES {
+        let i = (round * 131 + 7) % n;
+        let (ns, name) = (set.namespace(i), app_name(i));
+        let apps: Api<Application> = Api::namespaced(admin.clone(), &ns);
+        let deployments: Api<Deployment> = Api::namespaced(admin.clone(), &ns);
+        scale(&deployments, &name, 3).await?;
+        wait_sync(&apps, &name, SyncStatus::OutOfSync).await?;
+        let row = format!("tr[data-app=\"{ns}/{name}\"] td.sync");
+        shown.push(
+            browser
+                .wait_text(&row, Duration::from_secs(10), |t| t == "OutOfSync")
+                .await,
+        );
+        scale(&deployments, &name, 1).await?;
+        wait_sync(&apps, &name, SyncStatus::Synced).await?;
+    }
+    drop(browser);
     let (rss, hwm) = memory(dashboard.pid())?;
 
     loads.sort();
@@ -192,6 +241,18 @@ pub async fn run(
         "    and the dashboard (status seen → page shows it):   median {:>6.1} ms, slowest {:>6.1} ms",
         ms(reflected[reflected.len() / 2]),
         ms(reflected[reflected.len() - 1])
+    );
+    paints.sort();
+    shown.sort();
+    println!(
+        "  Chromium first contentful paint:  median {:>6.1} ms, slowest {:>6.1} ms (of {BROWSER_LOADS})",
+        ms(paints[paints.len() / 2]),
+        ms(paints[paints.len() - 1])
+    );
+    println!(
+        "  Chromium: status seen → row shows it: median {:>6.1} ms, slowest {:>6.1} ms (of {BROWSER_CHANGES}; polled every 50 ms)",
+        ms(shown[shown.len() / 2]),
+        ms(shown[shown.len() - 1])
     );
     println!("  dashboard memory: RSS {rss:.1} MB (peak {hwm:.1} MB)");
     Ok(())

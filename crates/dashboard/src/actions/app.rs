@@ -2,8 +2,6 @@
 
 use std::sync::{Arc, OnceLock};
 
-use axum::body::Bytes;
-use axum::extract::{Path, State};
 use axum::response::Response;
 use kube::ResourceExt;
 use kube::api::Api;
@@ -14,15 +12,14 @@ use tether_controller::request::{SyncRequest, request_sync_with};
 use tether_controller::sync::preview::preview_application;
 use tether_source::Repositories;
 
+use super::asked::{Asked, Post};
 use super::failure::Failure;
 use super::form::MAX_TTL;
 use super::pages::{self, Confirm};
-use super::{checked, done, fail, page, posted};
+use super::{done, fail, page};
 use crate::overview::Row;
 use crate::server::Shared;
 use crate::user::User;
-
-type AppPath = Path<(String, String)>;
 
 /// The sources fetched for dry runs, cached as the CLI caches its own.
 fn repositories() -> Arc<Repositories> {
@@ -61,9 +58,12 @@ fn confirmation(
 }
 
 pub async fn sync_page(
-    State(shared): State<Shared>,
-    user: User,
-    Path((ns, name)): AppPath,
+    Asked {
+        shared,
+        user,
+        ns,
+        name,
+    }: Asked,
 ) -> Response {
     let what = html! {
         p { "Ask the controller to sync Application " strong { (ns) "/" (name) } " now: it applies the whole desired state from Git at the app's own revision, as "
@@ -80,16 +80,18 @@ pub async fn sync_page(
 }
 
 pub async fn sync(
-    State(shared): State<Shared>,
-    user: User,
-    Path((ns, name)): AppPath,
-    body: Bytes,
+    Post {
+        asked:
+            Asked {
+                shared,
+                user,
+                ns,
+                name,
+            },
+        ..
+    }: Post,
 ) -> Response {
     let back = format!("apps/{ns}/{name}");
-    let posted = posted(&body);
-    if let Err(refused) = checked(&shared, &user, &posted, &back) {
-        return refused;
-    }
     match request_sync_with(user.client.clone(), &ns, &name, &SyncRequest::default()).await {
         Ok(_) => done(
             &shared,
@@ -105,9 +107,12 @@ pub async fn sync(
 }
 
 pub async fn dry_run_page(
-    State(shared): State<Shared>,
-    user: User,
-    Path((ns, name)): AppPath,
+    Asked {
+        shared,
+        user,
+        ns,
+        name,
+    }: Asked,
 ) -> Response {
     let what = html! {
         p { "Fetch Application " strong { (ns) "/" (name) } "'s source and compare each object with the cluster by server-side dry run, as "
@@ -124,15 +129,18 @@ pub async fn dry_run_page(
 }
 
 pub async fn dry_run(
-    State(shared): State<Shared>,
-    user: User,
-    Path((ns, name)): AppPath,
-    body: Bytes,
+    Post {
+        asked:
+            Asked {
+                shared,
+                user,
+                ns,
+                name,
+            },
+        ..
+    }: Post,
 ) -> Response {
     let back = format!("apps/{ns}/{name}");
-    if let Err(refused) = checked(&shared, &user, &posted(&body), &back) {
-        return refused;
-    }
     let object = format!("Application {ns}/{name}");
     let app = match read(&user, &ns, &name).await {
         Ok(app) => app,
@@ -163,9 +171,12 @@ async fn read(user: &User, ns: &str, name: &str) -> Result<Application, Failure>
 }
 
 pub async fn refresh_page(
-    State(shared): State<Shared>,
-    user: User,
-    Path((ns, name)): AppPath,
+    Asked {
+        shared,
+        user,
+        ns,
+        name,
+    }: Asked,
 ) -> Response {
     let what = html! {
         p { "Read Application " strong { (ns) "/" (name) } " from the API server now, as you, and show its state as the controller last reported it (as "
@@ -183,15 +194,18 @@ pub async fn refresh_page(
 }
 
 pub async fn refresh(
-    State(shared): State<Shared>,
-    user: User,
-    Path((ns, name)): AppPath,
-    body: Bytes,
+    Post {
+        asked:
+            Asked {
+                shared,
+                user,
+                ns,
+                name,
+            },
+        ..
+    }: Post,
 ) -> Response {
     let back = format!("apps/{ns}/{name}");
-    if let Err(refused) = checked(&shared, &user, &posted(&body), &back) {
-        return refused;
-    }
     match read(&user, &ns, &name).await {
         Ok(app) => {
             let row = Row::of(&app);
@@ -210,9 +224,12 @@ pub async fn refresh(
 }
 
 pub async fn open_page(
-    State(shared): State<Shared>,
-    user: User,
-    Path((ns, name)): AppPath,
+    Asked {
+        shared,
+        user,
+        ns,
+        name,
+    }: Asked,
 ) -> Response {
     let what = html! {
         p { "Open a break-glass window on Application " strong { (ns) "/" (name) } ": self-heal leaves its scope alone until the window expires or is closed, and every change made inside is recorded as Emergency drift, with you as the opener (as "
@@ -229,16 +246,18 @@ pub async fn open_page(
 }
 
 pub async fn open(
-    State(shared): State<Shared>,
-    user: User,
-    Path((ns, name)): AppPath,
-    body: Bytes,
+    Post {
+        asked:
+            Asked {
+                shared,
+                user,
+                ns,
+                name,
+            },
+        form: posted,
+    }: Post,
 ) -> Response {
     let back = format!("apps/{ns}/{name}/break-glass");
-    let posted = posted(&body);
-    if let Err(refused) = checked(&shared, &user, &posted, &back) {
-        return refused;
-    }
     let window = match posted.window() {
         Ok(window) => window,
         Err(error) => return fail(&shared, Failure::refused(error), &back),

@@ -15,6 +15,7 @@
 //! window's page with `?done=` (see [`pages::flash`]), or a page saying
 //! why nothing was done ([`failure`]).
 
+pub mod asked;
 pub mod csrf;
 pub mod failure;
 pub mod form;

@@ -1,7 +1,5 @@
 //! The actions on a break-glass window.
 
-use axum::body::Bytes;
-use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use kube::ResourceExt;
@@ -16,14 +14,13 @@ use tether_controller::break_glass::request::{self, RequestError};
 use tether_controller::credentials;
 use tether_source::adopt::{AdoptError as SourceAdoptError, Author};
 
+use super::asked::{Asked, Post};
 use super::failure::Failure;
 use super::form::MAX_TTL;
 use super::pages::{self, Confirm};
-use super::{checked, done, fail, page, posted};
+use super::{done, fail, page};
 use crate::server::Shared;
 use crate::user::User;
-
-type WindowPath = Path<(String, String)>;
 
 /// A refused window request: the API server's refusals as [`Failure::of`]
 /// says them, an unknown app or window is a 404, the rest a 400 or 409.
@@ -88,9 +85,12 @@ fn describe(window: &BreakGlass) -> maud::Markup {
 }
 
 pub async fn extend_page(
-    State(shared): State<Shared>,
-    user: User,
-    Path((ns, name)): WindowPath,
+    Asked {
+        shared,
+        user,
+        ns,
+        name,
+    }: Asked,
 ) -> Response {
     let what = |window: &BreakGlass| {
         html! { p { "Extend " (describe(window)) " from now, recorded as an extension of its own with your reason (as "
@@ -102,16 +102,18 @@ pub async fn extend_page(
 }
 
 pub async fn extend(
-    State(shared): State<Shared>,
-    user: User,
-    Path((ns, name)): WindowPath,
-    body: Bytes,
+    Post {
+        asked:
+            Asked {
+                shared,
+                user,
+                ns,
+                name,
+            },
+        form: posted,
+    }: Post,
 ) -> Response {
     let back = format!("break-glass/{ns}/{name}");
-    let posted = posted(&body);
-    if let Err(refused) = checked(&shared, &user, &posted, &back) {
-        return refused;
-    }
     if posted.reason.trim().is_empty() {
         return fail(&shared, Failure::refused(RequestError::NoReason), &back);
     }
@@ -139,9 +141,12 @@ pub async fn extend(
 }
 
 pub async fn close_page(
-    State(shared): State<Shared>,
-    user: User,
-    Path((ns, name)): WindowPath,
+    Asked {
+        shared,
+        user,
+        ns,
+        name,
+    }: Asked,
 ) -> Response {
     let what = |window: &BreakGlass| {
         html! { p { "Close " (describe(window)) ": self-heal resumes for its scope. With " em { "adopt" }
@@ -161,16 +166,18 @@ pub async fn close_page(
 }
 
 pub async fn close(
-    State(shared): State<Shared>,
-    user: User,
-    Path((ns, name)): WindowPath,
-    body: Bytes,
+    Post {
+        asked:
+            Asked {
+                shared,
+                user,
+                ns,
+                name,
+            },
+        form: posted,
+    }: Post,
 ) -> Response {
     let back = format!("break-glass/{ns}/{name}");
-    let posted = posted(&body);
-    if let Err(refused) = checked(&shared, &user, &posted, &back) {
-        return refused;
-    }
     let resolve = match posted.resolution() {
         Ok(resolve) => resolve,
         Err(error) => return fail(&shared, Failure::refused(error), &back),
@@ -206,9 +213,12 @@ pub async fn close(
 }
 
 pub async fn adopt_page(
-    State(shared): State<Shared>,
-    user: User,
-    Path((ns, name)): WindowPath,
+    Asked {
+        shared,
+        user,
+        ns,
+        name,
+    }: Asked,
 ) -> Response {
     let what = |window: &BreakGlass| {
         html! { p { "Commit the changes recorded in " (describe(window)) " into the app's Git source, as one commit authored by you ("
@@ -220,15 +230,18 @@ pub async fn adopt_page(
 }
 
 pub async fn adopt(
-    State(shared): State<Shared>,
-    user: User,
-    Path((ns, name)): WindowPath,
-    body: Bytes,
+    Post {
+        asked:
+            Asked {
+                shared,
+                user,
+                ns,
+                name,
+            },
+        ..
+    }: Post,
 ) -> Response {
     let back = format!("break-glass/{ns}/{name}");
-    if let Err(refused) = checked(&shared, &user, &posted(&body), &back) {
-        return refused;
-    }
     let window = match window(&user, &ns, &name).await {
         Ok(window) => window,
         Err(failure) => return fail(&shared, failure, &back),
