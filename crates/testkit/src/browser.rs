@@ -142,6 +142,12 @@ impl Browser {
         element.text().await.ok()
     }
 
+    /// Attribute `name` of the first element matching `css`, if both are there.
+    pub async fn attribute(&self, css: &str, name: &str) -> Option<String> {
+        let element = self.client.find(Locator::Css(css)).await.ok()?;
+        element.attr(name).await.ok()?
+    }
+
     /// Polls (every 50 ms) until the text of `css` satisfies `ok`, and
     /// returns how long it took; panics with the last text after `within`.
     pub async fn wait_text(
