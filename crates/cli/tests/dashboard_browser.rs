@@ -37,10 +37,41 @@ fn secret() -> String {
     )
 }
 
-/// Fails when the page the browser holds shows the planted value.
+/// Fails when the page the browser holds shows the planted value, or when
+/// the bodies served for its URL and for its live part (`#live`'s
+/// `data-live`, what live.js refetches) hold it. (The event stream names
+/// no object, only that something changed.)
 async fn no_secret_in(browser: &Browser, what: &str) {
     let html = browser.html().await;
     assert!(!html.contains(PLANTED), "{what} shows the Secret value");
+    let page = reqwest::Url::parse(&browser.url().await).expect("the page's URL");
+    let mut urls = vec![page.clone()];
+    if let Some(fragment) = browser.attribute("#live", "data-live").await {
+        // Relative to the page's <base href>, as live.js resolves it.
+        let base = browser.attribute("base", "href").await;
+        let base = page
+            .join(base.as_deref().unwrap_or("."))
+            .expect("the base URL");
+        urls.push(base.join(&fragment).expect("the live part's URL"));
+    }
+    let client = reqwest::Client::new();
+    for url in urls {
+        let response = client
+            .get(url.clone())
+            .send()
+            .await
+            .expect("the dashboard answers");
+        assert!(
+            response.status().is_success(),
+            "{url}: {}",
+            response.status()
+        );
+        let body = response.text().await.expect("a body");
+        assert!(
+            !body.contains(PLANTED),
+            "{what}: {url} served the Secret value"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -22,12 +22,14 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Runs chromedriver in a process group of its own (so its browsers go
 /// with it) and kills the group when standard input closes: when the
-/// [`Browser`] is dropped, or when the test process ends.
+/// [`Browser`] is dropped, or when the test process ends. (`sh` is dash on
+/// Debian, whose `kill` takes no `--`: with one it kills nothing, and the
+/// browsers outlived every test.)
 const WATCHDOG: &str = r#"
 exec 3<&0
 setsid chromedriver "$@" 3<&- &
 pid=$!
-(cat >/dev/null; kill -KILL -- "-$pid" 2>/dev/null; kill -KILL "$pid" 2>/dev/null) <&3 3<&- &
+(cat >/dev/null; kill -KILL "-$pid" 2>/dev/null; kill -KILL "$pid" 2>/dev/null) <&3 3<&- &
 exec 3<&-
 wait "$pid"
 "#;
@@ -138,6 +140,12 @@ impl Browser {
     pub async fn text(&self, css: &str) -> Option<String> {
         let element = self.client.find(Locator::Css(css)).await.ok()?;
         element.text().await.ok()
+    }
+
+    /// Attribute `name` of the first element matching `css`, if both are there.
+    pub async fn attribute(&self, css: &str, name: &str) -> Option<String> {
+        let element = self.client.find(Locator::Css(css)).await.ok()?;
+        element.attr(name).await.ok()?
     }
 
     /// Polls (every 50 ms) until the text of `css` satisfies `ok`, and
