@@ -208,6 +208,9 @@ pub async fn run(
         ms(reflected[reflected.len() - 1])
     );
 
+    let (rss, hwm) = memory(dashboard.pid())?;
+    println!("  dashboard memory before the browser: RSS {rss:.1} MB (peak {hwm:.1} MB)");
+
     // In a real browser (headless Chromium): the overview's first
     // contentful paint, and a change shown without reloading.
     say("the same in headless Chromium");
