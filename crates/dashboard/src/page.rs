@@ -34,15 +34,7 @@ pub fn page(overview: &Overview) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                meta name="color-scheme" content="light dark";
-                title { "Tether — " (overview.scope) }
-                base href=(overview.base);
-                link rel="stylesheet" href="assets/dashboard.css";
-                script src="assets/live.js" defer {}
-            }
+            (head(overview.base, overview.scope))
             body {
                 header {
                     h1 { "Tether" }
@@ -182,21 +174,29 @@ fn table_row(row: &Row, now: &str) -> Markup {
     }
 }
 
+/// Every page's head: the stylesheet and live script from the binary, and
+/// the `<base>` every link is relative to.
+fn head(base: &str, title: &str) -> Markup {
+    html! {
+        head {
+            meta charset="utf-8";
+            meta name="viewport" content="width=device-width, initial-scale=1";
+            meta name="color-scheme" content="light dark";
+            title { "Tether — " (title) }
+            base href=(base);
+            link rel="stylesheet" href="assets/dashboard.css";
+            script src="assets/live.js" defer {}
+        }
+    }
+}
+
 /// A page of the dashboard other than the overview, around `body`: the
 /// same head (stylesheet, live script, `<base>`) and a way back.
 pub fn layout(base: &str, title: &str, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                meta name="color-scheme" content="light dark";
-                title { "Tether — " (title) }
-                base href=(base);
-                link rel="stylesheet" href="assets/dashboard.css";
-                script src="assets/live.js" defer {}
-            }
+            (head(base, title))
             body {
                 header {
                     nav aria-label="Dashboard" {

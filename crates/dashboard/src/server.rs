@@ -170,7 +170,7 @@ async fn events(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use axum::body::Body;
     use axum::http::Request;
@@ -211,7 +211,7 @@ mod tests {
     }
 
     /// A user whose client points nowhere: these routes read the cache only.
-    fn nobody() -> User {
+    pub(crate) fn nobody() -> User {
         let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
         User {
             client: kube::Client::try_from(config).unwrap(),

@@ -10,16 +10,9 @@ use tower::ServiceExt;
 
 use crate::cache::Cache;
 use crate::server::{Shared, app};
-use crate::user::{Acting, Sees, User};
+use crate::user::Acting;
 
-fn nobody() -> User {
-    let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
-    User {
-        client: kube::Client::try_from(config).unwrap(),
-        name: "tester".to_string(),
-        sees: Sees::AllCached,
-    }
-}
+use crate::server::tests::nobody;
 
 fn shared() -> Shared {
     let (store, _writer) = reflector::store();
