@@ -204,9 +204,12 @@ async fn a_hung_receiver_neither_slows_notify_nor_delays_another_route() {
     let requests = healthy.wait_for(10).await;
     let last = requests.iter().map(|r| r.at).max().unwrap() - sent;
     println!("notify() slowest of 10: {slowest:?}; the healthy route had all 10 after {last:?}");
+    // The hung receiver holds each request 30 s; a notify() that waited on
+    // it, or on any delivery, would take that long. The bound leaves room
+    // for a preempted thread on a shared machine (CI saw 1.2 ms once).
     assert!(
-        slowest < Duration::from_millis(1),
-        "notify took {slowest:?}"
+        slowest < Duration::from_millis(200),
+        "notify waited on a delivery: {slowest:?}"
     );
     assert!(
         last < Duration::from_secs(2),
