@@ -29,6 +29,10 @@ need_debian promtool prometheus
 # The dashboard's browser tests drive a real headless Chromium over WebDriver.
 need_debian chromium chromium
 need_debian chromedriver chromium-driver
+# OCI sources are tested against the CNCF distribution registry, with
+# htpasswd (bcrypt) users for its basic authentication.
+need_debian docker-registry docker-registry
+need_debian htpasswd apache2-utils
 
 if [ "${#missing_debian[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then

@@ -7,6 +7,7 @@
 
 pub mod adopt;
 pub mod cache;
+pub mod chart;
 pub mod credentials;
 pub mod detect;
 pub mod directory;

@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::cache::RenderCache;
+use crate::chart::{ChartError, Charts, Wanted};
 use crate::credentials::Credentials;
 use crate::files::Files;
 use crate::git::{GitError, RemoteRefs, Resolved, Store, Update, resolve};
@@ -81,6 +82,16 @@ pub enum SourceError {
     BadRevision { revision: String, reason: String },
     #[error("{url}: update the repository before rendering from it")]
     NotUpdated { url: String },
+    /// A chart from a Helm repository or OCI registry could not be had.
+    #[error("chart {chart:?} ({version}) from {error}")]
+    Chart {
+        chart: String,
+        /// The version asked for, as written (`any version` when empty).
+        version: String,
+        error: ChartError,
+    },
+    #[error("chart {chart:?}: {reason}")]
+    ChartSpec { chart: String, reason: String },
 }
 
 impl SourceError {
@@ -90,7 +101,10 @@ impl SourceError {
             SourceError::Git(error) => error.is_retryable(),
             SourceError::Render(error) => error.is_retryable(),
             SourceError::NotUpdated { .. } => true,
-            SourceError::Verify(_) | SourceError::BadRevision { .. } => false,
+            SourceError::Chart { error, .. } => error.is_retryable(),
+            SourceError::Verify(_)
+            | SourceError::BadRevision { .. }
+            | SourceError::ChartSpec { .. } => false,
         }
     }
 }
@@ -100,6 +114,7 @@ impl SourceError {
 pub struct Repositories {
     cache_dir: PathBuf,
     stores: Mutex<HashMap<String, Arc<Store>>>,
+    charts: Charts,
     cache: Option<RenderCache>,
     sandbox: Sandbox,
 }
@@ -107,6 +122,7 @@ pub struct Repositories {
 impl Repositories {
     pub fn new(cache_dir: PathBuf) -> Repositories {
         Repositories {
+            charts: Charts::new(cache_dir.join("charts")),
             cache_dir,
             stores: Mutex::new(HashMap::new()),
             cache: Some(RenderCache::default()),
@@ -128,6 +144,86 @@ impl Repositories {
     /// Renders run so far (cache misses); 0 without a cache.
     pub fn renders(&self) -> u64 {
         self.cache.as_ref().map_or(0, RenderCache::renders)
+    }
+
+    /// The chart cache (index reads, downloads).
+    pub fn charts(&self) -> &Charts {
+        &self.charts
+    }
+
+    /// The version a chart source resolves to now (one conditional index
+    /// read, shared within [`crate::chart::FRESH`]; for OCI, the tags and
+    /// the manifest): what a poll compares.
+    pub fn resolve_chart(
+        &self,
+        source: &Source,
+        credentials: Option<&Credentials>,
+    ) -> Result<crate::chart::Resolved, SourceError> {
+        self.charts
+            .resolve(&wanted(source), credentials)
+            .map_err(|error| chart_error(source, error))
+    }
+
+    /// Resolves, fetches (once per digest) and renders a chart source, its
+    /// dependencies fetched first; the render is cached by the archive's
+    /// digest, so an unchanged version costs no download and no render.
+    pub fn render_chart(
+        &self,
+        source: &Source,
+        credentials: Option<&Credentials>,
+        capabilities: &Capabilities,
+    ) -> Result<Rendered, SourceError> {
+        if source.verify.mode != VerifyMode::None {
+            return Err(SourceError::ChartSpec {
+                chart: source.chart.clone(),
+                reason: "verify applies to Git sources; Helm provenance (.prov) and OCI signatures are not checked yet, so a chart cannot be required to be verified".into(),
+            });
+        }
+        let resolved = self.resolve_chart(source, credentials)?;
+        let renderer = source.chart_renderer();
+        let render_chart = || -> Result<Vec<Manifest>, SourceError> {
+            let failed = |error| chart_error(source, error);
+            let archive = self
+                .charts
+                .archive(&resolved, credentials)
+                .map_err(failed)?;
+            let name = format!("{}-{}.tgz", resolved.chart, resolved.version);
+            let mut files = crate::chart::archive::unpack(&name, &archive).map_err(|reason| {
+                failed(ChartError::Invalid {
+                    url: resolved.url(),
+                    reason,
+                })
+            })?;
+            let origin = crate::chart::deps::Origin {
+                url: &source.repo_url,
+                credentials,
+                insecure: source.insecure,
+            };
+            crate::chart::deps::vendor(&mut files, "", &self.charts, &origin).map_err(failed)?;
+            Ok(render(&renderer, &files, "", &self.sandbox, capabilities)?)
+        };
+        // Keyed by what is rendered: the archive's digest (or, without
+        // one, where it is and its version).
+        let what = match resolved.digest.is_empty() {
+            true => format!("{} {}", resolved.url(), resolved.version),
+            false => resolved.digest.clone(),
+        };
+        let manifests = match &self.cache {
+            Some(cache) => {
+                let key = RenderCache::key(&what, &what, "", &renderer, capabilities);
+                cache.get_or_render(key, render_chart)?
+            }
+            None => Arc::new(render_chart()?),
+        };
+        Ok(Rendered {
+            commit: resolved.version.clone(),
+            tree: resolved.digest.clone(),
+            tag: None,
+            empty: manifests.is_empty(),
+            digest: crate::manifest::digest(&manifests),
+            manifests,
+            verified_by: Vec::new(),
+        })
     }
 
     /// Lists the remote's refs and fetches if anything is new. Call once per
@@ -177,10 +273,26 @@ impl Repositories {
         let tree = store.tree_at(resolved.commit, &source.path)?;
         let root = store.tree_at(resolved.commit, "")?;
         let render_tree = || -> Result<Vec<Manifest>, SourceError> {
-            let files = match &source.renderer {
+            let mut files = match &source.renderer {
                 Renderer::Directory(_) => prefixed(store.read_tree(tree)?, &source.path),
                 _ => store.read_tree(root)?,
             };
+            if let Renderer::Helm(_) = &source.renderer {
+                // Dependencies the chart does not vendor; pinned by its
+                // Chart.lock, which is part of the tree the render is
+                // keyed by.
+                let origin = crate::chart::deps::Origin {
+                    url: &source.repo_url,
+                    credentials: None,
+                    insecure: false,
+                };
+                crate::chart::deps::vendor(&mut files, &source.path, &self.charts, &origin)
+                    .map_err(|error| SourceError::Chart {
+                        chart: source.path.clone(),
+                        version: format!("at {}", &resolved.commit.to_string()[..12]),
+                        error,
+                    })?;
+            }
             Ok(render(
                 &source.renderer,
                 &files,
@@ -248,6 +360,9 @@ impl Repositories {
         credentials: Option<&Credentials>,
         capabilities: &Capabilities,
     ) -> Result<Rendered, SourceError> {
+        if source.is_chart() {
+            return self.render_chart(source, credentials, capabilities);
+        }
         let update = self.update(&source.repo_url, credentials)?;
         self.render(source, &update, capabilities)
     }
@@ -261,6 +376,28 @@ impl Repositories {
         let store = Arc::new(Store::open(&self.cache_dir, url)?);
         stores.insert(key, store.clone());
         Ok(store)
+    }
+}
+
+/// What a chart source asks the chart cache for.
+fn wanted(source: &Source) -> Wanted<'_> {
+    Wanted {
+        repo_url: &source.repo_url,
+        chart: &source.chart,
+        version: &source.version,
+        insecure: source.insecure,
+    }
+}
+
+/// A chart error, said of the source's chart and the version asked for.
+fn chart_error(source: &Source, error: ChartError) -> SourceError {
+    SourceError::Chart {
+        chart: source.chart.clone(),
+        version: match source.version.is_empty() {
+            true => "any version".into(),
+            false => format!("version {}", source.version),
+        },
+        error,
     }
 }
 

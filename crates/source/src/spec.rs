@@ -23,9 +23,24 @@ use crate::directory::DirectoryOptions;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Source {
-    /// `file://`, `http(s)://`, `ssh://`, `git://` or scp-like `git@host:path`.
+    /// A Git repository: `file://`, `http(s)://`, `ssh://`, `git://` or
+    /// scp-like `git@host:path`. With `chart`, a Helm repository
+    /// (`http(s)://…` serving `index.yaml`) or an OCI registry path
+    /// (`oci://registry/path`).
     #[serde(rename = "repoURL")]
     pub repo_url: String,
+    /// The chart's name in the Helm repository or under the OCI path at
+    /// `repoURL` (as Argo CD's `chart`); empty for a Git source.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub chart: String,
+    /// The chart's version: exact (`1.2.3`), a range (`1.2.x`, `>=1.2 <2`,
+    /// `^1.2`), empty for the highest stable; for OCI also a manifest
+    /// digest (`sha256:…`, or `1.2.3@sha256:…`). Charts only.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub version: String,
+    /// Plain HTTP to an `oci://` registry (Flux's `insecure`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure: bool,
     /// A branch, a tag, a semver range over tags (`>=1.2.0 <2.0.0`,
     /// `1.4.*`), a full commit SHA, or empty for the remote's HEAD.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -75,6 +90,24 @@ impl Default for Renderer {
 }
 
 impl Source {
+    /// Whether this is a chart from a Helm repository or OCI registry.
+    pub fn is_chart(&self) -> bool {
+        !self.chart.is_empty()
+    }
+
+    /// How a chart source is rendered: Helm, with its options when the
+    /// source gives them, the release named after the chart by default.
+    pub fn chart_renderer(&self) -> Renderer {
+        let mut options = match &self.renderer {
+            Renderer::Helm(options) => options.clone(),
+            _ => HelmOptions::default(),
+        };
+        if options.release_name.is_empty() {
+            options.release_name = self.chart.clone();
+        }
+        Renderer::Helm(options)
+    }
+
     /// Whether a push that changed `paths` (relative to the repository
     /// root) can change what this source renders: a path under its
     /// directory, or any path at all for a renderer that reads outside it.

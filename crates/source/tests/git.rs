@@ -165,6 +165,8 @@ fn smart_http_fetches_and_credentials_are_never_sent_or_printed_in_clear_text() 
         username: "bot".into(),
         password: Secret::new("s3cret-token"),
         ca_cert: None,
+        bearer: false,
+        client_cert: None,
     };
     let other_cache = tempfile::tempdir().unwrap();
     let error = Repositories::new(other_cache.path().into())

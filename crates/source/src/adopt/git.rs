@@ -217,11 +217,12 @@ fn credential_env(
         Ok(path)
     };
     Ok(match credentials {
-        None => Vec::new(),
+        None | Some(Credentials::Registry { .. }) => Vec::new(),
         Some(Credentials::Http {
             username,
             password,
             ca_cert,
+            ..
         }) => {
             private("username", username, 0o600)?;
             private("password", password.expose(), 0o600)?;

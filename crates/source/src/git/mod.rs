@@ -601,7 +601,7 @@ pub(crate) fn redact_message(message: &str, url: &str) -> String {
 }
 
 /// An error and its causes, `: `-separated.
-fn chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     let mut message = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
