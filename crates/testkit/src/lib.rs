@@ -18,6 +18,7 @@
 #[cfg(feature = "controller")]
 mod app;
 pub mod browser;
+pub mod charts;
 mod daemon;
 mod files;
 mod fixtures;

@@ -260,11 +260,25 @@ impl Charts {
         credentials: Option<&Credentials>,
     ) -> Result<Arc<Index>, ChartError> {
         let authorization = auth::for_repository(credentials);
-        // Callers with other credentials never share a read.
-        let key = format!(
-            "{url}\0{}",
-            hex::encode(Sha256::digest(authorization.as_deref().unwrap_or_default()))
+        // Callers with other credentials (a login, or the CA the server
+        // was checked against) never share a read.
+        let mut fingerprint = Sha256::new();
+        fingerprint.update(authorization.as_deref().unwrap_or_default());
+        fingerprint.update([0]);
+        fingerprint.update(
+            credentials
+                .and_then(Credentials::ca_cert)
+                .unwrap_or_default(),
         );
+        if let Some(Credentials::Http {
+            client_cert: Some(client_cert),
+            ..
+        }) = credentials
+        {
+            fingerprint.update([0]);
+            fingerprint.update(&client_cert.cert);
+        }
+        let key = format!("{url}\0{}", hex::encode(fingerprint.finalize()));
         let cached = self
             .lock_indexes()
             .get(&key)

@@ -1,6 +1,7 @@
 //! Smart HTTP: `git http-backend` run as CGI by a small server on
 //! 127.0.0.1, optionally over TLS (a throwaway CA) and behind HTTP basic
-//! authentication.
+//! authentication. The same server also serves plain files with `ETag`s
+//! (a Helm chart repository: `index.yaml` and archives).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -15,6 +16,7 @@ use std::time::Duration;
 /// records every request line (`GET /shop.git/info/refs?service=…`).
 pub struct HttpBackend {
     pub port: u16,
+    pub(crate) root: std::path::PathBuf,
     scheme: &'static str,
     requests: Arc<Mutex<Vec<String>>>,
     stop: Arc<AtomicBool>,
@@ -22,15 +24,37 @@ pub struct HttpBackend {
 
 impl HttpBackend {
     pub fn start(base: &Path, basic_auth: Option<(&str, &str)>) -> HttpBackend {
-        HttpBackend::spawn(base, basic_auth, None)
+        HttpBackend::spawn(Handler::Git, base, basic_auth, None)
     }
 
     /// Serves over HTTPS with a certificate for 127.0.0.1 signed by `ca`.
     pub fn start_https(base: &Path, basic_auth: Option<(&str, &str)>, ca: &TestCa) -> HttpBackend {
-        HttpBackend::spawn(base, basic_auth, Some(ca.server_config.clone()))
+        HttpBackend::spawn(
+            Handler::Git,
+            base,
+            basic_auth,
+            Some(ca.server_config.clone()),
+        )
+    }
+
+    /// Serves the files under `root` (GET only; an `ETag` per file, `304`
+    /// to a matching `If-None-Match`), over HTTPS when `ca` is given.
+    pub fn serve_files(
+        root: &Path,
+        basic_auth: Option<(&str, &str)>,
+        ca: Option<&TestCa>,
+    ) -> HttpBackend {
+        let tls = ca.map(|ca| ca.server_config.clone());
+        HttpBackend::spawn(Handler::Files, root, basic_auth, tls)
+    }
+
+    /// `http(s)://127.0.0.1:PORT`.
+    pub fn base_url(&self) -> String {
+        format!("{}://127.0.0.1:{}", self.scheme, self.port)
     }
 
     fn spawn(
+        handler: Handler,
         base: &Path,
         basic_auth: Option<(&str, &str)>,
         tls: Option<Arc<rustls::ServerConfig>>,
@@ -41,6 +65,7 @@ impl HttpBackend {
         let stop = Arc::new(AtomicBool::new(false));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let scheme = if tls.is_some() { "https" } else { "http" };
+        let root = base.to_path_buf();
         let (base, stopped, log) = (base.to_path_buf(), stop.clone(), requests.clone());
         let expected = basic_auth.map(|(user, password)| {
             use base64::Engine;
@@ -62,9 +87,9 @@ impl HttpBackend {
                                     return;
                                 };
                                 let stream = rustls::StreamOwned::new(connection, stream);
-                                serve(stream, &base, expected.as_deref(), &log)
+                                serve(stream, handler, &base, expected.as_deref(), &log)
                             }
-                            None => serve(stream, &base, expected.as_deref(), &log),
+                            None => serve(stream, handler, &base, expected.as_deref(), &log),
                         });
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
@@ -73,6 +98,7 @@ impl HttpBackend {
         });
         HttpBackend {
             port,
+            root,
             scheme,
             requests,
             stop,
@@ -139,8 +165,18 @@ impl Default for TestCa {
     }
 }
 
+/// What the server answers with.
+#[derive(Debug, Clone, Copy)]
+enum Handler {
+    /// `git http-backend`.
+    Git,
+    /// The files under the base directory.
+    Files,
+}
+
 fn serve(
     stream: impl Read + Write,
+    handler: Handler,
     base: &Path,
     expected_auth: Option<&str>,
     log: &Mutex<Vec<String>>,
@@ -197,6 +233,13 @@ fn serve(
             continue;
         }
         let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+        if let Handler::Files = handler {
+            let reply = file_reply(base, path, header("if-none-match").as_deref());
+            if reader.get_mut().write_all(&reply).is_err() || reader.get_mut().flush().is_err() {
+                return;
+            }
+            continue;
+        }
         let mut child = Command::new("git")
             .arg("http-backend")
             .env_clear()
@@ -254,6 +297,34 @@ fn serve(
             return;
         }
     }
+}
+
+/// A file under `base` as an HTTP reply: its `ETag` is a hash of its
+/// content; `304` when `if_none_match` is that tag; `404` for a missing
+/// file or a path that climbs out.
+fn file_reply(base: &Path, path: &str, if_none_match: Option<&str>) -> Vec<u8> {
+    use std::hash::{Hash, Hasher};
+    let relative = path.trim_start_matches('/');
+    let bytes = (!relative.split('/').any(|part| part == ".."))
+        .then(|| std::fs::read(base.join(relative)).ok())
+        .flatten();
+    let Some(bytes) = bytes else {
+        return b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n".to_vec();
+    };
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    let etag = format!("\"{:016x}-{}\"", hasher.finish(), bytes.len());
+    if if_none_match == Some(etag.as_str()) {
+        return format!("HTTP/1.1 304 Not Modified\r\nETag: {etag}\r\nContent-Length: 0\r\n\r\n")
+            .into_bytes();
+    }
+    let mut reply = format!(
+        "HTTP/1.1 200 OK\r\nETag: {etag}\r\nContent-Length: {}\r\n\r\n",
+        bytes.len()
+    )
+    .into_bytes();
+    reply.extend(bytes);
+    reply
 }
 
 /// `GET /shop.git/info/refs?service=git-upload-pack`, or for a protocol v2
