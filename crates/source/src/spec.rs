@@ -108,6 +108,20 @@ impl Source {
         Renderer::Helm(options)
     }
 
+    /// Pins the source to `revision`: a Git revision, or a chart version.
+    pub fn pin(&mut self, revision: &str) {
+        match self.is_chart() {
+            true => self.version = revision.to_string(),
+            false => self.revision = revision.to_string(),
+        }
+    }
+
+    /// Whether rendering depends on the destination cluster's capabilities
+    /// (Helm's does, so every chart source's).
+    pub fn uses_capabilities(&self) -> bool {
+        self.is_chart() || self.renderer.uses_capabilities()
+    }
+
     /// Whether a push that changed `paths` (relative to the repository
     /// root) can change what this source renders: a path under its
     /// directory, or any path at all for a renderer that reads outside it.

@@ -59,6 +59,22 @@ impl AppFixture {
         self
     }
 
+    /// `spec.source.chart` and `version`: the source is that chart of the
+    /// Helm repository or OCI path at the fixture's URL (`insecure` for an
+    /// `oci://` one: the test registry speaks plain HTTP).
+    pub fn chart(mut self, chart: &str, version: &str) -> AppFixture {
+        let source = &mut self.manifest["spec"]["source"];
+        source["chart"] = json!(chart);
+        source["version"] = json!(version);
+        if source["repoURL"]
+            .as_str()
+            .is_some_and(|url| url.starts_with("oci://"))
+        {
+            source["insecure"] = json!(true);
+        }
+        self
+    }
+
     /// `spec.source.interval`: how often its repository is polled.
     pub fn interval(mut self, interval: &str) -> AppFixture {
         self.manifest["spec"]["source"]["interval"] = json!(interval);

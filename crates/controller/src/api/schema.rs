@@ -69,7 +69,13 @@ pub(crate) fn source(_: &mut SchemaGenerator) -> Schema {
         "required": ["repoURL"],
         "properties": {
             "repoURL": {"type": "string", "minLength": 1,
-                "description": "file://, http(s)://, ssh://, git:// or scp-like git@host:path."},
+                "description": "A Git repository: file://, http(s)://, ssh://, git:// or scp-like git@host:path. With chart: a Helm repository (http(s):// serving index.yaml) or an OCI registry path (oci://registry/path)."},
+            "chart": {"type": "string",
+                "description": "A chart's name in the Helm repository or under the OCI path at repoURL; empty for a Git source."},
+            "version": {"type": "string",
+                "description": "The chart's version: exact (1.2.3), a range (1.2.x, >=1.2 <2, ^1.2), empty for the highest stable; for OCI also a manifest digest (sha256:… or 1.2.3@sha256:…)."},
+            "insecure": {"type": "boolean",
+                "description": "Plain HTTP to an oci:// registry."},
             "revision": {"type": "string",
                 "description": "A branch, a tag, a semver range over tags, a full commit SHA, or empty for HEAD."},
             "path": {"type": "string", "description": "Directory inside the repository; empty for the root."},
@@ -205,6 +211,7 @@ mod tests {
         ];
         for renderer in renderers {
             let spec = json!({"repoURL": "file:///r", "revision": "main", "path": "p",
+                "chart": "c", "version": "1.x", "insecure": true,
                 "renderer": renderer, "secretRef": {"name": "s"}, "interval": "10s",
                 "verify": {"mode": "tag-and-head", "openpgpKeys": ["k"], "allowedSigners": "a"}});
             let typed: tether_source::Source = serde_json::from_value(spec.clone()).unwrap();

@@ -50,13 +50,13 @@ pub async fn desired(pass: &Pass<'_>) -> Result<Rendered, FetchError> {
     let mut source = app.spec.source.clone();
     let requested = request::requested_revision(app).map(str::to_string);
     if let Some(revision) = &requested {
-        source.revision = revision.clone();
+        source.pin(revision);
     }
     if source.secret_ref.is_some() && !ctx.secrets_ready.wait().await {
         return Err(FetchError::SecretWatchStopped);
     }
     let credentials = crate::credentials::for_source(&ctx.secrets, &pass.key.0, &source)?;
-    let capabilities = match source.renderer.uses_capabilities() {
+    let capabilities = match source.uses_capabilities() {
         true => ctx
             .capabilities
             .get()
@@ -67,6 +67,15 @@ pub async fn desired(pass: &Pass<'_>) -> Result<Rendered, FetchError> {
     // Fetch, then render, each measured.
     let metrics = ctx.metrics.clone();
     let rendered = tokio::task::spawn_blocking(move || {
+        if source.is_chart() {
+            // Resolving the version (one conditional index read), the
+            // download (once per digest) and the render (once per digest)
+            // are one step.
+            let started = Instant::now();
+            let rendered = repositories.render_chart(&source, credentials.as_ref(), &capabilities);
+            metrics.rendered(started.elapsed());
+            return rendered;
+        }
         let started = Instant::now();
         let update = repositories.update(&source.repo_url, credentials.as_ref());
         let repo = repo_label(&source.repo_url);

@@ -9,6 +9,11 @@
 //! ([`tether_source::git::moved`]); their reconcile does the fetch. The
 //! first poll of a repository only records what it lists: the apps
 //! reconcile when the controller starts or when they are created anyway.
+//!
+//! A chart source's poll resolves its version again: one conditional read
+//! of the Helm repository's index (answered `304` while nothing was
+//! published, and shared by the apps of one repository), or the registry's
+//! tags and manifest; an app wakes when its version or digest changed.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -85,13 +90,36 @@ pub async fn poll(
 ) {
     let mut polled: BTreeMap<PollKey, Instant> = BTreeMap::new();
     let mut listed: HashMap<PollKey, RemoteRefs> = HashMap::new();
+    let mut charted: HashMap<AppKey, Charted> = HashMap::new();
     loop {
         let followers = followers(&apps.state(), ctx.config.poll_interval);
         let schedule = schedule(followers.iter().map(|f| (f.key.clone(), f.interval)));
         polled.retain(|key, _| schedule.contains_key(key));
         listed.retain(|key, _| schedule.contains_key(key));
+        charted.retain(|app, _| followers.iter().any(|f| f.app == *app));
         let now = Instant::now();
-        let polls = due(&schedule, &polled, now).into_iter().map(|key| {
+        let (charts, repositories): (Vec<&PollKey>, Vec<&PollKey>) =
+            due(&schedule, &polled, now).into_iter().partition(|key| {
+                followers
+                    .iter()
+                    .any(|f| f.key == **key && f.source.is_chart())
+            });
+        for key in charts {
+            polled.insert(key.clone(), now);
+            for follower in followers.iter().filter(|f| f.key == *key) {
+                let Some(now_charted) = resolve_chart(&ctx, follower).await else {
+                    continue;
+                };
+                let before = charted.insert(follower.app.clone(), now_charted.clone());
+                if before.is_some_and(|before| before != now_charted) {
+                    tracing::info!(app = %format!("{}/{}", follower.app.0, follower.app.1),
+                        chart = %follower.source.chart, version = %now_charted.0,
+                        "a new chart version; waking the app");
+                    let _ = wake.send(follower.app.clone());
+                }
+            }
+        }
+        let polls = repositories.into_iter().map(|key| {
             let follower = followers.iter().find(|f| f.key == *key).expect("scheduled");
             list_refs(&ctx, follower)
         });
@@ -112,6 +140,37 @@ pub async fn poll(
         let recheck = Instant::now() + RECHECK;
         let next = next_due(&schedule, &polled, Instant::now()).map_or(recheck, |n| n.min(recheck));
         tokio::time::sleep_until(next.into()).await;
+    }
+}
+
+/// A chart source's resolved version and archive digest.
+type Charted = (String, String);
+
+/// Resolves `follower`'s chart with its credentials (`None` when that
+/// fails: the next poll tries again, and the app's reconcile reports it).
+async fn resolve_chart(ctx: &Context, follower: &Follower) -> Option<Charted> {
+    let source = follower.source.clone();
+    if source.secret_ref.is_some() && !ctx.secrets_ready.wait().await {
+        return None;
+    }
+    let credentials = crate::credentials::for_source(&ctx.secrets, &follower.app.0, &source)
+        .inspect_err(|error| tracing::debug!(%error, "polling: no credentials"))
+        .ok()?;
+    let repositories = ctx.repositories.clone();
+    let resolved = tokio::task::spawn_blocking(move || {
+        repositories.resolve_chart(&source, credentials.as_ref())
+    })
+    .await;
+    match resolved {
+        Ok(Ok(resolved)) => Some((resolved.version, resolved.digest)),
+        Ok(Err(error)) => {
+            tracing::debug!(%error, "polling failed; trying again at the next interval");
+            None
+        }
+        Err(error) => {
+            tracing::warn!(%error, "polling task failed");
+            None
+        }
     }
 }
 

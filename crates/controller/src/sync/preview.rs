@@ -73,11 +73,11 @@ pub async fn preview_application(
     let namespace = app.namespace().unwrap_or_default();
     let mut source = app.spec.source.clone();
     if let Some(revision) = revision {
-        source.revision = revision.to_string();
+        source.pin(revision);
     }
     // Fetch with the app's credentials.
     let credentials = credentials::read(client, &namespace, &source).await?;
-    let capabilities = match source.renderer.uses_capabilities() {
+    let capabilities = match source.uses_capabilities() {
         true => tether_cluster::capabilities::discover(client).await?,
         false => Capabilities::default(),
     };
