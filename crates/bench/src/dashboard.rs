@@ -32,7 +32,7 @@ use tether_testkit::browser::Browser;
 use tether_testkit::{Repo, application};
 
 use crate::apps::{AppSet, app_name, apply, create_namespaces, run_all, wait_synced};
-use crate::tether::{RunFlags, Tether, free_loopback_addr, wait_leading};
+use crate::tether::{free_loopback_addr, start_leading};
 use crate::workload::{OBJECTS_PER_APP, repo_files};
 use crate::{memory, say, start_plane};
 
@@ -77,21 +77,8 @@ pub async fn run(
     };
     create_namespaces(&admin, &set.namespaces()).await?;
 
-    let secret_file = work.join("webhook-secret");
-    std::fs::write(&secret_file, "unused")?;
-    let _tether = Tether::start(
-        tether_bin,
-        &RunFlags {
-            kubeconfig: &tether_kubeconfig,
-            identity: "bench",
-            resync_seconds: 600,
-            http_addr: free_loopback_addr()?,
-            webhook_secret_file: &secret_file,
-            cache_dir: work.join("tether-cache"),
-            log: work.join("tether.log"),
-        },
-    )?;
-    wait_leading(&admin, "bench").await?;
+    let addr = free_loopback_addr()?;
+    let _tether = start_leading(tether_bin, &admin, &tether_kubeconfig, work, 600, addr).await?;
     say(&format!(
         "creating {n} Applications (self-heal off) and waiting for Synced"
     ));
