@@ -124,7 +124,7 @@ impl RouteTable {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tether_core::notice::{NoticeKind, Severity};
+    use tether_core::notice::NoticeKind;
 
     use super::*;
 
@@ -136,19 +136,7 @@ mod tests {
     }
 
     fn notice(kind: NoticeKind) -> Notice {
-        Notice {
-            kind,
-            severity: Severity::Normal,
-            namespace: "shop".into(),
-            name: "web".into(),
-            labels: Default::default(),
-            message: "m".into(),
-            revision: None,
-            state: None,
-            previous_state: None,
-            at: "2025-01-01T00:00:00Z".into(),
-            key: "k".into(),
-        }
+        tether_testkit::notice(kind, "shop", &[])
     }
 
     #[test]
