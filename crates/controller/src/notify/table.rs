@@ -90,22 +90,21 @@ impl RouteTable {
 
     /// The routes that want `notice`.
     pub fn matching(&self, notice: &Notice) -> Vec<Arc<Route>> {
-        let configured = self.configured.read().expect("lock");
-        self.flags
-            .iter()
-            .chain(&configured.routes)
-            .filter(|route| route.wants(notice))
-            .cloned()
-            .collect()
+        self.each_route(|route| route.wants(notice).then(|| route.clone()))
     }
 
     /// The names of the routes in force.
     pub fn names(&self) -> Vec<String> {
+        self.each_route(|route| Some(route.name.clone()))
+    }
+
+    /// What `pick` takes of each route in force, flags' first.
+    fn each_route<T>(&self, pick: impl FnMut(&Arc<Route>) -> Option<T>) -> Vec<T> {
         let configured = self.configured.read().expect("lock");
         self.flags
             .iter()
             .chain(&configured.routes)
-            .map(|route| route.name.clone())
+            .filter_map(pick)
             .collect()
     }
 
