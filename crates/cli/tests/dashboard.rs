@@ -12,8 +12,8 @@ use kube::api::Api;
 use serde_json::json;
 use support::dashboard::{dashboard, get_without};
 use support::{
-    Repo, Running, config_map, installed, run_controller, tether, tether_as, tether_command,
-    tether_ok, text,
+    Repo, Running, config_map, error_text, installed, run_controller, tether, tether_as,
+    tether_command, tether_ok,
 };
 use tether_controller::api::Application;
 use tether_core::OperationalState;
@@ -146,8 +146,7 @@ async fn a_remote_address_and_a_forbidden_cluster_wide_list_are_refused_clearly(
         &ns,
         &["dashboard", "-n", &ns.name, "--address", "0.0.0.0:1"],
     );
-    let said = text(&remote);
-    assert_eq!(remote.status.code(), Some(2), "{said}");
+    let said = error_text(&remote);
     assert!(
         said.contains("--address 0.0.0.0:1: not a loopback address"),
         "{said}"
@@ -160,8 +159,7 @@ async fn a_remote_address_and_a_forbidden_cluster_wide_list_are_refused_clearly(
         &viewer,
         &["dashboard", "--address", &format!("127.0.0.1:{port}")],
     );
-    let said = text(&all);
-    assert_eq!(all.status.code(), Some(2), "{said}");
+    let said = error_text(&all);
     assert!(
         said.contains("listing Applications in all namespaces is forbidden"),
         "{said}"

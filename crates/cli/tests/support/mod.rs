@@ -73,6 +73,13 @@ pub fn text(output: &Output) -> String {
     )
 }
 
+/// Stdout and stderr of a `tether` that must have failed with exit code 2.
+pub fn error_text(output: &Output) -> String {
+    let said = text(output);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    said
+}
+
 /// A child process killed (SIGKILL) and reaped when dropped, so a failing
 /// test leaves nothing running; its `leftovers` are removed then too.
 pub struct Running {
