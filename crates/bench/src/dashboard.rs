@@ -32,7 +32,7 @@ use tether_testkit::browser::Browser;
 use tether_testkit::{Repo, application};
 
 use crate::apps::{AppSet, app_name, apply, create_namespaces, run_all, wait_synced};
-use crate::tether::{RunFlags, Tether, free_loopback_addr, wait_leading};
+use crate::tether::{free_loopback_addr, start_leading};
 use crate::workload::{OBJECTS_PER_APP, repo_files};
 use crate::{memory, say, start_plane};
 
@@ -77,21 +77,8 @@ pub async fn run(
     };
     create_namespaces(&admin, &set.namespaces()).await?;
 
-    let secret_file = work.join("webhook-secret");
-    std::fs::write(&secret_file, "unused")?;
-    let _tether = Tether::start(
-        tether_bin,
-        &RunFlags {
-            kubeconfig: &tether_kubeconfig,
-            identity: "bench",
-            resync_seconds: 600,
-            http_addr: free_loopback_addr()?,
-            webhook_secret_file: &secret_file,
-            cache_dir: work.join("tether-cache"),
-            log: work.join("tether.log"),
-        },
-    )?;
-    wait_leading(&admin, "bench").await?;
+    let addr = free_loopback_addr()?;
+    let _tether = start_leading(tether_bin, &admin, &tether_kubeconfig, work, 600, addr).await?;
     say(&format!(
         "creating {n} Applications (self-heal off) and waiting for Synced"
     ));
@@ -188,24 +175,21 @@ pub async fn run(
         ms(start_time)
     );
     println!(
-        "  first paint, GET / ({} KB):     median {:>6.1} ms, slowest {:>6.1} ms (of {PAGE_LOADS})",
+        "  first paint, GET / ({} KB):     {} (of {PAGE_LOADS})",
         size / 1024,
-        ms(loads[loads.len() / 2]),
-        ms(loads[loads.len() - 1])
+        spread(&loads),
     );
     println!(
-        "  scale → page shows OutOfSync:     median {:>6.1} ms, slowest {:>6.1} ms (of {CHANGES})",
-        ms(end_to_end[end_to_end.len() / 2]),
-        ms(end_to_end[end_to_end.len() - 1])
+        "  scale → page shows OutOfSync:     {} (of {CHANGES})",
+        spread(&end_to_end),
     );
     println!(
         "    of which the controller (scale → status OutOfSync): median {:>6.1} ms",
         ms(detected[detected.len() / 2])
     );
     println!(
-        "    and the dashboard (status seen → page shows it):   median {:>6.1} ms, slowest {:>6.1} ms",
-        ms(reflected[reflected.len() / 2]),
-        ms(reflected[reflected.len() - 1])
+        "    and the dashboard (status seen → page shows it):   {}",
+        spread(&reflected),
     );
 
     let (rss, hwm) = memory(dashboard.pid())?;
@@ -254,17 +238,24 @@ pub async fn run(
     paints.sort();
     shown.sort();
     println!(
-        "  Chromium first contentful paint:  median {:>6.1} ms, slowest {:>6.1} ms (of {BROWSER_LOADS})",
-        ms(paints[paints.len() / 2]),
-        ms(paints[paints.len() - 1])
+        "  Chromium first contentful paint:  {} (of {BROWSER_LOADS})",
+        spread(&paints),
     );
     println!(
-        "  Chromium: status seen → row shows it: median {:>6.1} ms, slowest {:>6.1} ms (of {BROWSER_CHANGES}; polled every 50 ms)",
-        ms(shown[shown.len() / 2]),
-        ms(shown[shown.len() - 1])
+        "  Chromium: status seen → row shows it: {} (of {BROWSER_CHANGES}; polled every 50 ms)",
+        spread(&shown),
     );
     println!("  dashboard memory: RSS {rss:.1} MB (peak {hwm:.1} MB)");
     Ok(())
+}
+
+/// `median M ms, slowest S ms` of `sorted`.
+fn spread(sorted: &[Duration]) -> String {
+    format!(
+        "median {:>6.1} ms, slowest {:>6.1} ms",
+        ms(sorted[sorted.len() / 2]),
+        ms(sorted[sorted.len() - 1])
+    )
 }
 
 fn ms(d: Duration) -> f64 {

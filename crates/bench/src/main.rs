@@ -47,7 +47,7 @@ use crate::apps::{
     AppSet, app_name, apply, create_apps, create_namespaces, synced_at, wait_healthy, wait_synced,
 };
 use crate::audit::Counts;
-use crate::tether::{LEASE_NAMESPACE, RunFlags, Tether, wait_leading};
+use crate::tether::{LEASE_NAMESPACE, start_leading};
 use crate::workload::{OBJECTS_PER_APP, app_files, latency_files, repo_files};
 
 const WEBHOOK_SECRET: &str = "bench-webhook-secret";
@@ -179,21 +179,15 @@ async fn main() -> anyhow::Result<()> {
     // 1. Initial sync with Tether.
     say("starting `tether run` as its own process");
     let http_addr: SocketAddr = "127.0.0.1:18471".parse()?;
-    let secret_file = work.join("webhook-secret");
-    std::fs::write(&secret_file, WEBHOOK_SECRET)?;
-    let tether = Tether::start(
+    let tether = start_leading(
         &tether_bin,
-        &RunFlags {
-            kubeconfig: &tether_kubeconfig,
-            identity: "bench",
-            resync_seconds: options.resync_seconds,
-            http_addr,
-            webhook_secret_file: &secret_file,
-            cache_dir: work.join("tether-cache"),
-            log: work.join("tether.log"),
-        },
-    )?;
-    wait_leading(&admin, "bench").await?;
+        &admin,
+        &tether_kubeconfig,
+        &work,
+        options.resync_seconds,
+        http_addr,
+    )
+    .await?;
 
     say(&format!(
         "Tether: creating {n} Applications and waiting for Synced"

@@ -160,6 +160,34 @@ pub fn free_loopback_addr() -> anyhow::Result<SocketAddr> {
     Ok(listener.local_addr()?)
 }
 
+/// Starts the benchmark's own `tether run`, `bench` (webhook secret, cache
+/// and log in `work`), and waits until it leads.
+pub async fn start_leading(
+    binary: &Path,
+    admin: &kube::Client,
+    kubeconfig: &Path,
+    work: &Path,
+    resync_seconds: u64,
+    http_addr: SocketAddr,
+) -> anyhow::Result<Tether> {
+    let secret_file = work.join("webhook-secret");
+    std::fs::write(&secret_file, crate::WEBHOOK_SECRET)?;
+    let tether = Tether::start(
+        binary,
+        &RunFlags {
+            kubeconfig,
+            identity: "bench",
+            resync_seconds,
+            http_addr,
+            webhook_secret_file: &secret_file,
+            cache_dir: work.join("tether-cache"),
+            log: work.join("tether.log"),
+        },
+    )?;
+    wait_leading(admin, "bench").await?;
+    Ok(tether)
+}
+
 /// Waits until `identity` holds the controller's Lease.
 pub async fn wait_leading(admin: &kube::Client, identity: &str) -> anyhow::Result<()> {
     let leases: Api<Lease> = Api::namespaced(admin.clone(), LEASE_NAMESPACE);

@@ -46,12 +46,9 @@ async fn wait_synced(ns: &TestNamespace) {
 
 /// The ConfigMaps in the namespace, by name, sorted.
 async fn config_maps(ns: &TestNamespace) -> Vec<String> {
-    let api: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
-    let mut names: Vec<String> = api
-        .list(&Default::default())
+    let mut names: Vec<String> = ns
+        .list::<ConfigMap>()
         .await
-        .unwrap()
-        .items
         .into_iter()
         .filter_map(|c| c.metadata.name)
         .filter(|name| name != "kube-root-ca.crt")

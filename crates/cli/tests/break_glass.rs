@@ -192,15 +192,7 @@ async fn an_incident_through_the_cli_drift_then_break_glass_then_revert() {
 #[tokio::test(flavor = "multi_thread")]
 async fn adopt_wakes_the_app_and_closing_as_adopted_afterwards_just_closes() {
     let ns = TestNamespace::create("cli-adopt-wake").await;
-    let repo = Repo::new();
-    repo.commit(
-        &[(
-            "app/settings.yaml",
-            support::config_map("settings", "hello"),
-        )],
-        "settings",
-    );
-    repo.git(&["config", "receive.denyCurrentBranch", "updateInstead"]);
+    let repo = support::pushable_settings_repo();
     let n = ns.name.as_str();
     tether_ok(&ns, &["install", "-n", n]);
     let _controller = run_controller_resyncing(&ns, "adopt-wake", 300);

@@ -10,12 +10,14 @@ use std::time::{Duration, Instant};
 
 use kube::api::Api;
 use serde_json::json;
+use support::dashboard::{dashboard, get_without};
 use support::{
-    Repo, Running, config_map, run_controller, tether, tether_as, tether_command, tether_ok, text,
+    Repo, Running, config_map, error_text, installed, run_controller, tether, tether_as,
+    tether_command, tether_ok,
 };
 use tether_controller::api::Application;
 use tether_core::OperationalState;
-use tether_testkit::{TestNamespace, application, free_port, status_of, wait_for, write_script};
+use tether_testkit::{TestNamespace, application, free_port, status_of, write_script};
 
 /// A value that must never leave the cluster through the dashboard.
 const PLANTED: &str = "planted-secret-value-4d1f9c";
@@ -29,21 +31,12 @@ fn headline(count: usize, icon: &str, state: &str) -> String {
 
 /// GET `url`'s body, which must not hold the planted Secret value.
 async fn get(client: &reqwest::Client, url: &str) -> String {
-    let response = client.get(url).send().await.expect("the dashboard answers");
-    assert!(
-        response.status().is_success(),
-        "{url}: {}",
-        response.status()
-    );
-    let body = response.text().await.unwrap();
-    assert!(!body.contains(PLANTED), "{url} served the Secret value");
-    body
+    get_without(client, url, PLANTED).await
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_overview_follows_a_drift_within_two_seconds_and_never_shows_a_secret() {
-    let ns = TestNamespace::create("dashboard").await;
-    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let ns = installed("dashboard").await;
     ns.kubectl_ok(&[
         "create",
         "secret",
@@ -74,16 +67,7 @@ async fn the_overview_follows_a_drift_within_two_seconds_and_never_shows_a_secre
     }
 
     // The dashboard, as the namespace's kubeconfig.
-    let port = free_port();
-    let address = format!("127.0.0.1:{port}");
-    let _dashboard = Running::spawn(tether_command(
-        &ns,
-        &["dashboard", "-n", &ns.name, "--address", &address],
-    ));
-    tokio::task::spawn_blocking(move || wait_for(port))
-        .await
-        .unwrap();
-    let base = format!("http://{address}");
+    let (_dashboard, base) = dashboard(tether_command(&ns, &[]), &ns.name).await;
     let client = reqwest::Client::new();
     let page = get(&client, &format!("{base}/")).await;
     assert!(page.contains(&headline(2, "✔", "Converged")), "{page}");
@@ -162,8 +146,7 @@ async fn a_remote_address_and_a_forbidden_cluster_wide_list_are_refused_clearly(
         &ns,
         &["dashboard", "-n", &ns.name, "--address", "0.0.0.0:1"],
     );
-    let said = text(&remote);
-    assert_eq!(remote.status.code(), Some(2), "{said}");
+    let said = error_text(&remote);
     assert!(
         said.contains("--address 0.0.0.0:1: not a loopback address"),
         "{said}"
@@ -176,8 +159,7 @@ async fn a_remote_address_and_a_forbidden_cluster_wide_list_are_refused_clearly(
         &viewer,
         &["dashboard", "--address", &format!("127.0.0.1:{port}")],
     );
-    let said = text(&all);
-    assert_eq!(all.status.code(), Some(2), "{said}");
+    let said = error_text(&all);
     assert!(
         said.contains("listing Applications in all namespaces is forbidden"),
         "{said}"

@@ -7,40 +7,22 @@
 
 mod support;
 
-use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 use kube::api::Api;
-use serde_json::json;
-use support::{Repo, Running, create_app, run_controller, tether_command, tether_ok};
+use serde_json::{Value, json};
+use support::dashboard::{dashboard, not_following};
+use support::{
+    Repo, Running, create_app, installed, pushable_settings_repo, run_controller, tether_command,
+    tether_command_as,
+};
 use tether_controller::api::{Application, BreakGlass};
 use tether_controller::install::rbac::TENANT_ROLE;
 use tether_core::SyncStatus;
 use tether_core::window::WindowPhase;
-use tether_testkit::{TestNamespace, eventually, free_port, status_of, wait_for};
+use tether_testkit::{TestNamespace, eventually, status_of};
 
 const WEB: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.27\n";
-
-/// `tether dashboard` from `command`, serving on a free port; its base URL.
-async fn dashboard(mut command: Command, namespace: &str) -> (Running, String) {
-    let port = free_port();
-    let address = format!("127.0.0.1:{port}");
-    command.args(["dashboard", "-n", namespace, "--address", &address]);
-    let running = Running::spawn(command);
-    tokio::task::spawn_blocking(move || wait_for(port))
-        .await
-        .unwrap();
-    (running, format!("http://{address}"))
-}
-
-/// A client that shows each 303 rather than following it.
-fn browser() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
 
 /// The form token of the confirmation page at `url`.
 async fn form_token(client: &reqwest::Client, url: &str) -> String {
@@ -76,6 +58,36 @@ async fn post(client: &reqwest::Client, url: &str, form: &[(&str, &str)]) -> (u1
     (status, location, answer.text().await.unwrap())
 }
 
+/// Confirms the action at `url` as its page's form does: the page's token
+/// and `fields`, posted; the status, `Location` and body.
+async fn confirm(
+    client: &reqwest::Client,
+    url: &str,
+    fields: &[(&str, &str)],
+) -> (u16, String, String) {
+    let token = form_token(client, url).await;
+    let form = [&[("token", token.as_str())][..], fields].concat();
+    post(client, url, &form).await
+}
+
+/// Waits until window `name` has recorded a change.
+async fn wait_recorded(windows: &Api<BreakGlass>, name: &str) {
+    eventually("a change recorded in the window", || async {
+        let window = windows.get(name).await.ok()?;
+        (window.status?.record_count >= 1).then_some(())
+    })
+    .await;
+}
+
+/// Panics unless window `name` is closed.
+async fn assert_closed(windows: &Api<BreakGlass>, name: &str) {
+    let window = windows.get(name).await.unwrap();
+    assert_eq!(
+        window.times().unwrap().phase(SystemTime::now()),
+        WindowPhase::Closed
+    );
+}
+
 /// `text` as a form field: unreserved bytes as they are, the rest `%XX`.
 fn encoded(text: &str) -> String {
     text.bytes()
@@ -88,20 +100,37 @@ fn encoded(text: &str) -> String {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn sync_now_heals_and_a_window_is_refused_without_a_reason_then_opened_and_closed() {
-    let ns = TestNamespace::create("dash-actions").await;
-    let n = ns.name.clone();
-    tether_ok(&ns, &["install", "--namespace", &n]);
-    let repo = Repo::new();
-    repo.commit(&[("app/web.yaml", WEB.to_string())], "web");
-    create_app(&ns, &repo, json!({"automated": true, "selfHeal": false}));
-    let _controller = run_controller(&ns, "dash-actions");
+/// The window a 303 to `/break-glass/NS/NAME?done=…` leads to: `NAME`.
+fn window_in(location: &str, ns: &str) -> String {
+    location
+        .strip_prefix(&format!("/break-glass/{ns}/"))
+        .and_then(|rest| rest.split('?').next())
+        .unwrap_or_else(|| panic!("redirected to the window: {location}"))
+        .to_string()
+}
+
+/// Application `shop` for `repo`'s `app/` with `policy`, created in `ns`
+/// (where Tether is installed) and Synced by the returned controller.
+async fn synced_shop(ns: &TestNamespace, repo: &Repo, policy: Value, identity: &str) -> Running {
+    create_app(ns, repo, policy);
+    let controller = run_controller(ns, identity);
     let apps: Api<Application> = ns.api();
     status_of(&apps, "shop", "Synced", |s| {
         s.sync.status == SyncStatus::Synced
     })
     .await;
+    controller
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sync_now_heals_and_a_window_is_refused_without_a_reason_then_opened_and_closed() {
+    let ns = installed("dash-actions").await;
+    let n = ns.name.clone();
+    let repo = Repo::new();
+    repo.commit(&[("app/web.yaml", WEB.to_string())], "web");
+    let policy = json!({"automated": true, "selfHeal": false});
+    let _controller = synced_shop(&ns, &repo, policy, "dash-actions").await;
+    let apps: Api<Application> = ns.api();
     ns.kubectl_ok(&["scale", "deployment/web", "--replicas=5"]);
     status_of(&apps, "shop", "OutOfSync after the scale", |s| {
         s.sync.status == SyncStatus::OutOfSync
@@ -109,12 +138,11 @@ async fn sync_now_heals_and_a_window_is_refused_without_a_reason_then_opened_and
     .await;
 
     let (_dashboard, base) = dashboard(tether_command(&ns, &[]), &n).await;
-    let client = browser();
+    let client = not_following();
 
     // The dry run shows the plan: the Deployment back to 2 replicas.
     let dry_run = format!("{base}/apps/{n}/shop/dry-run");
-    let token = form_token(&client, &dry_run).await;
-    let (status, _, plan) = post(&client, &dry_run, &[("token", &token)]).await;
+    let (status, _, plan) = confirm(&client, &dry_run, &[]).await;
     assert_eq!(status, 200, "{plan}");
     assert!(plan.contains("nothing was applied"), "{plan}");
     assert!(
@@ -158,31 +186,17 @@ async fn sync_now_heals_and_a_window_is_refused_without_a_reason_then_opened_and
 
     // A window without a reason is refused, and none is created.
     let open = format!("{base}/apps/{n}/shop/break-glass");
-    let token = form_token(&client, &open).await;
-    let (status, _, body) = post(
-        &client,
-        &open,
-        &[("token", &token), ("reason", "  "), ("duration", "30m")],
-    )
-    .await;
+    let (status, _, body) = confirm(&client, &open, &[("reason", "  "), ("duration", "30m")]).await;
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("needs a reason"), "{body}");
+    assert!(ns.list::<BreakGlass>().await.is_empty());
     let windows: Api<BreakGlass> = ns.api();
-    assert!(
-        windows
-            .list(&Default::default())
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
 
     // With a reason: opened as the user, for the Deployment.
-    let (status, location, body) = post(
+    let (status, location, body) = confirm(
         &client,
         &open,
         &[
-            ("token", &token),
             ("reason", "INC-7: checkout 500s"),
             ("scope", "Deployment/web"),
             ("duration", "30m"),
@@ -190,12 +204,7 @@ async fn sync_now_heals_and_a_window_is_refused_without_a_reason_then_opened_and
     )
     .await;
     assert_eq!(status, 303, "{body}");
-    let prefix = format!("/break-glass/{n}/");
-    let name = location
-        .strip_prefix(&prefix)
-        .and_then(|rest| rest.split('?').next())
-        .unwrap_or_else(|| panic!("redirected to the window: {location}"))
-        .to_string();
+    let name = window_in(&location, &n);
     let window = windows.get(&name).await.unwrap();
     let me = tether_controller::break_glass::request::whoami(&ns.client)
         .await
@@ -205,23 +214,14 @@ async fn sync_now_heals_and_a_window_is_refused_without_a_reason_then_opened_and
 
     // A change inside the window is recorded in it.
     ns.kubectl_ok(&["scale", "deployment/web", "--replicas=4"]);
-    eventually("the scale recorded in the window", || async {
-        let window = windows.get(&name).await.ok()?;
-        (window.status?.record_count >= 1).then_some(())
-    })
-    .await;
+    wait_recorded(&windows, &name).await;
 
     // Extended, with a reason of its own.
     let extend = format!("{base}/break-glass/{n}/{name}/extend");
-    let token = form_token(&client, &extend).await;
-    let (status, location, body) = post(
+    let (status, location, body) = confirm(
         &client,
         &extend,
-        &[
-            ("token", &token),
-            ("reason", "INC-7: still digging"),
-            ("duration", "45m"),
-        ],
+        &[("reason", "INC-7: still digging"), ("duration", "45m")],
     )
     .await;
     assert_eq!(status, 303, "{body}");
@@ -231,35 +231,19 @@ async fn sync_now_heals_and_a_window_is_refused_without_a_reason_then_opened_and
 
     // Closed with revert.
     let close = format!("{base}/break-glass/{n}/{name}/close");
-    let token = form_token(&client, &close).await;
-    let (status, location, body) =
-        post(&client, &close, &[("token", &token), ("resolve", "revert")]).await;
+    let (status, location, body) = confirm(&client, &close, &[("resolve", "revert")]).await;
     assert_eq!(status, 303, "{body}");
     assert!(
         location.starts_with(&format!("/break-glass/{n}/{name}?done=")),
         "{location}"
     );
-    let window = windows.get(&name).await.unwrap();
-    assert_eq!(
-        window.times().unwrap().phase(SystemTime::now()),
-        WindowPhase::Closed
-    );
-}
-
-/// `tether dashboard` run by the user of `kubeconfig`, as in their shell.
-fn dashboard_as(kubeconfig: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_tether"));
-    command
-        .env_remove("TETHER_KUBECONFIG")
-        .env("KUBECONFIG", kubeconfig);
-    command
+    assert_closed(&windows, &name).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_user_of_one_namespace_is_told_forbidden_for_another_and_a_foreign_host_is_refused() {
-    let team_a = TestNamespace::create("dash-team-a").await;
+    let team_a = installed("dash-team-a").await;
     let team_b = TestNamespace::create("dash-team-b").await;
-    tether_ok(&team_a, &["install", "--namespace", &team_a.name]);
     let repo = Repo::new();
     repo.commit(&[("app/web.yaml", WEB.to_string())], "web");
     create_app(&team_b, &repo, json!({"automated": false}));
@@ -277,11 +261,10 @@ async fn a_user_of_one_namespace_is_told_forbidden_for_another_and_a_foreign_hos
     })
     .await;
 
-    let (_dashboard, base) = dashboard(dashboard_as(&alice), &team_a.name).await;
-    let client = browser();
+    let (_dashboard, base) = dashboard(tether_command_as(&alice, &[]), &team_a.name).await;
+    let client = not_following();
     let sync = format!("{base}/apps/{}/shop/sync", team_b.name);
-    let token = form_token(&client, &sync).await;
-    let (status, _, body) = post(&client, &sync, &[("token", &token)]).await;
+    let (status, _, body) = confirm(&client, &sync, &[]).await;
     assert_eq!(status, 403, "{body}");
     let said = format!(
         "forbidden: {user} may not patch applications in namespace {}",
@@ -302,42 +285,18 @@ async fn a_user_of_one_namespace_is_told_forbidden_for_another_and_a_foreign_hos
 
 #[tokio::test(flavor = "multi_thread")]
 async fn closing_a_window_as_adopted_commits_its_change_with_the_user_as_author() {
-    let ns = TestNamespace::create("dash-adopt").await;
+    let ns = installed("dash-adopt").await;
     let n = ns.name.clone();
-    tether_ok(&ns, &["install", "--namespace", &n]);
-    let repo = Repo::new();
-    repo.commit(
-        &[(
-            "app/settings.yaml",
-            support::config_map("settings", "hello"),
-        )],
-        "settings",
-    );
-    repo.git(&["config", "receive.denyCurrentBranch", "updateInstead"]);
-    create_app(&ns, &repo, json!({"automated": true, "selfHeal": true}));
-    let _controller = run_controller(&ns, "dash-adopt");
-    let apps: Api<Application> = ns.api();
-    status_of(&apps, "shop", "Synced", |s| {
-        s.sync.status == SyncStatus::Synced
-    })
-    .await;
+    let repo = pushable_settings_repo();
+    let policy = json!({"automated": true, "selfHeal": true});
+    let _controller = synced_shop(&ns, &repo, policy, "dash-adopt").await;
     let (_dashboard, base) = dashboard(tether_command(&ns, &[]), &n).await;
-    let client = browser();
+    let client = not_following();
 
     let open = format!("{base}/apps/{n}/shop/break-glass");
-    let token = form_token(&client, &open).await;
-    let (status, location, body) = post(
-        &client,
-        &open,
-        &[("token", &token), ("reason", "INC-9: degrade")],
-    )
-    .await;
+    let (status, location, body) = confirm(&client, &open, &[("reason", "INC-9: degrade")]).await;
     assert_eq!(status, 303, "{body}");
-    let name = location
-        .strip_prefix(&format!("/break-glass/{n}/"))
-        .and_then(|rest| rest.split('?').next())
-        .unwrap()
-        .to_string();
+    let name = window_in(&location, &n);
     ns.kubectl_ok(&[
         "patch",
         "configmap/settings",
@@ -345,16 +304,10 @@ async fn closing_a_window_as_adopted_commits_its_change_with_the_user_as_author(
         r#"{"data":{"greeting":"degraded"}}"#,
     ]);
     let windows: Api<BreakGlass> = ns.api();
-    eventually("the change recorded in the window", || async {
-        let window = windows.get(&name).await.ok()?;
-        (window.status?.record_count >= 1).then_some(())
-    })
-    .await;
+    wait_recorded(&windows, &name).await;
 
     let close = format!("{base}/break-glass/{n}/{name}/close");
-    let token = form_token(&client, &close).await;
-    let (status, location, body) =
-        post(&client, &close, &[("token", &token), ("resolve", "adopt")]).await;
+    let (status, location, body) = confirm(&client, &close, &[("resolve", "adopt")]).await;
     assert_eq!(status, 303, "{body}");
     assert!(location.contains("adopted+into"), "{location}");
     let me = tether_controller::break_glass::request::whoami(&ns.client)
@@ -373,9 +326,5 @@ async fn closing_a_window_as_adopted_commits_its_change_with_the_user_as_author(
         repo.git(&["show", "HEAD:app/settings.yaml"])
             .contains("degraded")
     );
-    let window = windows.get(&name).await.unwrap();
-    assert_eq!(
-        window.times().unwrap().phase(SystemTime::now()),
-        WindowPhase::Closed
-    );
+    assert_closed(&windows, &name).await;
 }

@@ -12,11 +12,12 @@ use std::time::Duration;
 
 use kube::api::Api;
 use serde_json::json;
-use support::{Repo, Running, run_controller, tether_command, tether_ok};
+use support::dashboard::{dashboard, get_without};
+use support::{Repo, installed, run_controller, tether_command};
 use tether_controller::api::{Application, BreakGlass};
 use tether_core::OperationalState;
 use tether_testkit::browser::Browser;
-use tether_testkit::{TestNamespace, application, eventually, free_port, status_of, wait_for};
+use tether_testkit::{application, eventually, status_of};
 
 /// A value that must never reach the browser.
 const PLANTED: &str = "planted-browser-secret-8c2e7a";
@@ -56,29 +57,14 @@ async fn no_secret_in(browser: &Browser, what: &str) {
     }
     let client = reqwest::Client::new();
     for url in urls {
-        let response = client
-            .get(url.clone())
-            .send()
-            .await
-            .expect("the dashboard answers");
-        assert!(
-            response.status().is_success(),
-            "{url}: {}",
-            response.status()
-        );
-        let body = response.text().await.expect("a body");
-        assert!(
-            !body.contains(PLANTED),
-            "{what}: {url} served the Secret value"
-        );
+        get_without(&client, url.as_str(), PLANTED).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_overview_app_page_sync_and_break_glass_work_in_a_real_browser() {
-    let ns = TestNamespace::create("dash-browser").await;
+    let ns = installed("dash-browser").await;
     let n = ns.name.clone();
-    tether_ok(&ns, &["install", "--namespace", &n]);
     let repo = Repo::new();
     repo.commit(
         &[
@@ -135,16 +121,8 @@ async fn the_overview_app_page_sync_and_break_glass_work_in_a_real_browser() {
     )
     .await;
 
-    let port = free_port();
-    let address = format!("127.0.0.1:{port}");
-    let _dashboard = Running::spawn(tether_command(
-        &ns,
-        &["dashboard", "-n", &n, "--address", &address],
-    ));
-    tokio::task::spawn_blocking(move || wait_for(port))
-        .await
-        .unwrap();
-    let base = format!("http://{address}/");
+    let (_dashboard, base) = dashboard(tether_command(&ns, &[]), &n).await;
+    let base = format!("{base}/");
 
     let browser = Browser::start(false).await;
     browser.goto(&base).await;

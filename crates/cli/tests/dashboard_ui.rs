@@ -10,23 +10,20 @@ use std::time::Duration;
 
 use kube::api::Api;
 use serde_json::json;
+use support::dashboard::not_following;
 use support::metrics::{run_serving, service_account_token};
-use support::{Repo, bind_cluster_role, tether_ok};
+use support::{Repo, bind_cluster_role, create_app, installed};
 use tether_controller::api::Application;
 use tether_controller::install::rbac::TENANT_ROLE;
 use tether_core::SyncStatus;
-use tether_testkit::{TestNamespace, application, eventually, free_port, status_of};
+use tether_testkit::{eventually, free_port, status_of};
 
 const PLANTED: &str = "planted-ui-secret-51b0d3";
 
 /// GET `url` with `token` as bearer (or `cookie`): status and body, which
 /// must hold neither the token nor the planted value.
 async fn get(url: &str, token: Option<&str>, cookie: Option<&str>) -> (u16, String) {
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let mut request = client.get(url);
+    let mut request = not_following().get(url);
     if let Some(token) = token {
         request = request.header("authorization", format!("Bearer {token}"));
     }
@@ -50,16 +47,14 @@ async fn get(url: &str, token: Option<&str>, cookie: Option<&str>) -> (u16, Stri
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_ui_answers_only_tokens_the_api_server_vouches_for_and_allows() {
-    let ns = TestNamespace::create("dash-ui").await;
+    let ns = installed("dash-ui").await;
     let n = ns.name.clone();
-    tether_ok(&ns, &["install", "--namespace", &n]);
     let repo = Repo::new();
     let secret = format!(
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: api-token\nstringData:\n  token: {PLANTED}\n"
     );
     repo.commit(&[("app/secret.yaml", secret)], "a secret");
-    let app = application("shop", &n, &repo.url(), "app").sync_policy(json!({"automated": true}));
-    ns.kubectl_ok_with_stdin(&["apply", "-f", "-"], &app.manifest().to_string());
+    create_app(&ns, &repo, json!({"automated": true}));
     let port = free_port();
     let _controller = run_serving(&ns, "dash-ui", port);
     let apps: Api<Application> = ns.api();
@@ -128,10 +123,7 @@ async fn the_ui_answers_only_tokens_the_api_server_vouches_for_and_allows() {
     // Signing in: the form sets an HttpOnly cookie; the cookie is enough.
     let (status, form) = get(&format!("{base}login"), None, None).await;
     assert_eq!(status, 200, "{form}");
-    let signed_in = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
+    let signed_in = not_following()
         .post(format!("{base}login"))
         .header("content-type", "application/x-www-form-urlencoded")
         .body(format!("token={alice}"))

@@ -57,6 +57,23 @@ fn config_map_at(name: &str, namespace: &str, greeting: &str) -> String {
     )
 }
 
+/// Tenant `who`'s repository: its `app/` holds ConfigMap `own` (greeting
+/// `who`) and `shared`'s `settings` (greeting `from-WHO`); and that commit.
+fn declaring_settings(shared: &TestNamespace, who: &str) -> (Repo, String) {
+    let repo = Repo::new();
+    let commit = repo.commit(
+        &[
+            ("app/own.yaml", config_map("own", who)),
+            (
+                "app/settings.yaml",
+                config_map_at("settings", &shared.name, &format!("from-{who}")),
+            ),
+        ],
+        who,
+    );
+    (repo, commit)
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn two_tenants_declaring_one_object_never_overwrite_or_prune_each_other() {
     let controller_ns = TestNamespace::create("tenants-ctl").await;
@@ -126,17 +143,7 @@ async fn two_tenants_declaring_one_object_never_overwrite_or_prune_each_other() 
 
     let destination = |tenant: &TestNamespace| json!({"namespace": tenant.name, "allowNamespaces": [shared.name]});
     // Tenant a declares shared/settings first, and gets it.
-    let repo_a = Repo::new();
-    let first_a = repo_a.commit(
-        &[
-            ("app/own.yaml", config_map("own", "a")),
-            (
-                "app/settings.yaml",
-                config_map_at("settings", &shared.name, "from-a"),
-            ),
-        ],
-        "a",
-    );
+    let (repo_a, first_a) = declaring_settings(&shared, "a");
     create_app(&a, &repo_a, destination(&a));
     let apps_a: Api<Application> = a.api();
     status_of(&apps_a, "shop", "a Synced", |s| {
@@ -149,17 +156,7 @@ async fn two_tenants_declaring_one_object_never_overwrite_or_prune_each_other() 
     );
 
     // Tenant b declares the same object: refused as a's, nothing applied.
-    let repo_b = Repo::new();
-    repo_b.commit(
-        &[
-            ("app/own.yaml", config_map("own", "b")),
-            (
-                "app/settings.yaml",
-                config_map_at("settings", &shared.name, "from-b"),
-            ),
-        ],
-        "b",
-    );
+    let (repo_b, _) = declaring_settings(&shared, "b");
     create_app(&b, &repo_b, destination(&b));
     let apps_b: Api<Application> = b.api();
     let (message, synced) = refused(&apps_b, "OwnershipConflict").await;

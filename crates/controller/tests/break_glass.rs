@@ -349,7 +349,6 @@ async fn a_window_its_records_and_its_audit_log_survive_a_controller_restart() {
 #[tokio::test]
 async fn bad_break_glass_requests_are_refused_and_change_nothing() {
     let (ns, _repo) = synced_app("bg-bad", &web(2, "hello")).await;
-    let windows: Api<BreakGlass> = Api::namespaced(ns.client.clone(), &ns.name);
 
     // A window for an unknown app.
     let mut unknown = opening(&ns, &[], Duration::from_secs(60));
@@ -379,14 +378,7 @@ async fn bad_break_glass_requests_are_refused_and_change_nothing() {
         request::open(&ns.client, silent).await.unwrap_err(),
         RequestError::NoReason
     ));
-    assert!(
-        windows
-            .list(&Default::default())
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
+    assert!(ns.list::<BreakGlass>().await.is_empty());
 
     // A window written by hand in someone else's name is refused by the
     // API server (the admission policy), with its message.

@@ -10,8 +10,7 @@ use serde_json::json;
 use sha2::Sha256;
 use tether_controller::metrics::Metrics;
 use tether_controller::notify::{Notifier, NotifyConfig, RetryPolicy};
-use tether_core::OperationalState;
-use tether_core::notice::{Notice, NoticeKind, Severity};
+use tether_core::notice::{Notice, NoticeKind};
 use tether_testkit::{Receiver, TestNamespace, eventually};
 
 /// Retries a few milliseconds apart, so a test sees the whole schedule.
@@ -23,22 +22,11 @@ fn quick(tries: u32, timeout: Duration) -> RetryPolicy {
     }
 }
 
+/// The test kit's notice, with idempotency key `key`.
 fn notice(kind: NoticeKind, namespace: &str, labels: &[(&str, &str)], key: &str) -> Notice {
     Notice {
-        kind,
-        severity: Severity::Warning,
-        namespace: namespace.to_string(),
-        name: "web".to_string(),
-        labels: labels
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        message: "Deployment web: 0/2 replicas available".to_string(),
-        revision: Some("3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39".to_string()),
-        state: Some(OperationalState::AppliedButFailing),
-        previous_state: Some(OperationalState::Converged),
-        at: "2025-01-01T00:00:00Z".to_string(),
         key: key.to_string(),
+        ..tether_testkit::notice(kind, namespace, labels)
     }
 }
 
@@ -69,6 +57,14 @@ fn metric(metrics: &Metrics, series: &str) -> f64 {
         .lines()
         .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
         .unwrap_or(0.0)
+}
+
+/// Waits until `series` of `metrics` counts `count`.
+async fn counted(metrics: &Metrics, series: &str, count: f64) {
+    eventually(&format!("{series} at {count}"), || async {
+        (metric(metrics, series) == count).then_some(())
+    })
+    .await;
 }
 
 const DELIVERED: &str = r#"tether_notifications_sent_total{result="delivered"}"#;
@@ -114,10 +110,7 @@ async fn a_receiver_that_fails_twice_gets_the_same_notification_three_times_and_
     ));
 
     let requests = receiver.wait_for(3).await;
-    eventually("the delivery counted", || async {
-        (metric(&metrics, DELIVERED) == 1.0).then_some(())
-    })
-    .await;
+    counted(&metrics, DELIVERED, 1.0).await;
     for request in &requests {
         assert_eq!(request.method, "POST");
         assert_eq!(request.path, "/hook");
@@ -151,10 +144,7 @@ async fn a_refusal_is_not_retried_and_retries_end_after_the_last_try() {
     );
     notifier.notify(notice(NoticeKind::DriftDetected, "shop", &[], "k"));
     failing.wait_for(3).await;
-    eventually("both outcomes counted as failed", || async {
-        (metric(&metrics, FAILED) == 2.0).then_some(())
-    })
-    .await;
+    counted(&metrics, FAILED, 2.0).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(refusing.requests().len(), 1, "a 400 is not retried");
     assert_eq!(failing.requests().len(), 3, "a 500 is tried 3 times");
@@ -174,10 +164,7 @@ async fn a_receiver_that_times_out_or_is_gone_is_retried_then_counted_failed() {
     );
     notifier.notify(notice(NoticeKind::BreakGlassExpired, "shop", &[], "k"));
     hung.wait_for(2).await;
-    eventually("both counted as failed", || async {
-        (metric(&metrics, FAILED) == 2.0).then_some(())
-    })
-    .await;
+    counted(&metrics, FAILED, 2.0).await;
     let log = tether_testkit::log_tail("notify-webhook-2", 20);
     assert!(log.contains("Connection refused"), "{log}");
 }
@@ -215,10 +202,7 @@ async fn a_hung_receiver_neither_slows_notify_nor_delays_another_route() {
         last < Duration::from_secs(2),
         "healthy route delayed: {last:?}"
     );
-    eventually("10 delivered", || async {
-        (metric(&metrics, DELIVERED) == 10.0).then_some(())
-    })
-    .await;
+    counted(&metrics, DELIVERED, 10.0).await;
     assert!(
         hung.requests().len() <= 2,
         "at most two requests at once to one route"
@@ -311,10 +295,7 @@ async fn configmap_routes_send_a_bearer_token_or_an_hmac_signature_and_never_the
         let body = String::from_utf8_lossy(&request.body);
         assert!(!body.contains(TOKEN) && !body.contains(KEY), "{body}");
     }
-    eventually("both delivered", || async {
-        (metric(&metrics, DELIVERED) == 2.0).then_some(())
-    })
-    .await;
+    counted(&metrics, DELIVERED, 2.0).await;
     let log = tether_testkit::log_tail("", 400);
     assert!(
         !log.contains(TOKEN) && !log.contains(KEY),

@@ -29,6 +29,8 @@ pub mod in_cluster;
 mod log;
 mod modules;
 mod namespace;
+#[cfg(feature = "controller")]
+mod notice;
 mod plane;
 pub mod prometheus;
 mod receiver;
@@ -46,6 +48,8 @@ pub use hostile::{alias_bomb, alias_document};
 pub use log::{log_file, log_tail};
 pub use modules::ModuleGraph;
 pub use namespace::{TestNamespace, client_for};
+#[cfg(feature = "controller")]
+pub use notice::notice;
 pub use plane::{ControlPlane, Launch, control_plane, repo_root};
 pub use receiver::{Answer, Received, Receiver};
 pub use repo::Repo;

@@ -66,6 +66,19 @@ impl TestNamespace {
             .unwrap_or_else(|error| panic!("getting {name} in {}: {error}", self.name))
     }
 
+    /// Every object of kind `K` in this namespace.
+    pub async fn list<K>(&self) -> Vec<K>
+    where
+        K: Resource<Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Debug,
+        K::DynamicType: Default,
+    {
+        self.api::<K>()
+            .list(&Default::default())
+            .await
+            .unwrap_or_else(|error| panic!("listing in {}: {error}", self.name))
+            .items
+    }
+
     /// Runs the real `kubectl` against the control plane in this namespace.
     pub fn kubectl(&self, args: &[&str]) -> Output {
         self.kubectl_as(&self.kubeconfig, args)

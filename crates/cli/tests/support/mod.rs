@@ -5,6 +5,7 @@
 //! it, so unused items are expected here.
 #![allow(dead_code)]
 
+pub mod dashboard;
 pub mod metrics;
 pub mod tenancy;
 
@@ -23,13 +24,20 @@ pub fn tether_command(ns: &TestNamespace, args: &[&str]) -> Command {
     command
 }
 
-/// Runs `tether ARGS` to the end as the user of `kubeconfig`, found
-/// through `$KUBECONFIG` as in that user's shell.
-pub fn tether_as(kubeconfig: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tether"))
+/// `tether ARGS` as the user of `kubeconfig`, found through
+/// `$KUBECONFIG` as in that user's shell.
+pub fn tether_command_as(kubeconfig: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tether"));
+    command
         .args(args)
         .env_remove("TETHER_KUBECONFIG")
-        .env("KUBECONFIG", kubeconfig)
+        .env("KUBECONFIG", kubeconfig);
+    command
+}
+
+/// Runs `tether ARGS` to the end as the user of `kubeconfig`.
+pub fn tether_as(kubeconfig: &Path, args: &[&str]) -> Output {
+    tether_command_as(kubeconfig, args)
         .output()
         .expect("tether runs")
 }
@@ -63,6 +71,13 @@ pub fn text(output: &Output) -> String {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     )
+}
+
+/// Stdout and stderr of a `tether` that must have failed with exit code 2.
+pub fn error_text(output: &Output) -> String {
+    let said = text(output);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    said
 }
 
 /// A child process killed (SIGKILL) and reaped when dropped, so a failing
@@ -188,6 +203,14 @@ pub fn settings_repo_greeting(greeting: &str) -> (Repo, String) {
         greeting,
     );
     (repo, commit)
+}
+
+/// [`settings_repo`] taking pushes to its checked-out branch, as adopting
+/// a change into Git pushes.
+pub fn pushable_settings_repo() -> Repo {
+    let repo = settings_repo();
+    repo.git(&["config", "receive.denyCurrentBranch", "updateInstead"]);
+    repo
 }
 
 /// Binds ServiceAccount `account` (`NAMESPACE:NAME`) to ClusterRole

@@ -20,6 +20,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use kube::core::NamespaceResourceScope;
 use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tether_core::ObjectRef;
@@ -55,56 +56,28 @@ pub async fn uninstall(
     namespace: &str,
     crds: bool,
 ) -> Result<Vec<ObjectRef>, UninstallError> {
-    let mut deleted = Vec::new();
+    let mut gone = Deleting {
+        client: client.clone(),
+        namespace,
+        deleted: Vec::new(),
+    };
     let installed = ListParams::default().labels(&format!("{INSTALL_NAMESPACE_LABEL}={namespace}"));
     // The controller first, so it stops acting.
-    delete(
-        &mut deleted,
-        Api::<Deployment>::namespaced(client.clone(), namespace),
-        SERVICE_ACCOUNT,
-    )
-    .await?;
-    delete(
-        &mut deleted,
-        Api::<Service>::namespaced(client.clone(), namespace),
-        SERVICE_ACCOUNT,
-    )
-    .await?;
-    delete(
-        &mut deleted,
-        Api::<PodDisruptionBudget>::namespaced(client.clone(), namespace),
-        SERVICE_ACCOUNT,
-    )
-    .await?;
+    gone.local::<Deployment>(SERVICE_ACCOUNT).await?;
+    gone.local::<Service>(SERVICE_ACCOUNT).await?;
+    gone.local::<PodDisruptionBudget>(SERVICE_ACCOUNT).await?;
     // Its grants, wherever they are.
     let all = |_: &ClusterRoleBinding| Api::all(client.clone());
-    delete_all(&mut deleted, Api::all(client.clone()), &installed, all).await?;
+    gone.delete_all(&installed, all).await?;
     let within =
         |item: &RoleBinding| Api::namespaced(client.clone(), &item.namespace().unwrap_or_default());
-    delete_all(&mut deleted, Api::all(client.clone()), &installed, within).await?;
+    gone.delete_all(&installed, within).await?;
     let within =
         |item: &Role| Api::namespaced(client.clone(), &item.namespace().unwrap_or_default());
-    delete_all(&mut deleted, Api::all(client.clone()), &installed, within).await?;
-    for name in [AUDIT_READER_ROLE] {
-        delete(
-            &mut deleted,
-            Api::<RoleBinding>::namespaced(client.clone(), namespace),
-            name,
-        )
-        .await?;
-        delete(
-            &mut deleted,
-            Api::<Role>::namespaced(client.clone(), namespace),
-            name,
-        )
-        .await?;
-    }
-    delete(
-        &mut deleted,
-        Api::<ServiceAccount>::namespaced(client.clone(), namespace),
-        SERVICE_ACCOUNT,
-    )
-    .await?;
+    gone.delete_all(&installed, within).await?;
+    gone.local::<RoleBinding>(AUDIT_READER_ROLE).await?;
+    gone.local::<Role>(AUDIT_READER_ROLE).await?;
+    gone.local::<ServiceAccount>(SERVICE_ACCOUNT).await?;
     // The shared roles and policies, when this was the last install.
     if !other_installs(&client).await? {
         for name in [
@@ -116,41 +89,22 @@ pub async fn uninstall(
             TENANT_ROLE,
             "tether-view",
         ] {
-            delete(&mut deleted, Api::<ClusterRole>::all(client.clone()), name).await?;
+            gone.cluster::<ClusterRole>(name).await?;
         }
-        delete(
-            &mut deleted,
-            Api::<ClusterRoleBinding>::all(client.clone()),
-            BREAK_GLASS_ROLE,
-        )
-        .await?;
+        gone.cluster::<ClusterRoleBinding>(BREAK_GLASS_ROLE).await?;
         for name in [BREAK_GLASS_POLICY, AUDIT_RECORDS_POLICY, PROJECT_POLICY] {
-            delete(
-                &mut deleted,
-                Api::<ValidatingAdmissionPolicyBinding>::all(client.clone()),
-                name,
-            )
-            .await?;
-            delete(
-                &mut deleted,
-                Api::<ValidatingAdmissionPolicy>::all(client.clone()),
-                name,
-            )
-            .await?;
+            gone.cluster::<ValidatingAdmissionPolicyBinding>(name)
+                .await?;
+            gone.cluster::<ValidatingAdmissionPolicy>(name).await?;
         }
     }
     if crds {
         release_applications(&client).await?;
         for name in CRDS {
-            delete(
-                &mut deleted,
-                Api::<CustomResourceDefinition>::all(client.clone()),
-                name,
-            )
-            .await?;
+            gone.cluster::<CustomResourceDefinition>(name).await?;
         }
     }
-    Ok(deleted)
+    Ok(gone.deleted)
 }
 
 /// Whether a controller installed into some namespace is still bound.
@@ -196,46 +150,75 @@ async fn release_applications(client: &Client) -> Result<(), UninstallError> {
     Ok(())
 }
 
-/// Deletes `name` through `api` unless it is already gone.
-async fn delete<K>(
-    deleted: &mut Vec<ObjectRef>,
-    api: Api<K>,
-    name: &str,
-) -> Result<(), UninstallError>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
-{
-    let object = ObjectRef {
-        group: K::group(&()).into_owned(),
-        kind: K::kind(&()).into_owned(),
-        namespace: api.namespace().map(str::to_string),
-        name: name.to_string(),
-    };
-    match api.delete(name, &DeleteParams::background()).await {
-        Ok(_) => deleted.push(object),
-        Err(kube::Error::Api(status)) if status.is_not_found() => {}
-        Err(error) => return Err(failed(&object.to_string(), "delete")(error)),
-    }
-    Ok(())
+/// What an uninstall has deleted so far, the client it deletes with and
+/// the namespace of the install.
+struct Deleting<'a> {
+    client: Client,
+    namespace: &'a str,
+    deleted: Vec<ObjectRef>,
 }
 
-/// Deletes every object `api` lists with `params`, each through the API
-/// `api_of` gives for it.
-async fn delete_all<K>(
-    deleted: &mut Vec<ObjectRef>,
-    api: Api<K>,
-    params: &ListParams,
-    api_of: impl Fn(&K) -> Api<K>,
-) -> Result<(), UninstallError>
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
-{
-    let kind = K::kind(&()).into_owned();
-    let listed = api.list(params).await.map_err(failed(&kind, "list"))?;
-    for item in listed.items {
-        delete(deleted, api_of(&item), &item.name_any()).await?;
+impl Deleting<'_> {
+    /// Deletes `name` of kind `K` in the install's namespace, unless it is
+    /// already gone.
+    async fn local<K>(&mut self, name: &str) -> Result<(), UninstallError>
+    where
+        K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + Debug,
+    {
+        let api = Api::<K>::namespaced(self.client.clone(), self.namespace);
+        self.delete(api, name).await
     }
-    Ok(())
+
+    /// Deletes cluster-wide `name` of kind `K`, unless it is already gone.
+    async fn cluster<K>(&mut self, name: &str) -> Result<(), UninstallError>
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+    {
+        self.delete(Api::<K>::all(self.client.clone()), name).await
+    }
+
+    /// Deletes every object of kind `K` listed everywhere with `params`,
+    /// each through the API `api_of` gives for it.
+    async fn delete_all<K>(
+        &mut self,
+        params: &ListParams,
+        api_of: impl Fn(&K) -> Api<K>,
+    ) -> Result<(), UninstallError>
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+    {
+        let kind = K::kind(&()).into_owned();
+        let listed = Api::<K>::all(self.client.clone())
+            .list(params)
+            .await
+            .map_err(failed(&kind, "list"))?;
+        for item in listed.items {
+            self.delete(api_of(&item), &item.name_any()).await?;
+        }
+        Ok(())
+    }
+
+    /// Deletes `name` through `api` unless it is already gone.
+    async fn delete<K>(&mut self, api: Api<K>, name: &str) -> Result<(), UninstallError>
+    where
+        K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+    {
+        let object = ObjectRef {
+            group: K::group(&()).into_owned(),
+            kind: K::kind(&()).into_owned(),
+            namespace: api.namespace().map(str::to_string),
+            name: name.to_string(),
+        };
+        match api.delete(name, &DeleteParams::background()).await {
+            Ok(_) => self.deleted.push(object),
+            Err(kube::Error::Api(status)) if status.is_not_found() => {}
+            Err(error) => return Err(failed(&object.to_string(), "delete")(error)),
+        }
+        Ok(())
+    }
 }
 
 fn failed(object: &str, step: &'static str) -> impl FnOnce(kube::Error) -> UninstallError {

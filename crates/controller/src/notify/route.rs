@@ -291,9 +291,7 @@ fn events(words: &[String]) -> Result<Events, String> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use tether_core::notice::Severity;
+    use tether_testkit::notice;
 
     use super::*;
 
@@ -302,25 +300,6 @@ mod tests {
     fn parse_all(text: &str) -> (Vec<Route>, Vec<String>) {
         let (routes, errors) = parse(ORIGIN, text, &mut HashSet::new());
         (routes, errors.iter().map(ToString::to_string).collect())
-    }
-
-    pub(crate) fn notice(kind: NoticeKind, namespace: &str, labels: &[(&str, &str)]) -> Notice {
-        Notice {
-            kind,
-            severity: Severity::Warning,
-            namespace: namespace.to_string(),
-            name: "web".to_string(),
-            labels: labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect::<BTreeMap<_, _>>(),
-            message: "sync failed".to_string(),
-            revision: None,
-            state: None,
-            previous_state: None,
-            at: "2025-01-01T00:00:00Z".to_string(),
-            key: "uid/sync-failed/1".to_string(),
-        }
     }
 
     #[test]

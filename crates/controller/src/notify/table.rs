@@ -90,22 +90,21 @@ impl RouteTable {
 
     /// The routes that want `notice`.
     pub fn matching(&self, notice: &Notice) -> Vec<Arc<Route>> {
-        let configured = self.configured.read().expect("lock");
-        self.flags
-            .iter()
-            .chain(&configured.routes)
-            .filter(|route| route.wants(notice))
-            .cloned()
-            .collect()
+        self.each_route(|route| route.wants(notice).then(|| route.clone()))
     }
 
     /// The names of the routes in force.
     pub fn names(&self) -> Vec<String> {
+        self.each_route(|route| Some(route.name.clone()))
+    }
+
+    /// What `pick` takes of each route in force, flags' first.
+    fn each_route<T>(&self, pick: impl FnMut(&Arc<Route>) -> Option<T>) -> Vec<T> {
         let configured = self.configured.read().expect("lock");
         self.flags
             .iter()
             .chain(&configured.routes)
-            .map(|route| route.name.clone())
+            .filter_map(pick)
             .collect()
     }
 
@@ -124,7 +123,7 @@ impl RouteTable {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use tether_core::notice::{NoticeKind, Severity};
+    use tether_core::notice::NoticeKind;
 
     use super::*;
 
@@ -136,19 +135,7 @@ mod tests {
     }
 
     fn notice(kind: NoticeKind) -> Notice {
-        Notice {
-            kind,
-            severity: Severity::Normal,
-            namespace: "shop".into(),
-            name: "web".into(),
-            labels: Default::default(),
-            message: "m".into(),
-            revision: None,
-            state: None,
-            previous_state: None,
-            at: "2025-01-01T00:00:00Z".into(),
-            key: "k".into(),
-        }
+        tether_testkit::notice(kind, "shop", &[])
     }
 
     #[test]

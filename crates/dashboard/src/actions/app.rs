@@ -15,11 +15,9 @@ use tether_source::Repositories;
 use super::asked::{Asked, Post};
 use super::failure::Failure;
 use super::form::MAX_TTL;
-use super::pages::{self, Confirm};
+use super::pages;
 use super::{done, fail, page};
 use crate::overview::Row;
-use crate::server::Shared;
-use crate::user::User;
 
 /// The sources fetched for dry runs, cached as the CLI caches its own.
 fn repositories() -> Arc<Repositories> {
@@ -33,246 +31,136 @@ fn repositories() -> Arc<Repositories> {
         .clone()
 }
 
-/// The confirmation page of an action on `ns/name`.
-fn confirmation(
-    shared: &Shared,
-    user: &User,
-    (ns, name): (&str, &str),
-    (title, action, form): (&str, &str, &str),
-    what: maud::Markup,
-    fields: maud::Markup,
-) -> Response {
-    let back = format!("apps/{ns}/{name}");
-    let action = format!("{back}/{action}");
-    page(pages::confirm(&Confirm {
-        base: &shared.base,
-        title,
-        what,
-        user: &user.name,
-        action: &action,
-        form,
-        token: &super::token_for(user),
-        fields,
-        back: &back,
-    }))
+/// `apps/NS/NAME`: the app's page, where its actions go back to.
+fn app_page(asked: &Asked) -> String {
+    format!("apps/{}/{}", asked.ns, asked.name)
 }
 
-pub async fn sync_page(
-    Asked {
-        shared,
-        user,
-        ns,
-        name,
-    }: Asked,
-) -> Response {
+/// `error` from acting on the app, as [`Failure::of`] says it.
+fn failed(asked: &Asked, error: &(dyn std::error::Error + 'static)) -> Failure {
+    let Asked { user, ns, name, .. } = asked;
+    Failure::of(error, &user.name, &format!("Application {ns}/{name}"), ns)
+}
+
+pub async fn sync_page(asked: Asked) -> Response {
+    let Asked { ns, name, .. } = &asked;
     let what = html! {
         p { "Ask the controller to sync Application " strong { (ns) "/" (name) } " now: it applies the whole desired state from Git at the app's own revision, as "
             code { "tether sync " (name) " -n " (ns) " --no-wait" } " does (the request is an annotation on the Application, written as you)." }
     };
-    confirmation(
-        &shared,
-        &user,
-        (&ns, &name),
-        ("Sync now", "sync", "sync-now"),
-        what,
-        html! {},
-    )
+    let names = ("Sync now", "sync", "sync-now");
+    asked.confirm(&app_page(&asked), names, what, html! {})
 }
 
-pub async fn sync(
-    Post {
-        asked:
-            Asked {
-                shared,
-                user,
-                ns,
-                name,
-            },
-        ..
-    }: Post,
-) -> Response {
-    let back = format!("apps/{ns}/{name}");
-    match request_sync_with(user.client.clone(), &ns, &name, &SyncRequest::default()).await {
-        Ok(_) => done(
-            &shared,
-            &back,
-            &format!("sync of {ns}/{name} requested by {}", user.name),
-        ),
-        Err(error) => fail(
-            &shared,
-            Failure::of(&error, &user.name, &format!("Application {ns}/{name}"), &ns),
-            &back,
-        ),
-    }
+pub async fn sync(Post { asked, .. }: Post) -> Response {
+    let Asked { user, ns, name, .. } = &asked;
+    let outcome = request_sync_with(user.client.clone(), ns, name, &SyncRequest::default())
+        .await
+        .map(|_| format!("sync of {ns}/{name} requested by {}", user.name))
+        .map_err(|error| failed(&asked, &error));
+    asked.answer(&app_page(&asked), outcome)
 }
 
-pub async fn dry_run_page(
-    Asked {
-        shared,
-        user,
-        ns,
-        name,
-    }: Asked,
-) -> Response {
+pub async fn dry_run_page(asked: Asked) -> Response {
+    let Asked { ns, name, .. } = &asked;
     let what = html! {
         p { "Fetch Application " strong { (ns) "/" (name) } "'s source and compare each object with the cluster by server-side dry run, as "
             code { "tether sync " (name) " -n " (ns) " --dry-run" } " does. Nothing is applied." }
     };
-    confirmation(
-        &shared,
-        &user,
-        (&ns, &name),
-        ("Dry run", "dry-run", "dry-run"),
-        what,
-        html! {},
-    )
+    let names = ("Dry run", "dry-run", "dry-run");
+    asked.confirm(&app_page(&asked), names, what, html! {})
 }
 
-pub async fn dry_run(
-    Post {
-        asked:
-            Asked {
-                shared,
-                user,
-                ns,
-                name,
-            },
-        ..
-    }: Post,
-) -> Response {
-    let back = format!("apps/{ns}/{name}");
-    let object = format!("Application {ns}/{name}");
-    let app = match read(&user, &ns, &name).await {
-        Ok(app) => app,
-        Err(failure) => return fail(&shared, failure, &back),
+pub async fn dry_run(Post { asked, .. }: Post) -> Response {
+    let Asked { shared, user, .. } = &asked;
+    let back = app_page(&asked);
+    let preview = async {
+        let app = read(&asked).await?;
+        preview_application(&user.client, &app, None, repositories())
+            .await
+            .map_err(|error| failed(&asked, &error))
     };
-    match preview_application(&user.client, &app, None, repositories()).await {
+    match preview.await {
         Ok(preview) => page(pages::plan(
             &shared.base,
-            &format!("{ns}/{name}"),
+            &format!("{}/{}", asked.ns, asked.name),
             &preview.commit,
             &back,
             &preview.previews,
         )),
-        Err(error) => fail(
-            &shared,
-            Failure::of(&error, &user.name, &object, &ns),
-            &back,
-        ),
+        Err(failure) => fail(shared, failure, &back),
     }
 }
 
-/// The Application as the API server has it now, read as `user`.
-async fn read(user: &User, ns: &str, name: &str) -> Result<Application, Failure> {
-    Api::<Application>::namespaced(user.client.clone(), ns)
-        .get(name)
+/// The Application as the API server has it now, read as the user.
+async fn read(asked: &Asked) -> Result<Application, Failure> {
+    Api::<Application>::namespaced(asked.user.client.clone(), &asked.ns)
+        .get(&asked.name)
         .await
-        .map_err(|error| Failure::of(&error, &user.name, &format!("Application {ns}/{name}"), ns))
+        .map_err(|error| failed(asked, &error))
 }
 
-pub async fn refresh_page(
-    Asked {
-        shared,
-        user,
-        ns,
-        name,
-    }: Asked,
-) -> Response {
+pub async fn refresh_page(asked: Asked) -> Response {
+    let Asked { ns, name, .. } = &asked;
     let what = html! {
         p { "Read Application " strong { (ns) "/" (name) } " from the API server now, as you, and show its state as the controller last reported it (as "
             code { "tether status " (name) " -n " (ns) } " does). Tether has no separate refresh: the controller compares with Git on every change and resync; use "
             em { "Dry run" } " to compare now, " em { "Sync now" } " to apply." }
     };
-    confirmation(
-        &shared,
-        &user,
-        (&ns, &name),
-        ("Refresh", "refresh", "refresh"),
-        what,
-        html! {},
-    )
+    let names = ("Refresh", "refresh", "refresh");
+    asked.confirm(&app_page(&asked), names, what, html! {})
 }
 
-pub async fn refresh(
-    Post {
-        asked:
-            Asked {
-                shared,
-                user,
-                ns,
-                name,
-            },
-        ..
-    }: Post,
-) -> Response {
-    let back = format!("apps/{ns}/{name}");
-    match read(&user, &ns, &name).await {
-        Ok(app) => {
-            let row = Row::of(&app);
-            let word = |text: Option<&str>| text.unwrap_or("Unknown").to_string();
-            let outcome = format!(
-                "Application {ns}/{name} read now: {}, {}, {} at {}",
-                word(row.state.map(|s| s.as_str())),
-                word(row.sync.map(|s| s.as_str())),
-                word(row.health.map(|h| h.as_str())),
-                row.revision.unwrap_or("no revision yet"),
-            );
-            done(&shared, &back, &outcome)
-        }
-        Err(failure) => fail(&shared, failure, &back),
-    }
+pub async fn refresh(Post { asked, .. }: Post) -> Response {
+    let Asked { ns, name, .. } = &asked;
+    let outcome = read(&asked).await.map(|app| {
+        let row = Row::of(&app);
+        let word = |text: Option<&str>| text.unwrap_or("Unknown").to_string();
+        format!(
+            "Application {ns}/{name} read now: {}, {}, {} at {}",
+            word(row.state.map(|s| s.as_str())),
+            word(row.sync.map(|s| s.as_str())),
+            word(row.health.map(|h| h.as_str())),
+            row.revision.unwrap_or("no revision yet"),
+        )
+    });
+    asked.answer(&app_page(&asked), outcome)
 }
 
-pub async fn open_page(
-    Asked {
-        shared,
-        user,
-        ns,
-        name,
-    }: Asked,
-) -> Response {
+pub async fn open_page(asked: Asked) -> Response {
+    let Asked { ns, name, .. } = &asked;
     let what = html! {
         p { "Open a break-glass window on Application " strong { (ns) "/" (name) } ": self-heal leaves its scope alone until the window expires or is closed, and every change made inside is recorded as Emergency drift, with you as the opener (as "
             code { "tether break-glass open " (name) " -n " (ns) } " does)." }
     };
-    confirmation(
-        &shared,
-        &user,
-        (&ns, &name),
-        ("Open break-glass window", "break-glass", "open-window"),
-        what,
-        pages::open_fields(),
-    )
+    let names = ("Open break-glass window", "break-glass", "open-window");
+    asked.confirm(&app_page(&asked), names, what, pages::open_fields())
 }
 
-pub async fn open(
-    Post {
-        asked:
-            Asked {
-                shared,
-                user,
-                ns,
-                name,
-            },
-        form: posted,
-    }: Post,
-) -> Response {
-    let back = format!("apps/{ns}/{name}/break-glass");
-    let window = match posted.window() {
-        Ok(window) => window,
-        Err(error) => return fail(&shared, Failure::refused(error), &back),
+pub async fn open(Post { asked, form }: Post) -> Response {
+    let Asked {
+        shared,
+        user,
+        ns,
+        name,
+    } = &asked;
+    let opened = async {
+        let window = form.window().map_err(Failure::refused)?;
+        let opening = Opening {
+            namespace: ns.clone(),
+            app: name.clone(),
+            resources: window.resources,
+            reason: window.reason,
+            ttl: window.ttl,
+            max_ttl: MAX_TTL,
+        };
+        request::open(&user.client, opening)
+            .await
+            .map_err(|error| super::window::failure_of(&error, user, ns, name))
     };
-    let opening = Opening {
-        namespace: ns.clone(),
-        app: name.clone(),
-        resources: window.resources,
-        reason: window.reason,
-        ttl: window.ttl,
-        max_ttl: MAX_TTL,
-    };
-    match request::open(&user.client, opening).await {
+    match opened.await {
         Ok(window) => done(
-            &shared,
+            shared,
             &pages::window_path(&window),
             &format!(
                 "BreakGlass {ns}/{} opened by {} until {}",
@@ -281,10 +169,10 @@ pub async fn open(
                 window.spec.expires_at
             ),
         ),
-        Err(error) => fail(
-            &shared,
-            super::window::failure_of(&error, &user, &ns, &name),
-            &back,
+        Err(failure) => fail(
+            shared,
+            failure,
+            &format!("{}/break-glass", app_page(&asked)),
         ),
     }
 }

@@ -1,14 +1,18 @@
 //! What every action request carries: whom it acts as and which object
 //! (`…/{ns}/{name}/…`), and for a POST the form, whose token must be the
-//! user's before anything is done.
+//! user's before anything is done; and the two answers every action gives,
+//! its confirmation page and its outcome.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
+use maud::Markup;
 
+use super::failure::Failure;
 use super::form::Posted;
-use super::{checked, posted};
+use super::pages::{self, Confirm};
+use super::{checked, done, fail, page, posted, token_for};
 use crate::server::Shared;
 use crate::user::User;
 
@@ -36,6 +40,40 @@ impl FromRequestParts<Shared> for Asked {
             ns,
             name,
         })
+    }
+}
+
+impl Asked {
+    /// The confirmation page of an action on this object, whose own page
+    /// (where the action posts under, and "cancel" goes) is `back`.
+    pub fn confirm(
+        &self,
+        back: &str,
+        (title, action, form): (&str, &str, &str),
+        what: Markup,
+        fields: Markup,
+    ) -> Response {
+        let action = format!("{back}/{action}");
+        page(pages::confirm(&Confirm {
+            base: &self.shared.base,
+            title,
+            what,
+            user: &self.user.name,
+            action: &action,
+            form,
+            token: &token_for(&self.user),
+            fields,
+            back,
+        }))
+    }
+
+    /// An action's outcome: 303 to `back` saying it, or the page saying
+    /// why nothing was done.
+    pub fn answer(&self, back: &str, outcome: Result<String, Failure>) -> Response {
+        match outcome {
+            Ok(outcome) => done(&self.shared, back, &outcome),
+            Err(failure) => fail(&self.shared, failure, back),
+        }
     }
 }
 

@@ -15,11 +15,10 @@ use tether_controller::credentials;
 use tether_source::adopt::{AdoptError as SourceAdoptError, Author};
 
 use super::asked::{Asked, Post};
+use super::fail;
 use super::failure::Failure;
 use super::form::MAX_TTL;
-use super::pages::{self, Confirm};
-use super::{done, fail, page};
-use crate::server::Shared;
+use super::pages;
 use crate::user::User;
 
 /// A refused window request: the API server's refusals as [`Failure::of`]
@@ -41,39 +40,31 @@ pub fn failure_of(error: &RequestError, user: &User, ns: &str, name: &str) -> Fa
     }
 }
 
-/// The window `ns/name`, read as `user`.
-async fn window(user: &User, ns: &str, name: &str) -> Result<BreakGlass, Failure> {
+/// `break-glass/NS/NAME`: the window's page, where its actions go back to.
+fn window_page(asked: &Asked) -> String {
+    format!("break-glass/{}/{}", asked.ns, asked.name)
+}
+
+/// The window asked about, read as the user.
+async fn window(asked: &Asked) -> Result<BreakGlass, Failure> {
+    let Asked { user, ns, name, .. } = asked;
     request::find(&user.client, ns, None, Some(name))
         .await
         .map_err(|error| failure_of(&error, user, ns, name))
 }
 
-/// The confirmation page of `action` on window `ns/name`.
+/// The confirmation page of an action on the window, saying `what` of it.
 async fn confirmation(
-    shared: &Shared,
-    user: &User,
-    (ns, name): (&str, &str),
-    (title, action, form): (&str, &str, &str),
+    asked: &Asked,
+    names: (&str, &str, &str),
     what: impl FnOnce(&BreakGlass) -> maud::Markup,
     fields: maud::Markup,
 ) -> Response {
-    let back = format!("break-glass/{ns}/{name}");
-    let window = match window(user, ns, name).await {
-        Ok(window) => window,
-        Err(failure) => return fail(shared, failure, &back),
-    };
-    let action = format!("{back}/{action}");
-    page(pages::confirm(&Confirm {
-        base: &shared.base,
-        title,
-        what: what(&window),
-        user: &user.name,
-        action: &action,
-        form,
-        token: &super::token_for(user),
-        fields,
-        back: &back,
-    }))
+    let back = window_page(asked);
+    match window(asked).await {
+        Ok(window) => asked.confirm(&back, names, what(&window), fields),
+        Err(failure) => fail(&asked.shared, failure, &back),
+    }
 }
 
 fn describe(window: &BreakGlass) -> maud::Markup {
@@ -84,111 +75,54 @@ fn describe(window: &BreakGlass) -> maud::Markup {
     }
 }
 
-pub async fn extend_page(
-    Asked {
-        shared,
-        user,
-        ns,
-        name,
-    }: Asked,
-) -> Response {
+pub async fn extend_page(asked: Asked) -> Response {
     let what = |window: &BreakGlass| {
         html! { p { "Extend " (describe(window)) " from now, recorded as an extension of its own with your reason (as "
         code { "tether break-glass extend" } " does)." } }
     };
-    let fields = pages::extend_fields();
     let names = ("Extend the window", "extend", "extend-window");
-    confirmation(&shared, &user, (&ns, &name), names, what, fields).await
+    confirmation(&asked, names, what, pages::extend_fields()).await
 }
 
-pub async fn extend(
-    Post {
-        asked:
-            Asked {
-                shared,
-                user,
-                ns,
-                name,
-            },
-        form: posted,
-    }: Post,
-) -> Response {
-    let back = format!("break-glass/{ns}/{name}");
-    if posted.reason.trim().is_empty() {
-        return fail(&shared, Failure::refused(RequestError::NoReason), &back);
-    }
-    let ttl = match posted.ttl() {
-        Ok(ttl) => ttl,
-        Err(error) => return fail(&shared, Failure::refused(error), &back),
-    };
-    let result = async {
-        let window = window(&user, &ns, &name).await?;
-        request::extend(&user.client, &window, ttl, MAX_TTL, posted.reason.trim())
+pub async fn extend(Post { asked, form }: Post) -> Response {
+    let Asked { user, ns, name, .. } = &asked;
+    let outcome = async {
+        if form.reason.trim().is_empty() {
+            return Err(Failure::refused(RequestError::NoReason));
+        }
+        let ttl = form.ttl().map_err(Failure::refused)?;
+        let window = window(&asked).await?;
+        let window = request::extend(&user.client, &window, ttl, MAX_TTL, form.reason.trim())
             .await
-            .map_err(|error| failure_of(&error, &user, &ns, &name))
+            .map_err(|error| failure_of(&error, user, ns, name))?;
+        Ok(format!(
+            "BreakGlass {ns}/{name} extended until {}",
+            window.expires_at()
+        ))
     };
-    match result.await {
-        Ok(window) => done(
-            &shared,
-            &back,
-            &format!(
-                "BreakGlass {ns}/{name} extended until {}",
-                window.expires_at()
-            ),
-        ),
-        Err(failure) => fail(&shared, failure, &back),
-    }
+    asked.answer(&window_page(&asked), outcome.await)
 }
 
-pub async fn close_page(
-    Asked {
-        shared,
-        user,
-        ns,
-        name,
-    }: Asked,
-) -> Response {
+pub async fn close_page(asked: Asked) -> Response {
     let what = |window: &BreakGlass| {
         html! { p { "Close " (describe(window)) ": self-heal resumes for its scope. With " em { "adopt" }
         ", its recorded changes are first committed into Git with you as the author (as "
         code { "tether break-glass close --resolve adopt" } " does); with " em { "revert" } ", self-heal converges them back to Git now." } }
     };
     let names = ("Close the window", "close", "close-window");
-    confirmation(
-        &shared,
-        &user,
-        (&ns, &name),
-        names,
-        what,
-        pages::close_fields(),
-    )
-    .await
+    confirmation(&asked, names, what, pages::close_fields()).await
 }
 
-pub async fn close(
-    Post {
-        asked:
-            Asked {
-                shared,
-                user,
-                ns,
-                name,
-            },
-        form: posted,
-    }: Post,
-) -> Response {
-    let back = format!("break-glass/{ns}/{name}");
-    let resolve = match posted.resolution() {
-        Ok(resolve) => resolve,
-        Err(error) => return fail(&shared, Failure::refused(error), &back),
-    };
-    let result = async {
-        let window = window(&user, &ns, &name).await?;
+pub async fn close(Post { asked, form }: Post) -> Response {
+    let Asked { user, ns, name, .. } = &asked;
+    let outcome = async {
+        let resolve = form.resolution().map_err(Failure::refused)?;
+        let window = window(&asked).await?;
         // Adopt first: closing resumes self-heal, which would revert what
         // is not in Git yet. Git already holding the changes is fine.
         let mut adopted = String::new();
         if resolve == Resolution::Adopt {
-            adopted = match adopt_window(&user, &window).await {
+            adopted = match adopt_window(user, &window).await {
                 Err(Adoption::InGit) => "; Git already held its changes".to_string(),
                 Err(Adoption::Failed(failure)) => return Err(failure),
                 Ok(commit) => format!("; {commit}"),
@@ -196,7 +130,7 @@ pub async fn close(
         }
         request::close(&user.client, &window, resolve)
             .await
-            .map_err(|error| failure_of(&error, &user, &ns, &name))?;
+            .map_err(|error| failure_of(&error, user, ns, name))?;
         let how = match resolve {
             Resolution::Adopt => "changes adopted into Git",
             Resolution::Revert => "changes will be reverted",
@@ -206,55 +140,33 @@ pub async fn close(
             window.spec.application
         ))
     };
-    match result.await {
-        Ok(outcome) => done(&shared, &back, &outcome),
-        Err(failure) => fail(&shared, failure, &back),
-    }
+    asked.answer(&window_page(&asked), outcome.await)
 }
 
-pub async fn adopt_page(
-    Asked {
-        shared,
-        user,
-        ns,
-        name,
-    }: Asked,
-) -> Response {
+pub async fn adopt_page(asked: Asked) -> Response {
+    let user = &asked.user.name;
     let what = |window: &BreakGlass| {
         html! { p { "Commit the changes recorded in " (describe(window)) " into the app's Git source, as one commit authored by you ("
-        code { (author_of(&user.name).name) " <" (author_of(&user.name).email) ">" } ") with the window's reason as its message, pushed to the tracked branch (as "
+        code { (author_of(user).name) " <" (author_of(user).email) ">" } ") with the window's reason as its message, pushed to the tracked branch (as "
         code { "tether adopt --window " (window.name_any()) } " does). The window stays open." } }
     };
     let names = ("Adopt into Git", "adopt", "adopt-window");
-    confirmation(&shared, &user, (&ns, &name), names, what, html! {}).await
+    confirmation(&asked, names, what, html! {}).await
 }
 
-pub async fn adopt(
-    Post {
-        asked:
-            Asked {
-                shared,
-                user,
-                ns,
-                name,
-            },
-        ..
-    }: Post,
-) -> Response {
-    let back = format!("break-glass/{ns}/{name}");
-    let window = match window(&user, &ns, &name).await {
-        Ok(window) => window,
-        Err(failure) => return fail(&shared, failure, &back),
+pub async fn adopt(Post { asked, .. }: Post) -> Response {
+    let Asked { user, ns, name, .. } = &asked;
+    let outcome = async {
+        let window = window(&asked).await?;
+        match adopt_window(user, &window).await {
+            Err(Adoption::InGit) => Ok(format!(
+                "BreakGlass {ns}/{name}: Git already holds its changes"
+            )),
+            Err(Adoption::Failed(failure)) => Err(failure),
+            Ok(outcome) => Ok(outcome),
+        }
     };
-    match adopt_window(&user, &window).await {
-        Ok(outcome) => done(&shared, &back, &outcome),
-        Err(Adoption::InGit) => done(
-            &shared,
-            &back,
-            &format!("BreakGlass {ns}/{name}: Git already holds its changes"),
-        ),
-        Err(Adoption::Failed(failure)) => fail(&shared, failure, &back),
-    }
+    asked.answer(&window_page(&asked), outcome.await)
 }
 
 /// Why a window's changes were not committed.
