@@ -47,7 +47,7 @@ async fn a_chart_range_upgrades_to_a_new_patch_on_the_next_poll_but_not_to_the_n
         .apply(&ns.client)
         .await;
     let status = status_of(&apps, "web", "Synced at 1.2.3", |s| {
-        s.sync.revision.as_deref() == Some("1.2.3") && s.sync.status.to_string() == "Synced"
+        s.sync.revision.as_deref() == Some("1.2.3") && s.sync.status == "Synced"
     })
     .await;
     assert!(
@@ -91,10 +91,7 @@ async fn a_steady_poll_is_one_304_per_interval_with_no_download_and_no_reconcile
         .sync_policy(serde_json::json!({"automated": true}))
         .apply(&ns.client)
         .await;
-    status_of(&apps, "web", "Synced", |s| {
-        s.sync.status.to_string() == "Synced"
-    })
-    .await;
+    status_of(&apps, "web", "Synced", |s| s.sync.status == "Synced").await;
     tokio::time::sleep(Duration::from_secs(4)).await;
     let reconciled = apps.get("web").await.unwrap().status.unwrap().reconciled_at;
     repo.take_requests();
