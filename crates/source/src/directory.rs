@@ -157,15 +157,9 @@ pub fn check_duplicates(manifests: &[Manifest]) -> Result<(), ManifestError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::files::Entry;
 
     fn files(entries: &[(&str, &str)]) -> Files {
-        Files {
-            entries: entries
-                .iter()
-                .map(|(path, text)| (path.to_string(), Entry::File(text.as_bytes().to_vec())))
-                .collect(),
-        }
+        Files::of_texts(entries)
     }
 
     fn render(files: &Files) -> Result<Vec<Manifest>, ManifestError> {

@@ -25,6 +25,17 @@ pub struct Files {
 }
 
 impl Files {
+    /// A snapshot of text files (for tests).
+    #[cfg(test)]
+    pub(crate) fn of_texts(entries: &[(&str, &str)]) -> Files {
+        Files {
+            entries: entries
+                .iter()
+                .map(|(path, text)| (path.to_string(), Entry::File(text.as_bytes().to_vec())))
+                .collect(),
+        }
+    }
+
     /// Reads every file under `root`. Symlinks are kept as links so that the
     /// same escape rules apply to local directories and Git trees.
     pub fn read_dir(root: &Path) -> Result<Files, ManifestError> {
@@ -199,6 +210,24 @@ fn relative_key(root: &Path, path: &Path) -> String {
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
     parts.join("/")
+}
+
+/// `base/relative`, normalized; `None` if it leaves the repository.
+pub fn join(base: &str, relative: &str) -> Option<String> {
+    let mut parts: Vec<&str> = base.split('/').filter(|p| !p.is_empty()).collect();
+    if relative.starts_with('/') {
+        return None;
+    }
+    for part in relative.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            part => parts.push(part),
+        }
+    }
+    Some(parts.join("/"))
 }
 
 #[cfg(test)]

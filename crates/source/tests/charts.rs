@@ -76,6 +76,18 @@ fn credentials(pairs: &[(&str, &str)]) -> Credentials {
     Credentials::from_data(&data).unwrap()
 }
 
+/// Replaces `file` with another web 1.0.0 archive that plants a Secret.
+fn overwrite_with_other_content(file: &std::path::Path) {
+    let other = tempfile::tempdir().unwrap();
+    let tampered = Chart::new("web", "1.0.0")
+        .template(
+            "extra.yaml",
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: planted\n",
+        )
+        .package(other.path());
+    std::fs::copy(tampered, file).unwrap();
+}
+
 fn after_fresh() {
     std::thread::sleep(FRESH + Duration::from_millis(100));
 }
@@ -190,14 +202,7 @@ fn an_archive_that_does_not_match_its_index_digest_is_refused_naming_both() {
     let repo = ChartRepo::start(None);
     let archive = repo.publish(&Chart::new("web", "1.0.0"));
     // Republished with other content under the same name, index untouched.
-    let other = tempfile::tempdir().unwrap();
-    let tampered = Chart::new("web", "1.0.0")
-        .template(
-            "extra.yaml",
-            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: planted\n",
-        )
-        .package(other.path());
-    std::fs::copy(tampered, &archive).unwrap();
+    overwrite_with_other_content(&archive);
     let error = Fixture::new()
         .fetch(&chart_source(&repo.url(), "web", "1.0.0"), None)
         .unwrap_err()
@@ -362,14 +367,7 @@ fn a_tampered_blob_in_the_registry_is_refused_by_its_digest() {
         .resolve_chart(&source, None)
         .unwrap()
         .digest;
-    let other = tempfile::tempdir().unwrap();
-    let tampered = Chart::new("web", "1.0.0")
-        .template(
-            "extra.yaml",
-            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: planted\n",
-        )
-        .package(other.path());
-    std::fs::copy(tampered, registry.blob_file(&layer)).unwrap();
+    overwrite_with_other_content(&registry.blob_file(&layer));
     let error = fixture.fetch(&source, None).unwrap_err().to_string();
     assert!(error.contains("digest mismatch"), "{error}");
     assert!(error.contains(&layer), "{error}");

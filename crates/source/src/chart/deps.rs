@@ -141,11 +141,9 @@ fn vendored(files: &Files, charts: &str, name: &str) -> bool {
 /// Copies the chart at `path` (relative to the chart at `dir`) into its
 /// `charts/NAME/`, refusing a path that leaves the files.
 fn copy_local(files: &mut Files, dir: &str, path: &str, name: &str) -> Result<(), ChartError> {
-    let source = normalize(&format!("{}/{path}", dir.trim_matches('/'))).ok_or_else(|| {
-        ChartError::Invalid {
-            url: format!("file://{path}"),
-            reason: format!("dependency {name:?} leaves the repository"),
-        }
+    let source = crate::files::join(dir, path).ok_or_else(|| ChartError::Invalid {
+        url: format!("file://{path}"),
+        reason: format!("dependency {name:?} leaves the repository"),
     })?;
     let copied = files.subdir(&source);
     if !copied.entries.contains_key("Chart.yaml") {
@@ -164,21 +162,6 @@ fn copy_local(files: &mut Files, dir: &str, path: &str, name: &str) -> Result<()
     Ok(())
 }
 
-/// `a/b/../c` → `a/c`; `None` when `..` climbs above the root.
-fn normalize(path: &str) -> Option<String> {
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            part => parts.push(part),
-        }
-    }
-    Some(parts.join("/"))
-}
-
 /// An `oci://` URL as `https://` for comparing hosts.
 fn host_url(url: &str) -> String {
     match url.strip_prefix("oci://") {
@@ -190,15 +173,6 @@ fn host_url(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn files(entries: &[(&str, &str)]) -> Files {
-        Files {
-            entries: entries
-                .iter()
-                .map(|(path, text)| (path.to_string(), Entry::File(text.as_bytes().to_vec())))
-                .collect(),
-        }
-    }
 
     fn charts() -> Charts {
         Charts::new(std::env::temp_dir().join("tether-deps-unit"))
@@ -212,7 +186,7 @@ mod tests {
 
     #[test]
     fn vendored_and_local_dependencies_need_no_network() {
-        let mut chart = files(&[
+        let mut chart = Files::of_texts(&[
             (
                 "apps/web/Chart.yaml",
                 "name: web\ndependencies:\n- name: redis\n  version: 1.x\n  repository: https://unreachable.invalid\n- name: common\n  repository: file://../common\n",
@@ -235,7 +209,7 @@ mod tests {
 
     #[test]
     fn a_local_dependency_outside_the_files_or_an_alias_is_refused_naming_it() {
-        let mut chart = files(&[(
+        let mut chart = Files::of_texts(&[(
             "Chart.yaml",
             "name: web\ndependencies:\n- name: evil\n  repository: file://../../etc\n",
         )]);
@@ -246,7 +220,7 @@ mod tests {
             error.contains("dependency \"evil\" leaves the repository"),
             "{error}"
         );
-        let mut chart = files(&[(
+        let mut chart = Files::of_texts(&[(
             "Chart.yaml",
             "name: web\ndependencies:\n- name: db\n  version: 1.0.0\n  repository: \"@bitnami\"\n",
         )]);

@@ -27,7 +27,7 @@ use rsjsonnet_lang::span::{SpanContextId, SpanId};
 use serde_json::Value as Json;
 
 use super::{RenderError, Sandbox, materialize, process};
-use crate::files::{Entry, Files};
+use crate::files::{Entry, Files, join};
 use crate::limits::Budget;
 use crate::manifest::{Manifest, ManifestError, Origin, identify};
 use crate::spec::JsonnetOptions;
@@ -319,24 +319,6 @@ fn escape(path: &str) -> RenderError {
         path: path.into(),
         reason: "jsonnet import escapes the repository".into(),
     }
-}
-
-/// `base/relative`, normalized; `None` if it leaves the repository.
-fn join(base: &str, relative: &str) -> Option<String> {
-    let mut parts: Vec<&str> = base.split('/').filter(|p| !p.is_empty()).collect();
-    if relative.starts_with('/') {
-        return None;
-    }
-    for part in relative.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            part => parts.push(part),
-        }
-    }
-    Some(parts.join("/"))
 }
 
 struct Loader<'a> {
