@@ -13,6 +13,7 @@ pub mod detect;
 pub mod directory;
 pub mod files;
 pub mod git;
+pub mod lent;
 pub mod limits;
 pub mod manifest;
 pub mod render;
@@ -25,5 +26,7 @@ pub use credentials::{Credentials, Secret};
 pub use directory::{DirectoryOptions, render_directory};
 pub use manifest::{Manifest, ManifestError, Origin};
 pub use render::{Capabilities, Sandbox};
-pub use repositories::{Detected, Rendered, Repositories, SourceError, render_local};
+pub use repositories::{
+    Detected, Rendered, Repositories, SourceError, SourceInput, SourceRevision, render_local,
+};
 pub use spec::{Renderer, Revision, Source, Verification, VerifyMode};

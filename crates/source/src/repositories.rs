@@ -29,6 +29,7 @@ use crate::chart::{ChartError, Charts, Wanted};
 use crate::credentials::Credentials;
 use crate::files::Files;
 use crate::git::{GitError, RemoteRefs, Resolved, Store, Update, resolve};
+use crate::lent::{Lent, LentError, lend};
 use crate::manifest::Manifest;
 use crate::render::{Capabilities, RenderError, Sandbox, render};
 use crate::spec::{Renderer, Revision, Source, VerifyMode};
@@ -54,6 +55,27 @@ pub struct Rendered {
     pub empty: bool,
     /// The keys whose signatures were verified (empty with mode `none`).
     pub verified_by: Vec<String>,
+    /// What each source resolved to, in the Application's order.
+    pub sources: Vec<SourceRevision>,
+}
+
+/// What one source resolved to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceRevision {
+    /// Its name among the Application's sources (may be empty).
+    pub name: String,
+    pub repo_url: String,
+    /// The commit (Git) or the chart version.
+    pub revision: String,
+    /// The tree of the source's path (Git) or the chart's digest.
+    pub digest: String,
+}
+
+/// One of an Application's sources and the credentials to read it.
+#[derive(Debug, Clone, Copy)]
+pub struct SourceInput<'a> {
+    pub source: &'a Source,
+    pub credentials: Option<&'a Credentials>,
 }
 
 /// The renderer a source's directory needs (see [`Repositories::detect`]).
@@ -92,6 +114,8 @@ pub enum SourceError {
     },
     #[error("chart {chart:?}: {reason}")]
     ChartSpec { chart: String, reason: String },
+    #[error(transparent)]
+    Lent(#[from] LentError),
 }
 
 impl SourceError {
@@ -104,7 +128,8 @@ impl SourceError {
             SourceError::Chart { error, .. } => error.is_retryable(),
             SourceError::Verify(_)
             | SourceError::BadRevision { .. }
-            | SourceError::ChartSpec { .. } => false,
+            | SourceError::ChartSpec { .. }
+            | SourceError::Lent(_) => false,
         }
     }
 }
@@ -173,6 +198,16 @@ impl Repositories {
         credentials: Option<&Credentials>,
         capabilities: &Capabilities,
     ) -> Result<Rendered, SourceError> {
+        self.render_chart_lent(source, credentials, capabilities, &Lent::default())
+    }
+
+    fn render_chart_lent(
+        &self,
+        source: &Source,
+        credentials: Option<&Credentials>,
+        capabilities: &Capabilities,
+        lent: &Lent,
+    ) -> Result<Rendered, SourceError> {
         if source.verify.mode != VerifyMode::None {
             return Err(SourceError::ChartSpec {
                 chart: source.chart.clone(),
@@ -180,7 +215,11 @@ impl Repositories {
             });
         }
         let resolved = self.resolve_chart(source, credentials)?;
-        let renderer = source.chart_renderer();
+        let Renderer::Helm(asked) = source.chart_renderer() else {
+            unreachable!("a chart renders with helm")
+        };
+        let (options, lent_digest) = lend(&mut Files::default(), "", &asked, lent)?;
+        let renderer = Renderer::Helm(options);
         let render_chart = || -> Result<Vec<Manifest>, SourceError> {
             let failed = |error| chart_error(source, error);
             let archive = self
@@ -200,13 +239,14 @@ impl Repositories {
                 insecure: source.insecure,
             };
             crate::chart::deps::vendor(&mut files, "", &self.charts, &origin).map_err(failed)?;
+            lend(&mut files, "", &asked, lent)?;
             Ok(render(&renderer, &files, "", &self.sandbox, capabilities)?)
         };
         // Keyed by what is rendered: the archive's digest (or, without
         // one, where it is and its version).
         let what = match resolved.digest.is_empty() {
-            true => format!("{} {}", resolved.url(), resolved.version),
-            false => resolved.digest.clone(),
+            true => format!("{} {}{lent_digest}", resolved.url(), resolved.version),
+            false => format!("{}{lent_digest}", resolved.digest),
         };
         let manifests = match &self.cache {
             Some(cache) => {
@@ -223,6 +263,12 @@ impl Repositories {
             digest: crate::manifest::digest(&manifests),
             manifests,
             verified_by: Vec::new(),
+            sources: vec![SourceRevision {
+                name: source.name.clone(),
+                repo_url: source.repo_url.clone(),
+                revision: resolved.version.clone(),
+                digest: resolved.digest.clone(),
+            }],
         })
     }
 
@@ -257,6 +303,18 @@ impl Repositories {
         update: &Update,
         capabilities: &Capabilities,
     ) -> Result<Rendered, SourceError> {
+        self.render_lent(source, update, capabilities, &Lent::default())
+    }
+
+    /// [`Repositories::render`], a Helm source's `$NAME/…` value files
+    /// read from `lent`.
+    fn render_lent(
+        &self,
+        source: &Source,
+        update: &Update,
+        capabilities: &Capabilities,
+        lent: &Lent,
+    ) -> Result<Rendered, SourceError> {
         let store = self.store(&source.repo_url)?;
         let revision =
             Revision::parse(&source.revision).map_err(|reason| SourceError::BadRevision {
@@ -272,6 +330,15 @@ impl Repositories {
         // Find the application's tree, then render it (or reuse the render).
         let tree = store.tree_at(resolved.commit, &source.path)?;
         let root = store.tree_at(resolved.commit, "")?;
+        // Value files other sources lend: the renderer reads them where
+        // they are copied, and the render is keyed by their content too.
+        let (renderer, lent_digest) = match &source.renderer {
+            Renderer::Helm(options) => {
+                let (options, digest) = lend(&mut Files::default(), "", options, lent)?;
+                (Renderer::Helm(options), digest)
+            }
+            other => (other.clone(), String::new()),
+        };
         let render_tree = || -> Result<Vec<Manifest>, SourceError> {
             let mut files = match &source.renderer {
                 Renderer::Directory(_) => prefixed(store.read_tree(tree)?, &source.path),
@@ -292,9 +359,12 @@ impl Repositories {
                         version: format!("at {}", &resolved.commit.to_string()[..12]),
                         error,
                     })?;
+                if let Renderer::Helm(options) = &source.renderer {
+                    lend(&mut files, &source.path, options, lent)?;
+                }
             }
             Ok(render(
-                &source.renderer,
+                &renderer,
                 &files,
                 &source.path,
                 &self.sandbox,
@@ -304,10 +374,10 @@ impl Repositories {
         let manifests = match &self.cache {
             Some(cache) => {
                 let key = RenderCache::key(
-                    &tree.to_string(),
-                    &root.to_string(),
+                    &format!("{tree}{lent_digest}"),
+                    &format!("{root}{lent_digest}"),
                     &source.path,
-                    &source.renderer,
+                    &renderer,
                     capabilities,
                 );
                 cache.get_or_render(key, render_tree)?
@@ -322,6 +392,12 @@ impl Repositories {
             digest: crate::manifest::digest(&manifests),
             manifests,
             verified_by,
+            sources: vec![SourceRevision {
+                name: source.name.clone(),
+                repo_url: source.repo_url.clone(),
+                revision: resolved.commit.to_string(),
+                digest: tree.to_string(),
+            }],
         })
     }
 
@@ -365,6 +441,104 @@ impl Repositories {
         }
         let update = self.update(&source.repo_url, credentials)?;
         self.render(source, &update, capabilities)
+    }
+
+    /// Renders an Application's sources as one desired state: the named
+    /// Git sources lend their files (at their resolved, verified revision)
+    /// to the others' `$NAME/…` value files; the objects of every source
+    /// that renders are one list, in source order, and an object declared
+    /// by two sources is an error naming both places. One unnamed source is
+    /// exactly [`Repositories::fetch`].
+    pub fn render_sources(
+        &self,
+        inputs: &[SourceInput<'_>],
+        capabilities: &Capabilities,
+    ) -> Result<Rendered, SourceError> {
+        if let [only] = inputs
+            && only.source.name.is_empty()
+        {
+            return self.fetch(only.source, only.credentials, capabilities);
+        }
+        let mut lent = Lent::default();
+        let mut lenders = Vec::new();
+        for input in inputs
+            .iter()
+            .filter(|i| !i.source.name.is_empty() && !i.source.is_chart())
+        {
+            let (revision, files) = self.snapshot(input.source, input.credentials)?;
+            lent.sources.insert(input.source.name.clone(), files);
+            lenders.push((input.source, revision));
+        }
+        let mut parts = Vec::new();
+        for input in inputs.iter().filter(|i| i.source.renders()) {
+            let rendered = match input.source.is_chart() {
+                true => {
+                    self.render_chart_lent(input.source, input.credentials, capabilities, &lent)?
+                }
+                false => {
+                    let update = self.update(&input.source.repo_url, input.credentials)?;
+                    self.render_lent(input.source, &update, capabilities, &lent)?
+                }
+            };
+            parts.push(rendered);
+        }
+        let manifests: Vec<Manifest> = parts
+            .iter()
+            .flat_map(|part| part.manifests.iter().cloned())
+            .collect();
+        crate::directory::check_duplicates(&manifests).map_err(RenderError::from)?;
+        // Every source's revision, in the Application's order.
+        let mut sources: Vec<SourceRevision> =
+            parts.iter().flat_map(|part| part.sources.clone()).collect();
+        for (source, revision) in lenders.into_iter().filter(|(s, _)| !s.renders()) {
+            sources.push(SourceRevision {
+                name: source.name.clone(),
+                repo_url: source.repo_url.clone(),
+                revision,
+                digest: String::new(),
+            });
+        }
+        let order = |revision: &SourceRevision| {
+            inputs.iter().position(|i| {
+                i.source.name == revision.name && i.source.repo_url == revision.repo_url
+            })
+        };
+        sources.sort_by_key(order);
+        let joined = |of: fn(&SourceRevision) -> &str| {
+            sources.iter().map(of).collect::<Vec<_>>().join(" + ")
+        };
+        Ok(Rendered {
+            commit: joined(|s| &s.revision),
+            tree: joined(|s| &s.digest),
+            tag: None,
+            empty: manifests.is_empty(),
+            digest: crate::manifest::digest(&manifests),
+            manifests: Arc::new(manifests),
+            verified_by: parts.iter().flat_map(|p| p.verified_by.clone()).collect(),
+            sources,
+        })
+    }
+
+    /// A Git source's whole repository at its resolved (and verified)
+    /// revision, and that commit.
+    fn snapshot(
+        &self,
+        source: &Source,
+        credentials: Option<&Credentials>,
+    ) -> Result<(String, Files), SourceError> {
+        let update = self.update(&source.repo_url, credentials)?;
+        let store = self.store(&source.repo_url)?;
+        let revision =
+            Revision::parse(&source.revision).map_err(|reason| SourceError::BadRevision {
+                revision: source.revision.clone(),
+                reason,
+            })?;
+        let resolved = resolve(&source.repo_url, &update.refs, &revision, |id| {
+            store.has_object(id)
+        })?;
+        verify(&store, source, &resolved)?;
+        let root = store.tree_at(resolved.commit, "")?;
+        Ok((resolved.commit.to_string(), store.read_tree(root)?))
     }
 
     fn store(&self, url: &str) -> Result<Arc<Store>, SourceError> {
@@ -419,6 +593,7 @@ pub fn render_local(
         digest: crate::manifest::digest(&manifests),
         manifests,
         verified_by: Vec::new(),
+        sources: Vec::new(),
     })
 }
 

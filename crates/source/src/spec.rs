@@ -23,6 +23,12 @@ use crate::directory::DirectoryOptions;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Source {
+    /// The source's name among an Application's `sources` (Argo CD calls
+    /// it `ref`): a Helm source reads another's files as `$NAME/path` in
+    /// its `valueFiles`. A named Git source without a `path` renders
+    /// nothing; it only lends its files.
+    #[serde(default, alias = "ref", skip_serializing_if = "String::is_empty")]
+    pub name: String,
     /// A Git repository: `file://`, `http(s)://`, `ssh://`, `git://` or
     /// scp-like `git@host:path`. With `chart`, a Helm repository
     /// (`http(s)://…` serving `index.yaml`) or an OCI registry path
@@ -106,6 +112,12 @@ impl Source {
             options.release_name = self.chart.clone();
         }
         Renderer::Helm(options)
+    }
+
+    /// Whether the source renders objects: all but a named Git source
+    /// without a path, which only lends its files to `$NAME/…` references.
+    pub fn renders(&self) -> bool {
+        self.is_chart() || self.name.is_empty() || !self.path.trim_matches('/').is_empty()
     }
 
     /// Pins the source to `revision`: a Git revision, or a chart version.

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use tether_source::chart::FRESH;
-use tether_source::{Credentials, Rendered, Repositories, Sandbox, Source, SourceError};
+use tether_source::{
+    Credentials, Rendered, Repositories, Sandbox, Source, SourceError, SourceInput,
+};
 use tether_testkit::charts::{Chart, ChartRepo, Registry};
 use tether_testkit::git_server::TestCa;
 
@@ -392,4 +394,93 @@ fn base64_of(text: &str) -> String {
         }
     }
     out
+}
+
+#[test]
+fn a_chart_takes_values_lent_by_a_git_source_and_follows_their_changes() {
+    let charts = ChartRepo::start(None);
+    charts.publish(&Chart::new("web", "1.0.0"));
+    let values = tether_testkit::Repo::new();
+    values.commit(
+        &[("envs/prod/values.yaml", "greeting: from-git\n")],
+        "prod values",
+    );
+    let sources: Vec<Source> = serde_json::from_value(serde_json::json!([
+        {"repoURL": charts.url(), "chart": "web", "version": "1.0.0",
+         "renderer": {"helm": {"valueFiles": ["$values/envs/prod/values.yaml"]}}},
+        {"repoURL": values.url(), "ref": "values"},
+    ]))
+    .unwrap();
+    let fixture = Fixture::new();
+    let render = || {
+        let inputs: Vec<SourceInput> = sources
+            .iter()
+            .map(|source| SourceInput {
+                source,
+                credentials: None,
+            })
+            .collect();
+        fixture
+            .repositories
+            .render_sources(&inputs, &Default::default())
+    };
+    let first = render().unwrap();
+    assert_eq!(config_data(&first, "web-web")["greeting"], "from-git");
+    assert_eq!(first.sources.len(), 2, "{:?}", first.sources);
+    assert_eq!(first.sources[0].revision, "1.0.0");
+    assert_eq!(first.sources[1].revision, values.head());
+    assert_eq!(first.commit, format!("1.0.0 + {}", values.head()));
+
+    values.commit(
+        &[("envs/prod/values.yaml", "greeting: changed\n")],
+        "change",
+    );
+    let second = render().unwrap();
+    assert_eq!(config_data(&second, "web-web")["greeting"], "changed");
+    assert_ne!(second.digest, first.digest);
+}
+
+#[test]
+fn an_object_two_sources_declare_and_an_unknown_reference_are_named() {
+    let charts = ChartRepo::start(None);
+    charts.publish(&Chart::new("web", "1.0.0"));
+    let fixture = Fixture::new();
+    let both: Vec<Source> = serde_json::from_value(serde_json::json!([
+        {"repoURL": charts.url(), "chart": "web", "version": "1.0.0"},
+        {"repoURL": charts.url(), "chart": "web", "version": "1.0.0", "name": "again"},
+    ]))
+    .unwrap();
+    let inputs: Vec<SourceInput> = both
+        .iter()
+        .map(|source| SourceInput {
+            source,
+            credentials: None,
+        })
+        .collect();
+    let error = fixture
+        .repositories
+        .render_sources(&inputs, &Default::default())
+        .unwrap_err();
+    assert!(error.to_string().contains("ConfigMap web-web"), "{error}");
+
+    let dangling: Vec<Source> = serde_json::from_value(serde_json::json!([
+        {"repoURL": charts.url(), "chart": "web", "version": "1.0.0",
+         "renderer": {"helm": {"valueFiles": ["$values/prod.yaml"]}}},
+    ]))
+    .unwrap();
+    let inputs: Vec<SourceInput> = dangling
+        .iter()
+        .map(|source| SourceInput {
+            source,
+            credentials: None,
+        })
+        .collect();
+    let error = fixture
+        .repositories
+        .render_sources(&inputs, &Default::default())
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("no source named \"values\""),
+        "{error}"
+    );
 }
