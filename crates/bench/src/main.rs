@@ -27,19 +27,15 @@ mod side_by_side;
 mod tether;
 mod workload;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use hmac::{Hmac, Mac};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::Api;
-use serde_json::json;
-use sha2::Sha256;
 use tether_controller::api::Application;
 use tether_testkit::{ControlPlane, Launch, Repo, application, client_for, run_ok};
 
@@ -482,30 +478,12 @@ fn post_push(
     repo_url: &str,
     changed: Option<[Vec<String>; 3]>,
 ) -> anyhow::Result<u16> {
-    let mut body = json!({"ref": "refs/heads/main", "repository": {"clone_url": repo_url}});
-    if let Some([added, modified, removed]) = changed {
-        body["commits"] = json!([{"added": added, "modified": modified, "removed": removed}]);
-    }
-    let body = body.to_string();
-    let mut mac = Hmac::<Sha256>::new_from_slice(WEBHOOK_SECRET.as_bytes())?;
-    mac.update(body.as_bytes());
-    let signature = hex::encode(mac.finalize().into_bytes());
-    let mut stream = TcpStream::connect(addr)?;
-    write!(
-        stream,
-        "POST /webhook/github HTTP/1.1\r\nHost: {addr}\r\nX-GitHub-Event: push\r\n\
-         X-Hub-Signature-256: sha256={signature}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response)?;
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .context("an HTTP status line")?;
-    Ok(status)
+    Ok(tether_testkit::webhook::post_github_push(
+        addr,
+        WEBHOOK_SECRET,
+        repo_url,
+        changed,
+    )?)
 }
 
 /// VmRSS and VmHWM of process `pid`, in MB.

@@ -193,7 +193,7 @@ pub async fn adopt_records(
         }
     }
     // Write them into Git.
-    let source = app.spec.source.clone();
+    let source = app.spec.adopt_source().clone();
     let reason = reason.to_string();
     let options = options.clone();
     tokio::task::spawn_blocking(move || {
@@ -295,6 +295,7 @@ mod tests {
             "shop",
             ApplicationSpec {
                 source: Default::default(),
+                sources: Vec::new(),
                 destination: Destination {
                     namespace: "shop".into(),
                     ..Default::default()

@@ -61,7 +61,7 @@ pub fn check(app: &Application, request: &SyncRequest) -> Result<(), RequestErro
         Some(revision) if app.spec.sync_policy.automated => Err(RequestError::Automated {
             app: format!("{}/{}", app.namespace().unwrap_or_default(), app.name_any()),
             revision: revision.clone(),
-            own: match app.spec.source.revision.as_str() {
+            own: match app.spec.sources()[0].revision.as_str() {
                 "" => "HEAD".to_string(),
                 own => own.to_string(),
             },

@@ -65,6 +65,8 @@ pub struct SourceRevision {
     /// Its name among the Application's sources (may be empty).
     pub name: String,
     pub repo_url: String,
+    /// The chart's name, for a chart source.
+    pub chart: String,
     /// The commit (Git) or the chart version.
     pub revision: String,
     /// The tree of the source's path (Git) or the chart's digest.
@@ -266,6 +268,7 @@ impl Repositories {
             sources: vec![SourceRevision {
                 name: source.name.clone(),
                 repo_url: source.repo_url.clone(),
+                chart: source.chart.clone(),
                 revision: resolved.version.clone(),
                 digest: resolved.digest.clone(),
             }],
@@ -395,6 +398,7 @@ impl Repositories {
             sources: vec![SourceRevision {
                 name: source.name.clone(),
                 repo_url: source.repo_url.clone(),
+                chart: String::new(),
                 revision: resolved.commit.to_string(),
                 digest: tree.to_string(),
             }],
@@ -494,6 +498,7 @@ impl Repositories {
             sources.push(SourceRevision {
                 name: source.name.clone(),
                 repo_url: source.repo_url.clone(),
+                chart: String::new(),
                 revision,
                 digest: String::new(),
             });

@@ -96,6 +96,11 @@ impl Default for Renderer {
 }
 
 impl Source {
+    /// Whether nothing was given (an Application with `sources` instead).
+    pub fn is_unset(&self) -> bool {
+        self.repo_url.is_empty()
+    }
+
     /// Whether this is a chart from a Helm repository or OCI registry.
     pub fn is_chart(&self) -> bool {
         !self.chart.is_empty()

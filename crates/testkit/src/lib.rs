@@ -58,3 +58,4 @@ pub use run::{git, git_command, run_ok, run_ok_with_stdin, run_with_stdin};
 pub use wait::{PATIENCE, eventually, object_where};
 
 pub mod tools;
+pub mod webhook;

@@ -106,7 +106,7 @@ pub async fn commit(
 ) -> anyhow::Result<()> {
     // The repository written to may need the Application's credentials.
     let namespace = app.namespace().unwrap_or_default();
-    let credentials = credentials::read(&client, &namespace, &app.spec.source).await?;
+    let credentials = credentials::read(&client, &namespace, app.spec.adopt_source()).await?;
     let options = AdoptOptions {
         author,
         branch,

@@ -47,8 +47,18 @@ use super::schema::word;
 pub struct ApplicationSpec {
     /// Where the desired state lives and how it is rendered (see
     /// `tether_source::Source`: repoURL, revision, path, renderer, verify).
+    /// Exactly one of `source` and `sources` is given.
+    #[serde(default, skip_serializing_if = "Source::is_unset")]
     #[schemars(schema_with = "super::schema::source")]
     pub source: Source,
+    /// Several sources as one desired state (Argo CD's multi-source): a
+    /// chart from a Helm repository or registry with its values from Git
+    /// (a source named `values` read as `$values/…` in the chart's
+    /// `valueFiles`), or several directories. One diff, one all-or-nothing
+    /// apply, one status; each source's revision is recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "super::schema::sources")]
+    pub sources: Vec<Source>,
     pub destination: Destination,
     /// The ServiceAccount, in this Application's own namespace, that every
     /// dry run, apply and prune for this app is made as (Kubernetes
@@ -80,6 +90,27 @@ pub struct ApplicationSpec {
     /// How this Application's objects are judged healthy.
     #[serde(default, skip_serializing_if = "HealthSpec::is_empty")]
     pub health: HealthSpec,
+}
+
+impl ApplicationSpec {
+    /// The source `tether adopt` writes to: the first Git source that
+    /// renders (the one `source` of a single-source app).
+    pub fn adopt_source(&self) -> &Source {
+        let sources = self.sources();
+        sources
+            .iter()
+            .find(|source| !source.is_chart() && source.renders())
+            .copied()
+            .unwrap_or(sources[0])
+    }
+
+    /// The sources: `sources`, or the one `source`.
+    pub fn sources(&self) -> Vec<&Source> {
+        match self.sources.is_empty() {
+            true => vec![&self.source],
+            false => self.sources.iter().collect(),
+        }
+    }
 }
 
 /// Health rules for this Application only, over the cluster's rules (the
@@ -426,6 +457,29 @@ pub struct SyncInfo {
     /// across controller restarts, so the `NotSyncedTooLong` alert counts
     /// from the first reconcile that found it so.
     pub not_synced_since: Option<String>,
+    /// What each source resolved to when live state was last compared (a
+    /// chart's version and digest, a Git source's commit and path tree),
+    /// in the order of `spec.sources`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<SourceStatus>,
+}
+
+/// One source's resolved revision.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceStatus {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(rename = "repoURL")]
+    pub repo_url: String,
+    /// Its chart name, for a chart source.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub chart: String,
+    /// The commit, or the chart version.
+    pub revision: String,
+    /// The path's tree, or the chart archive's `sha256:` digest.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub digest: String,
 }
 
 /// Are the applied objects working?

@@ -56,6 +56,13 @@ pub(crate) fn project_rules(_: &mut SchemaGenerator) -> Schema {
     })
 }
 
+/// `spec.sources`: a list of what `spec.source` holds, each named.
+pub(crate) fn sources(generator: &mut SchemaGenerator) -> Schema {
+    let one = source(generator);
+    json_schema!({"type": "array", "minItems": 1, "maxItems": 20, "items": one,
+        "description": "Several sources as one desired state; a Helm source reads a named source's files as $NAME/path in valueFiles."})
+}
+
 /// `spec.source`: see `tether_source::Source`.
 pub(crate) fn source(_: &mut SchemaGenerator) -> Schema {
     let strings = json_schema!({"type": "array", "items": {"type": "string"}});
@@ -70,6 +77,10 @@ pub(crate) fn source(_: &mut SchemaGenerator) -> Schema {
         "properties": {
             "repoURL": {"type": "string", "minLength": 1,
                 "description": "A Git repository: file://, http(s)://, ssh://, git:// or scp-like git@host:path. With chart: a Helm repository (http(s):// serving index.yaml) or an OCI registry path (oci://registry/path)."},
+            "name": {"type": "string", "pattern": "^[a-zA-Z0-9_-]*$",
+                "description": "The source's name in sources; a Helm source reads its files as $NAME/path in valueFiles. A named Git source without a path only lends files."},
+            "ref": {"type": "string", "pattern": "^[a-zA-Z0-9_-]*$",
+                "description": "Argo CD's spelling of name."},
             "chart": {"type": "string",
                 "description": "A chart's name in the Helm repository or under the OCI path at repoURL; empty for a Git source."},
             "version": {"type": "string",
@@ -211,7 +222,7 @@ mod tests {
         ];
         for renderer in renderers {
             let spec = json!({"repoURL": "file:///r", "revision": "main", "path": "p",
-                "chart": "c", "version": "1.x", "insecure": true,
+                "chart": "c", "version": "1.x", "insecure": true, "name": "n",
                 "renderer": renderer, "secretRef": {"name": "s"}, "interval": "10s",
                 "verify": {"mode": "tag-and-head", "openpgpKeys": ["k"], "allowedSigners": "a"}});
             let typed: tether_source::Source = serde_json::from_value(spec.clone()).unwrap();

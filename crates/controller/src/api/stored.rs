@@ -77,10 +77,30 @@ impl StoredApplication {
 /// but that means nothing (the schema refuses most such values; this is
 /// for what a pattern cannot say, and for a CRD installed without it).
 fn checked(app: Application) -> Result<Application, (&'static str, String)> {
-    if let Some(interval) = &app.spec.source.interval
-        && let Err(error) = tether_core::poll::parse_interval(interval)
-    {
-        return Err(("spec.source.interval", error.to_string()));
+    let spec = &app.spec;
+    match (spec.source.is_unset(), spec.sources.is_empty()) {
+        (true, true) => return Err(("spec.source", "give source or sources".into())),
+        (false, false) => {
+            return Err(("spec.sources", "give source or sources, not both".into()));
+        }
+        _ => {}
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for source in spec.sources() {
+        if let Some(interval) = &source.interval
+            && let Err(error) = tether_core::poll::parse_interval(interval)
+        {
+            return Err(("spec.source.interval", error.to_string()));
+        }
+        if !source.name.is_empty() && !names.insert(source.name.as_str()) {
+            return Err((
+                "spec.sources",
+                format!("two sources are named {:?}", source.name),
+            ));
+        }
+        if source.repo_url.is_empty() {
+            return Err(("spec.sources", "a source without repoURL".into()));
+        }
     }
     Ok(app)
 }

@@ -30,6 +30,23 @@ fn any(patterns: &str, text: &str) -> String {
     format!("{patterns}.exists(p, {text}.matches({}))", regex("p"))
 }
 
+/// CEL: whether the repository URL `r` is on the controller's file system.
+fn local(r: &str) -> String {
+    format!(
+        "({r}.contains('://') ? {r}.lowerAscii().startsWith('file://') : (!{r}.contains(':') || {r}.split(':')[0].contains('/') || {r}.startsWith(':')))"
+    )
+}
+
+/// CEL: the forms of repository URL `r` a `sourceRepos` pattern may match
+/// (as written, without a trailing `/`, and without `.git`).
+fn forms(r: &str) -> String {
+    let trimmed = format!("({r}.endsWith('/') ? {r}.substring(0, size({r}) - 1) : {r})");
+    let bare = format!(
+        "({trimmed}.endsWith('.git') ? {trimmed}.substring(0, size({trimmed}) - 4) : {trimmed})"
+    );
+    format!("[{r}, {trimmed}, {bare}]")
+}
+
 /// The policy and its binding.
 pub fn manifests() -> Vec<Value> {
     let rule = |expression: String, message: &str| {
@@ -62,27 +79,23 @@ pub fn manifests() -> Vec<Value> {
             {"name": "claims", "expression": any(&spec("applicationNamespaces"), "object.metadata.namespace")},
             {"name": "governs", "expression":
                 "variables.named == params.metadata.name || (variables.named == '' && variables.claims)"},
-            {"name": "repo", "expression": "object.spec.source.repoURL.trim()"},
-            {"name": "trimmed", "expression":
-                "variables.repo.endsWith('/') ? variables.repo.substring(0, size(variables.repo) - 1) : variables.repo"},
-            {"name": "bare", "expression":
-                "variables.trimmed.endsWith('.git') ? variables.trimmed.substring(0, size(variables.trimmed) - 4) : variables.trimmed"},
-            {"name": "local", "expression":
-                "variables.repo.contains('://') ? variables.repo.lowerAscii().startsWith('file://') : (!variables.repo.contains(':') || variables.repo.split(':')[0].contains('/') || variables.repo.startsWith(':'))"},
+            {"name": "sources", "expression":
+                "(has(object.spec.source) ? [object.spec.source] : []) + (has(object.spec.sources) ? object.spec.sources : [])"},
+            {"name": "repos", "expression": "variables.sources.map(s, s.repoURL.trim())"},
             {"name": "destination", "expression": "object.spec.destination.namespace"},
         ],
         "validations": [
             rule("variables.named != params.metadata.name || variables.claims || params.metadata.name == 'default'".into(),
                 &format!("'Project ' + params.metadata.name + ' does not hold Applications of namespace ' + object.metadata.namespace + ' (spec.applicationNamespaces: ' + {} + ')'", joined("applicationNamespaces"))),
-            rule(format!("!variables.governs || !variables.local || {}", flag("allowFileSources")),
-                "'repository ' + variables.repo + ' is on the controller\\'s file system, which Project ' + params.metadata.name + ' does not allow (allowFileSources: false)'"),
-            rule(format!("!variables.governs || variables.local || [variables.repo, variables.trimmed, variables.bare].exists(form, {})", any(&spec("sourceRepos"), "form")),
-                &format!("'repository ' + variables.repo + ' is not allowed by Project ' + params.metadata.name + ' (sourceRepos: ' + {} + ')'", joined("sourceRepos"))),
+            rule(format!("!variables.governs || {} || variables.repos.all(r, !{})", flag("allowFileSources"), local("r")),
+                &format!("'repository ' + variables.repos.filter(r, {})[0] + ' is on the controller\\'s file system, which Project ' + params.metadata.name + ' does not allow (allowFileSources: false)'", local("r"))),
+            rule(format!("!variables.governs || variables.repos.all(r, {} || {}.exists(form, {}))", local("r"), forms("r"), any(&spec("sourceRepos"), "form")),
+                &format!("'repository ' + variables.repos.filter(r, !({} || {}.exists(form, {})))[0] + ' is not allowed by Project ' + params.metadata.name + ' (sourceRepos: ' + {} + ')'", local("r"), forms("r"), any(&spec("sourceRepos"), "form"), joined("sourceRepos"))),
             rule(format!("!variables.governs || (size({list}) == 0 ? variables.destination == object.metadata.namespace : {matches})",
                     list = spec("destinationNamespaces"), matches = any(&spec("destinationNamespaces"), "variables.destination")),
                 &format!("'destination namespace ' + variables.destination + ' is not allowed by Project ' + params.metadata.name + ' (destinationNamespaces: ' + (size({list}) == 0 ? object.metadata.namespace + ' only (the Application\\'s own)' : {list}.join(', ')) + ')'", list = spec("destinationNamespaces"))),
-            rule(format!("!variables.governs || !{} || (has(object.spec.source.verify) && has(object.spec.source.verify.mode) && object.spec.source.verify.mode != 'none')", flag("requireVerification")),
-                "'Project ' + params.metadata.name + ' requires signed commits (requireVerification); set spec.source.verify'"),
+            rule(format!("!variables.governs || !{} || variables.sources.all(s, has(s.verify) && has(s.verify.mode) && s.verify.mode != 'none')", flag("requireVerification")),
+                "'Project ' + params.metadata.name + ' requires signed commits (requireVerification); set verify on every source'"),
         ]}});
     let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
         "metadata": {"name": PROJECT_POLICY},

@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use tether_cluster::ClusterError;
-use tether_source::{Rendered, SourceError};
+use tether_source::{Rendered, Source, SourceError, SourceInput};
 
 use super::Pass;
 use crate::metrics::repo_label;
@@ -47,16 +47,19 @@ impl FetchError {
 pub async fn desired(pass: &Pass<'_>) -> Result<Rendered, FetchError> {
     let (ctx, app) = (pass.ctx, &pass.app);
     let repositories = ctx.repositories.clone();
-    let mut source = app.spec.source.clone();
-    let requested = request::requested_revision(app).map(str::to_string);
-    if let Some(revision) = &requested {
-        source.pin(revision);
+    let mut sources: Vec<Source> = app.spec.sources().into_iter().cloned().collect();
+    // `tether sync --revision` pins the first source.
+    if let Some(revision) = request::requested_revision(app) {
+        sources[0].pin(revision);
     }
-    if source.secret_ref.is_some() && !ctx.secrets_ready.wait().await {
+    if sources.iter().any(|s| s.secret_ref.is_some()) && !ctx.secrets_ready.wait().await {
         return Err(FetchError::SecretWatchStopped);
     }
-    let credentials = crate::credentials::for_source(&ctx.secrets, &pass.key.0, &source)?;
-    let capabilities = match source.uses_capabilities() {
+    let credentials = sources
+        .iter()
+        .map(|source| crate::credentials::for_source(&ctx.secrets, &pass.key.0, source))
+        .collect::<Result<Vec<_>, _>>()?;
+    let capabilities = match sources.iter().any(Source::uses_capabilities) {
         true => ctx
             .capabilities
             .get()
@@ -67,21 +70,32 @@ pub async fn desired(pass: &Pass<'_>) -> Result<Rendered, FetchError> {
     // Fetch, then render, each measured.
     let metrics = ctx.metrics.clone();
     let rendered = tokio::task::spawn_blocking(move || {
-        if source.is_chart() {
-            // Resolving the version (one conditional index read), the
-            // download (once per digest) and the render (once per digest)
-            // are one step.
+        if let ([source], [credentials]) = (&sources[..], &credentials[..])
+            && !source.is_chart()
+            && source.name.is_empty()
+        {
             let started = Instant::now();
-            let rendered = repositories.render_chart(&source, credentials.as_ref(), &capabilities);
+            let update = repositories.update(&source.repo_url, credentials.as_ref());
+            let repo = repo_label(&source.repo_url);
+            metrics.git_fetched(&repo, started.elapsed(), update.is_ok());
+            let started = Instant::now();
+            let rendered = repositories.render(source, &update?, &capabilities);
             metrics.rendered(started.elapsed());
             return rendered;
         }
+        // Charts (resolving the version is one conditional index read, the
+        // download and the render happen once per digest) and several
+        // sources: one step.
+        let inputs: Vec<SourceInput> = sources
+            .iter()
+            .zip(&credentials)
+            .map(|(source, credentials)| SourceInput {
+                source,
+                credentials: credentials.as_ref(),
+            })
+            .collect();
         let started = Instant::now();
-        let update = repositories.update(&source.repo_url, credentials.as_ref());
-        let repo = repo_label(&source.repo_url);
-        metrics.git_fetched(&repo, started.elapsed(), update.is_ok());
-        let started = Instant::now();
-        let rendered = repositories.render(&source, &update?, &capabilities);
+        let rendered = repositories.render_sources(&inputs, &capabilities);
         metrics.rendered(started.elapsed());
         rendered
     })

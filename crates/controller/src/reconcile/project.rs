@@ -55,15 +55,27 @@ pub fn admit_source<'p>(
     let namespace = &pass.key.0;
     let membership = project::project_of(namespace, spec.project.as_deref(), projects)
         .map_err(|violation| Refused::Violations(vec![violation]))?;
-    let violations = project::admit_source(
-        membership,
-        AppSource {
-            namespace,
-            repo_url: &spec.source.repo_url,
-            destination: &spec.destination.namespace,
-            verifies: spec.source.verify.mode != VerifyMode::None,
-        },
-    );
+    let violations: Vec<_> = spec
+        .sources()
+        .into_iter()
+        .flat_map(|source| {
+            project::admit_source(
+                membership,
+                AppSource {
+                    namespace,
+                    repo_url: &source.repo_url,
+                    destination: &spec.destination.namespace,
+                    verifies: source.verify.mode != VerifyMode::None,
+                },
+            )
+        })
+        .collect();
+    // The destination is judged with every source; say it once.
+    let mut said = std::collections::HashSet::new();
+    let violations: Vec<_> = violations
+        .into_iter()
+        .filter(|violation| said.insert(violation.to_string()))
+        .collect();
     match violations.is_empty() {
         true => Ok(membership),
         false => Err(Refused::Violations(violations)),

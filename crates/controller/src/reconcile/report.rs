@@ -48,6 +48,7 @@ pub async fn findings(pass: &Pass<'_>, found: &Findings<'_>) -> Result<Next, Rec
         revision: &desired.commit,
         tree: &desired.tree,
         digest: &desired.digest,
+        sources: &desired.sources,
         change: found.change,
         compared: found.compared,
         health: &health,

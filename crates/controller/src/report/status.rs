@@ -87,6 +87,8 @@ pub struct Observed<'a> {
     pub tree: &'a str,
     /// Digest of the rendered objects at `revision`.
     pub digest: &'a str,
+    /// What each source resolved to.
+    pub sources: &'a [tether_source::SourceRevision],
     /// How `revision` relates to the last successful sync.
     pub change: RevisionChange,
     pub compared: &'a [Compared],
@@ -140,6 +142,17 @@ pub fn next_status(
             SyncStatus::OutOfSync
         };
         status.sync.compared_to = Some(format!("{} (tree {})", observed.revision, observed.tree));
+        status.sync.sources = observed
+            .sources
+            .iter()
+            .map(|source| crate::api::application::SourceStatus {
+                name: source.name.clone(),
+                repo_url: source.repo_url.clone(),
+                chart: source.chart.clone(),
+                revision: source.revision.clone(),
+                digest: source.digest.clone(),
+            })
+            .collect();
         if observed.change == RevisionChange::SameObjects {
             status.sync.revision = Some(observed.revision.to_string());
         }

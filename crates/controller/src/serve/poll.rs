@@ -57,25 +57,27 @@ pub struct Follower {
 pub fn followers(apps: &[Arc<StoredApplication>], default: Duration) -> Vec<Follower> {
     apps.iter()
         .filter_map(|stored| stored.decoded.as_ref().ok())
-        .filter_map(|app| {
-            let source = &app.spec.source;
+        .flat_map(|app| {
             let namespace = app.namespace().unwrap_or_default();
-            Some(Follower {
-                key: PollKey {
-                    repository: repo_key(&source.repo_url),
-                    secret: source
-                        .secret_ref
-                        .as_ref()
-                        .map(|secret| (namespace.clone(), secret.name.clone())),
-                },
-                app: (namespace, app.name_any()),
-                revision: Revision::parse(&source.revision).ok()?,
-                interval: source
-                    .interval
-                    .as_deref()
-                    .and_then(|text| parse_interval(text).ok())
-                    .unwrap_or(default),
-                source: source.clone(),
+            let name = app.name_any();
+            app.spec.sources().into_iter().filter_map(move |source| {
+                Some(Follower {
+                    key: PollKey {
+                        repository: repo_key(&source.repo_url),
+                        secret: source
+                            .secret_ref
+                            .as_ref()
+                            .map(|secret| (namespace.clone(), secret.name.clone())),
+                    },
+                    app: (namespace.clone(), name.clone()),
+                    revision: Revision::parse(&source.revision).ok()?,
+                    interval: source
+                        .interval
+                        .as_deref()
+                        .and_then(|text| parse_interval(text).ok())
+                        .unwrap_or(default),
+                    source: source.clone(),
+                })
             })
         })
         .collect()
@@ -90,13 +92,13 @@ pub async fn poll(
 ) {
     let mut polled: BTreeMap<PollKey, Instant> = BTreeMap::new();
     let mut listed: HashMap<PollKey, RemoteRefs> = HashMap::new();
-    let mut charted: HashMap<AppKey, Charted> = HashMap::new();
+    let mut charted: HashMap<(AppKey, String, String), Charted> = HashMap::new();
     loop {
         let followers = followers(&apps.state(), ctx.config.poll_interval);
         let schedule = schedule(followers.iter().map(|f| (f.key.clone(), f.interval)));
         polled.retain(|key, _| schedule.contains_key(key));
         listed.retain(|key, _| schedule.contains_key(key));
-        charted.retain(|app, _| followers.iter().any(|f| f.app == *app));
+        charted.retain(|(app, ..), _| followers.iter().any(|f| f.app == *app));
         let now = Instant::now();
         let (charts, repositories): (Vec<&PollKey>, Vec<&PollKey>) =
             due(&schedule, &polled, now).into_iter().partition(|key| {
@@ -110,7 +112,12 @@ pub async fn poll(
                 let Some(now_charted) = resolve_chart(&ctx, follower).await else {
                     continue;
                 };
-                let before = charted.insert(follower.app.clone(), now_charted.clone());
+                let chart = (
+                    follower.app.clone(),
+                    follower.source.repo_url.clone(),
+                    follower.source.chart.clone(),
+                );
+                let before = charted.insert(chart, now_charted.clone());
                 if before.is_some_and(|before| before != now_charted) {
                     tracing::info!(app = %format!("{}/{}", follower.app.0, follower.app.1),
                         chart = %follower.source.chart, version = %now_charted.0,

@@ -73,13 +73,24 @@ impl Trigger {
             .iter()
             .filter_map(|stored| stored.decoded.as_ref().ok())
         {
-            let source = &app.spec.source;
-            if !keys.contains(&repo_key(&source.repo_url)) {
+            let pushed: Vec<_> = app
+                .spec
+                .sources()
+                .into_iter()
+                .filter(|source| keys.contains(&repo_key(&source.repo_url)))
+                .collect();
+            if pushed.is_empty() {
                 continue;
             }
             let key = (app.namespace().unwrap_or_default(), app.name_any());
+            // A source that only lends files may lend any of them.
+            let affected = |paths: &[String]| {
+                pushed
+                    .iter()
+                    .any(|source| !source.renders() || source.affected_by(paths))
+            };
             match changed_paths {
-                Some(paths) if !source.affected_by(paths) => later.push(key),
+                Some(paths) if !affected(paths) => later.push(key),
                 _ => now.push(key),
             }
         }

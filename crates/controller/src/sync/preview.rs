@@ -14,7 +14,7 @@ use tether_cluster::{Applier, ClusterError, Resources};
 use tether_core::ObjectRef;
 use tether_core::diff::{Diff, DiffError, IgnoreRule, SecretMask, diff};
 use tether_core::tracking::{AppRef, stamp};
-use tether_source::{Capabilities, Manifest, Repositories, SourceError};
+use tether_source::{Capabilities, Manifest, Repositories, Source, SourceError, SourceInput};
 
 use crate::api::Application;
 use crate::credentials::{self, CredentialsError};
@@ -71,18 +71,29 @@ pub async fn preview_application(
     repositories: Arc<Repositories>,
 ) -> Result<AppPreview, PreviewError> {
     let namespace = app.namespace().unwrap_or_default();
-    let mut source = app.spec.source.clone();
+    let mut sources: Vec<Source> = app.spec.sources().into_iter().cloned().collect();
     if let Some(revision) = revision {
-        source.pin(revision);
+        sources[0].pin(revision);
     }
     // Fetch with the app's credentials.
-    let credentials = credentials::read(client, &namespace, &source).await?;
-    let capabilities = match source.uses_capabilities() {
+    let mut credentials = Vec::new();
+    for source in &sources {
+        credentials.push(credentials::read(client, &namespace, source).await?);
+    }
+    let capabilities = match sources.iter().any(Source::uses_capabilities) {
         true => tether_cluster::capabilities::discover(client).await?,
         false => Capabilities::default(),
     };
     let rendered = tokio::task::spawn_blocking(move || {
-        repositories.fetch(&source, credentials.as_ref(), &capabilities)
+        let inputs: Vec<SourceInput> = sources
+            .iter()
+            .zip(&credentials)
+            .map(|(source, credentials)| SourceInput {
+                source,
+                credentials: credentials.as_ref(),
+            })
+            .collect();
+        repositories.render_sources(&inputs, &capabilities)
     })
     .await
     .map_err(|error| PreviewError::FetchStopped(error.to_string()))??;

@@ -216,7 +216,7 @@ async fn adopt_window(user: &User, window: &BreakGlass) -> Result<String, Adopti
         .get(app_name)
         .await
         .map_err(|error| failed(&error))?;
-    let credentials = credentials::read(&user.client, &ns, &app.spec.source)
+    let credentials = credentials::read(&user.client, &ns, app.spec.adopt_source())
         .await
         .map_err(|error| failed(&error))?;
     let options = AdoptOptions {

@@ -92,25 +92,40 @@ fn health_word(health: HealthStatus) -> Markup {
 }
 
 fn source(app: &Application) -> Markup {
-    let source = &app.spec.source;
     let status = app.status.as_ref();
     let revision = status.and_then(|s| s.sync.revision.as_deref());
+    let resolved = status
+        .map(|s| s.sync.sources.as_slice())
+        .unwrap_or_default();
+    let sources = app.spec.sources();
+    let single = sources.len() == 1;
     html! {
         section #source {
-            h3 { "Source" }
+            h3 { @if single { "Source" } @else { "Sources" } }
+            @for (index, source) in sources.iter().enumerate() {
+                dl {
+                    @if !source.name.is_empty() {
+                        dt { "Name" } dd { code { (source.name) } }
+                    }
+                    dt { "Repository" } dd { code { (source.repo_url) } }
+                    @if source.is_chart() {
+                        dt { "Chart" } dd { code { (source.chart) } }
+                        dt { "Version" } dd { @if source.version.is_empty() { "the highest stable" } @else { code { (source.version) } } }
+                    } @else {
+                        dt { "Path" } dd { code { @if source.path.is_empty() { "." } @else { (source.path) } } }
+                        dt { "Tracks" } dd { @if source.revision.is_empty() { "the default branch" } @else { code { (source.revision) } } }
+                    }
+                    @if let Some(found) = resolved.get(index).filter(|found| !single && found.repo_url == source.repo_url) {
+                        dt { "Resolved" } dd { (revision_link(&source.repo_url, &found.revision)) }
+                    }
+                }
+            }
             dl {
-                dt { "Repository" } dd { code { (source.repo_url) } }
-                dt { "Path" } dd { code { @if source.path.is_empty() { "." } @else { (source.path) } } }
-                dt { "Tracks" } dd { @if source.revision.is_empty() { "the default branch" } @else { code { (source.revision) } } }
                 dt { "Synced revision" }
                 dd {
                     @match revision {
-                        Some(revision) => {
-                            @match commit_link(&source.repo_url, revision) {
-                                Some(link) => a href=(link) rel="noreferrer" { code { (revision) } },
-                                None => code { (revision) },
-                            }
-                        }
+                        Some(revision) if single => (revision_link(&sources[0].repo_url, revision)),
+                        Some(revision) => code { (revision) },
                         None => "not synced yet",
                     }
                 }
@@ -121,6 +136,16 @@ fn source(app: &Application) -> Markup {
                     dt { "Applies as" } dd { (applies_as) }
                 }
             }
+        }
+    }
+}
+
+/// A revision, linked to its commit page when the forge is known.
+fn revision_link(repo_url: &str, revision: &str) -> Markup {
+    html! {
+        @match commit_link(repo_url, revision) {
+            Some(link) => a href=(link) rel="noreferrer" { code { (revision) } },
+            None => code { (revision) },
         }
     }
 }

@@ -61,27 +61,61 @@ impl Text {
 }
 
 fn source(out: &mut Text, app: &Application) {
-    let source = &app.spec.source;
-    out.field("Source", &source.repo_url);
-    let path = match source.path.trim_matches('/') {
-        "" => "(the repository root)",
-        path => path,
-    };
-    out.indented(2, "Path", path);
-    out.indented(2, "Renderer", &renderer(&source.renderer));
-    let target = match source.revision.as_str() {
-        "" => "HEAD (the remote's default branch)",
-        revision => revision,
-    };
-    out.indented(2, "Target", target);
-    if let Some(interval) = &source.interval {
-        out.indented(2, "Interval", interval);
-    }
-    if let Some(secret) = &source.secret_ref {
-        out.indented(2, "Credentials", &format!("Secret {}", secret.name));
-    }
-    if source.verify.mode != tether_source::VerifyMode::None {
-        out.indented(2, "Verify", &format!("{:?}", source.verify.mode));
+    let resolved = app
+        .status
+        .as_ref()
+        .map(|status| status.sync.sources.as_slice())
+        .unwrap_or_default();
+    for (index, source) in app.spec.sources().into_iter().enumerate() {
+        let title = match source.name.as_str() {
+            "" => "Source".to_string(),
+            name => format!("Source {name}"),
+        };
+        out.field(&title, &source.repo_url);
+        if source.is_chart() {
+            out.indented(2, "Chart", &source.chart);
+            let wanted = match source.version.as_str() {
+                "" => "the highest stable version",
+                version => version,
+            };
+            out.indented(2, "Version", wanted);
+            out.indented(2, "Renderer", &renderer(&source.chart_renderer()));
+        } else {
+            let path = match source.path.trim_matches('/') {
+                "" if !source.renders() => "(none: lends its files as $NAME/…)",
+                "" => "(the repository root)",
+                path => path,
+            };
+            out.indented(2, "Path", path);
+            if source.renders() {
+                out.indented(2, "Renderer", &renderer(&source.renderer));
+            }
+            let target = match source.revision.as_str() {
+                "" => "HEAD (the remote's default branch)",
+                revision => revision,
+            };
+            out.indented(2, "Target", target);
+        }
+        // What it resolved to at the last comparison.
+        if let Some(found) = resolved
+            .get(index)
+            .filter(|found| found.repo_url == source.repo_url)
+        {
+            let digest = match found.digest.as_str() {
+                "" => String::new(),
+                digest => format!(" ({digest})"),
+            };
+            out.indented(2, "Resolved", &format!("{}{digest}", found.revision));
+        }
+        if let Some(interval) = &source.interval {
+            out.indented(2, "Interval", interval);
+        }
+        if let Some(secret) = &source.secret_ref {
+            out.indented(2, "Credentials", &format!("Secret {}", secret.name));
+        }
+        if source.verify.mode != tether_source::VerifyMode::None {
+            out.indented(2, "Verify", &format!("{:?}", source.verify.mode));
+        }
     }
     let destination = &app.spec.destination;
     let mut namespaces = destination.namespace.clone();
