@@ -128,3 +128,33 @@ async fn a_registry_chart_with_values_from_git_follows_a_pushed_value_through_th
     println!("values push → webhook → synced: {took:.1?}");
     assert!(took < Duration::from_secs(20), "{took:?}");
 }
+
+#[test]
+fn tether_render_renders_a_chart_from_a_helm_repository_without_a_cluster() {
+    let repo = tether_testkit::charts::ChartRepo::start(None);
+    repo.publish(&Chart::new("web", "1.2.3"));
+    repo.publish(&Chart::new("web", "1.3.0"));
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tether"))
+        .args([
+            "render",
+            "--repo",
+            &repo.url(),
+            "--chart",
+            "web",
+            "--version",
+            "1.2.x",
+        ])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{shown}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(shown.contains("name: web-web"), "{shown}");
+    assert!(
+        shown.contains("version: \"1.2.3\"") || shown.contains("version: 1.2.3"),
+        "{shown}"
+    );
+}

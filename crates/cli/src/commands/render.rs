@@ -19,10 +19,13 @@ use super::out::{out, outln, print_as, yaml};
 /// json` as one JSON `List` (the commit and origins then go to stderr).
 ///
 /// Without `--repo`, `--path` is a local directory. With `--repo`, the
-/// revision is fetched, verified and `--path` is rendered from it.
+/// revision is fetched, verified and `--path` is rendered from it. With
+/// `--chart`, `--repo` is a Helm repository or an `oci://` path and the
+/// chart's `--version` (exact, a range, or a digest) is rendered with Helm.
 ///
 /// Examples:
 ///   tether render --path examples/shop
+///   tether render --repo https://charts.example.com/stable --chart web --version 1.2.x
 ///   tether render --repo https://git.example.com/shop.git --revision '>=1.2.0 <2.0.0' \
 ///       --path apps/web --renderer kustomize --verify tag --trusted-key ops.asc
 #[derive(Debug, clap::Args)]
@@ -36,6 +39,16 @@ pub struct RenderArgs {
     /// Directory inside the repository, or a local directory without --repo.
     #[arg(long)]
     pub path: Option<PathBuf>,
+    /// A chart of the Helm repository or OCI path given as --repo.
+    #[arg(long, requires = "repo")]
+    pub chart: Option<String>,
+    /// The chart's version: exact, a range (1.2.x), or for OCI a digest
+    /// (default: the highest stable).
+    #[arg(long = "version", default_value = "", requires = "chart")]
+    pub chart_version: String,
+    /// Plain HTTP to an oci:// registry.
+    #[arg(long, requires = "chart")]
+    pub insecure: bool,
     /// Output format: yaml (a YAML stream with origins as comments) or json.
     #[arg(long, short = 'o', default_value = "yaml", value_parser = ["yaml", "json"])]
     pub output: String,
@@ -98,7 +111,11 @@ pub struct RenderOptions {
 }
 
 pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
-    let renderer = renderer(&args.options)?;
+    // A chart renders with Helm, whatever --renderer says by default.
+    let renderer = match (&args.chart, args.options.renderer.as_str()) {
+        (Some(_), "directory") => renderer_named("helm", &args.options)?,
+        _ => renderer(&args.options)?,
+    };
     let sandbox = Sandbox {
         timeout: std::time::Duration::from_secs(args.options.timeout),
         ..sandbox(args.options.render_sandbox)
@@ -147,6 +164,9 @@ fn fetch(
             .as_ref()
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_default(),
+        chart: args.chart.clone().unwrap_or_default(),
+        version: args.chart_version.clone(),
+        insecure: args.insecure,
         renderer,
         verify: Verification {
             mode: options.verify,
@@ -185,7 +205,11 @@ fn read(file: &PathBuf) -> anyhow::Result<String> {
 }
 
 fn renderer(args: &RenderOptions) -> anyhow::Result<Renderer> {
-    Ok(match args.renderer.as_str() {
+    renderer_named(&args.renderer, args)
+}
+
+fn renderer_named(name: &str, args: &RenderOptions) -> anyhow::Result<Renderer> {
+    Ok(match name {
         "directory" => Renderer::Directory(DirectoryOptions {
             include: args.include.clone(),
             exclude: args.exclude.clone(),
