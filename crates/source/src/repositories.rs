@@ -116,6 +116,9 @@ pub enum SourceError {
     },
     #[error("chart {chart:?}: {reason}")]
     ChartSpec { chart: String, reason: String },
+    /// An OCI artifact could not be had.
+    #[error("OCI artifact ({tag}) from {error}")]
+    Artifact { tag: String, error: ChartError },
     #[error(transparent)]
     Lent(#[from] LentError),
 }
@@ -127,7 +130,9 @@ impl SourceError {
             SourceError::Git(error) => error.is_retryable(),
             SourceError::Render(error) => error.is_retryable(),
             SourceError::NotUpdated { .. } => true,
-            SourceError::Chart { error, .. } => error.is_retryable(),
+            SourceError::Chart { error, .. } | SourceError::Artifact { error, .. } => {
+                error.is_retryable()
+            }
             SourceError::Verify(_)
             | SourceError::BadRevision { .. }
             | SourceError::ChartSpec { .. }
@@ -176,6 +181,100 @@ impl Repositories {
     /// The chart cache (index reads, downloads).
     pub fn charts(&self) -> &Charts {
         &self.charts
+    }
+
+    /// The version a chart or OCI artifact source resolves to now: what a
+    /// poll compares.
+    pub fn resolve_package(
+        &self,
+        source: &Source,
+        credentials: Option<&Credentials>,
+    ) -> Result<crate::chart::Resolved, SourceError> {
+        match source.is_artifact() {
+            true => self
+                .charts
+                .resolve_artifact(&wanted(source), credentials)
+                .map_err(|error| artifact_error(source, error)),
+            false => self.resolve_chart(source, credentials),
+        }
+    }
+
+    /// Resolves, fetches (once per digest) and renders an OCI artifact of
+    /// files: `path` inside it with the source's renderer, as a Git
+    /// source's tree. The render is cached by the layer's digest.
+    fn render_artifact_lent(
+        &self,
+        source: &Source,
+        credentials: Option<&Credentials>,
+        capabilities: &Capabilities,
+        lent: &Lent,
+    ) -> Result<Rendered, SourceError> {
+        if source.verify.mode != VerifyMode::None {
+            return Err(SourceError::Artifact {
+                tag: source.version.clone(),
+                error: ChartError::Invalid {
+                    url: source.repo_url.clone(),
+                    reason: "verify applies to Git sources; OCI signatures (cosign, notation) are not checked yet, so an artifact cannot be required to be verified".into(),
+                },
+            });
+        }
+        let resolved = self.resolve_package(source, credentials)?;
+        let (renderer, lent_digest) = match &source.renderer {
+            Renderer::Helm(options) => {
+                let (options, digest) = lend(&mut Files::default(), "", options, lent)?;
+                (Renderer::Helm(options), digest)
+            }
+            other => (other.clone(), String::new()),
+        };
+        let render_artifact = || -> Result<Vec<Manifest>, SourceError> {
+            let failed = |error| artifact_error(source, error);
+            let layer = self
+                .charts
+                .archive(&resolved, credentials)
+                .map_err(failed)?;
+            let name = format!("{}:{}", source.repo_url, resolved.version);
+            let mut files =
+                crate::chart::archive::unpack_tree(&name, &layer).map_err(|reason| {
+                    failed(ChartError::Invalid {
+                        url: resolved.url(),
+                        reason,
+                    })
+                })?;
+            if let Renderer::Helm(options) = &source.renderer {
+                lend(&mut files, &source.path, options, lent)?;
+            }
+            Ok(render(
+                &renderer,
+                &files,
+                &source.path,
+                &self.sandbox,
+                capabilities,
+            )?)
+        };
+        let what = format!("{}{lent_digest}", resolved.digest);
+        let manifests = match &self.cache {
+            Some(cache) => {
+                let key = RenderCache::key(&what, &what, &source.path, &renderer, capabilities);
+                cache.get_or_render(key, render_artifact)?
+            }
+            None => Arc::new(render_artifact()?),
+        };
+        Ok(Rendered {
+            commit: resolved.version.clone(),
+            tree: resolved.digest.clone(),
+            tag: None,
+            empty: manifests.is_empty(),
+            digest: crate::manifest::digest(&manifests),
+            manifests,
+            verified_by: Vec::new(),
+            sources: vec![SourceRevision {
+                name: source.name.clone(),
+                repo_url: source.repo_url.clone(),
+                chart: String::new(),
+                revision: resolved.version.clone(),
+                digest: resolved.digest.clone(),
+            }],
+        })
     }
 
     /// The version a chart source resolves to now (one conditional index
@@ -443,6 +542,9 @@ impl Repositories {
         if source.is_chart() {
             return self.render_chart(source, credentials, capabilities);
         }
+        if source.is_artifact() {
+            return self.render_artifact_lent(source, credentials, capabilities, &Lent::default());
+        }
         let update = self.update(&source.repo_url, credentials)?;
         self.render(source, &update, capabilities)
     }
@@ -565,6 +667,17 @@ fn wanted(source: &Source) -> Wanted<'_> {
         chart: &source.chart,
         version: &source.version,
         insecure: source.insecure,
+    }
+}
+
+/// An artifact error, said of the source and the tag asked for.
+fn artifact_error(source: &Source, error: ChartError) -> SourceError {
+    SourceError::Artifact {
+        tag: match source.version.is_empty() {
+            true => "latest".into(),
+            false => source.version.clone(),
+        },
+        error,
     }
 }
 

@@ -41,7 +41,9 @@ pub struct Source {
     pub chart: String,
     /// The chart's version: exact (`1.2.3`), a range (`1.2.x`, `>=1.2 <2`,
     /// `^1.2`), empty for the highest stable; for OCI also a manifest
-    /// digest (`sha256:…`, or `1.2.3@sha256:…`). Charts only.
+    /// digest (`sha256:…`, or `1.2.3@sha256:…`). For an OCI artifact (an
+    /// `oci://` repoURL without chart): a tag as written (default
+    /// `latest`), a range over its tags, or a digest.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub version: String,
     /// Plain HTTP to an `oci://` registry (Flux's `insecure`).
@@ -106,6 +108,18 @@ impl Source {
         !self.chart.is_empty()
     }
 
+    /// Whether this is an OCI artifact of files (`oci://…` without a
+    /// chart, as `flux push artifact` publishes them).
+    pub fn is_artifact(&self) -> bool {
+        self.chart.is_empty() && self.repo_url.starts_with("oci://")
+    }
+
+    /// Whether this is read from a Helm repository or an OCI registry
+    /// rather than Git.
+    pub fn is_package(&self) -> bool {
+        self.is_chart() || self.is_artifact()
+    }
+
     /// How a chart source is rendered: Helm, with its options when the
     /// source gives them, the release named after the chart by default.
     pub fn chart_renderer(&self) -> Renderer {
@@ -122,12 +136,13 @@ impl Source {
     /// Whether the source renders objects: all but a named Git source
     /// without a path, which only lends its files to `$NAME/…` references.
     pub fn renders(&self) -> bool {
-        self.is_chart() || self.name.is_empty() || !self.path.trim_matches('/').is_empty()
+        self.is_package() || self.name.is_empty() || !self.path.trim_matches('/').is_empty()
     }
 
-    /// Pins the source to `revision`: a Git revision, or a chart version.
+    /// Pins the source to `revision`: a Git revision, or a chart's or
+    /// artifact's version.
     pub fn pin(&mut self, revision: &str) {
-        match self.is_chart() {
+        match self.is_package() {
             true => self.version = revision.to_string(),
             false => self.revision = revision.to_string(),
         }

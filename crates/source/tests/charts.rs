@@ -484,3 +484,52 @@ fn an_object_two_sources_declare_and_an_unknown_reference_are_named() {
         "{error}"
     );
 }
+
+#[test]
+fn an_oci_artifact_of_manifests_renders_its_path_by_tag_range_or_digest() {
+    let registry = Registry::start(None);
+    let config = |greeting: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shop\ndata:\n  greeting: {greeting}\n"
+        )
+    };
+    let pinned = registry.push_artifact(
+        &[("apps/shop/config.yaml", &config("one"))],
+        "manifests/platform",
+        "1.0.0",
+    );
+    registry.push_artifact(
+        &[("apps/shop/config.yaml", &config("two"))],
+        "manifests/platform",
+        "1.1.0",
+    );
+    registry.push_artifact(
+        &[("apps/shop/config.yaml", &config("edge"))],
+        "manifests/platform",
+        "latest",
+    );
+    let fixture = Fixture::new();
+    let artifact = |version: &str| Source {
+        repo_url: registry.url("manifests/platform"),
+        version: version.into(),
+        path: "apps/shop".into(),
+        insecure: true,
+        ..Default::default()
+    };
+    let greeting = |version: &str| {
+        let rendered = fixture.fetch(&artifact(version), None).unwrap();
+        (
+            rendered.commit.clone(),
+            config_data(&rendered, "shop")["greeting"].clone(),
+        )
+    };
+    assert_eq!(greeting(""), ("latest".into(), "edge".into()));
+    assert_eq!(greeting("1.x"), ("1.1.0".into(), "two".into()));
+    assert_eq!(greeting(&pinned).1, "one");
+    let error = fixture
+        .fetch(&artifact("2.x"), None)
+        .unwrap_err()
+        .to_string();
+    assert!(error.starts_with("OCI artifact (2.x) from "), "{error}");
+    assert!(error.contains("newest: 1.1.0, 1.0.0"), "{error}");
+}

@@ -276,6 +276,109 @@ impl Registry {
             .to_string()
     }
 
+    /// Pushes `files` (path, text) as an OCI artifact to `path:tag` the way
+    /// `flux push artifact` lays one out (a config of Flux's media type, one
+    /// tar+gzip layer of the files at its root), over the distribution API
+    /// with `curl`; returns the manifest's digest.
+    pub fn push_artifact(&self, files: &[(&str, &str)], path: &str, tag: &str) -> String {
+        let work = tempfile::tempdir().unwrap();
+        let root = work.path().join("root");
+        for (file, text) in files {
+            let file = root.join(file);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, text).unwrap();
+        }
+        let layer = work.path().join("layer.tgz");
+        run_ok(
+            Command::new("tar")
+                .arg("-czf")
+                .arg(&layer)
+                .arg("-C")
+                .arg(&root)
+                .arg("."),
+        );
+        let config = work.path().join("config.json");
+        std::fs::write(&config, "{}").unwrap();
+        let layer_digest = self.upload(path, &layer);
+        let config_digest = self.upload(path, &config);
+        let manifest = serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"mediaType": "application/vnd.cncf.flux.config.v1+json",
+                "digest": config_digest, "size": 2},
+            "layers": [{"mediaType": "application/vnd.cncf.flux.content.v1.tar+gzip",
+                "digest": layer_digest, "size": std::fs::metadata(&layer).unwrap().len()}],
+            "annotations": {"org.opencontainers.image.revision": format!("main@sha1:{tag}")},
+        })
+        .to_string();
+        let manifest_file = work.path().join("manifest.json");
+        std::fs::write(&manifest_file, &manifest).unwrap();
+        self.curl()
+            .args([
+                "-X",
+                "PUT",
+                "-H",
+                "Content-Type: application/vnd.oci.image.manifest.v1+json",
+            ])
+            .arg("--data-binary")
+            .arg(format!("@{}", manifest_file.display()))
+            .arg(format!(
+                "http://127.0.0.1:{}/v2/{path}/manifests/{tag}",
+                self.port
+            ))
+            .status()
+            .unwrap()
+            .success()
+            .then_some(())
+            .expect("the manifest pushed");
+        digest_of(manifest.as_bytes())
+    }
+
+    /// Uploads `file` as a blob of repository `path` (a monolithic upload);
+    /// returns its digest.
+    fn upload(&self, path: &str, file: &Path) -> String {
+        let digest = digest_of(&std::fs::read(file).unwrap());
+        let headers = run_ok(
+            self.curl()
+                .args(["-X", "POST", "-D", "-", "-o", "/dev/null"])
+                .arg(format!(
+                    "http://127.0.0.1:{}/v2/{path}/blobs/uploads/",
+                    self.port
+                )),
+        );
+        let location = headers
+            .lines()
+            .find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.eq_ignore_ascii_case("location")
+                    .then(|| value.trim().to_string())
+            })
+            .unwrap_or_else(|| panic!("no upload location in {headers}"));
+        let location = match location.starts_with("http") {
+            true => location,
+            false => format!("http://127.0.0.1:{}{location}", self.port),
+        };
+        let separator = if location.contains('?') { '&' } else { '?' };
+        run_ok(
+            self.curl()
+                .args(["-X", "PUT", "-H", "Content-Type: application/octet-stream"])
+                .arg("--data-binary")
+                .arg(format!("@{}", file.display()))
+                .arg(format!("{location}{separator}digest={digest}")),
+        );
+        digest
+    }
+
+    /// `curl` with the registry's login, failing on HTTP errors.
+    fn curl(&self) -> Command {
+        let mut curl = Command::new("curl");
+        curl.args(["-sS", "--fail"]);
+        if let Some((user, password)) = &self.login {
+            curl.args(["-u", &format!("{user}:{password}")]);
+        }
+        curl
+    }
+
     /// The file holding blob `digest` in the registry's storage (to tamper
     /// with it).
     pub fn blob_file(&self, digest: &str) -> PathBuf {
@@ -311,4 +414,10 @@ impl Drop for Registry {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `sha256:` and the hex SHA-256 of `bytes`.
+fn digest_of(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
 }

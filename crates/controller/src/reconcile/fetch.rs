@@ -71,7 +71,7 @@ pub async fn desired(pass: &Pass<'_>) -> Result<Rendered, FetchError> {
     let metrics = ctx.metrics.clone();
     let rendered = tokio::task::spawn_blocking(move || {
         if let ([source], [credentials]) = (&sources[..], &credentials[..])
-            && !source.is_chart()
+            && !source.is_package()
             && source.name.is_empty()
         {
             let started = Instant::now();

@@ -104,7 +104,7 @@ pub async fn poll(
             due(&schedule, &polled, now).into_iter().partition(|key| {
                 followers
                     .iter()
-                    .any(|f| f.key == **key && f.source.is_chart())
+                    .any(|f| f.key == **key && f.source.is_package())
             });
         for key in charts {
             polled.insert(key.clone(), now);
@@ -150,7 +150,7 @@ pub async fn poll(
     }
 }
 
-/// A chart source's resolved version and archive digest.
+/// A chart's or OCI artifact's resolved version and digest.
 type Charted = (String, String);
 
 /// Resolves `follower`'s chart with its credentials (`None` when that
@@ -165,7 +165,7 @@ async fn resolve_chart(ctx: &Context, follower: &Follower) -> Option<Charted> {
         .ok()?;
     let repositories = ctx.repositories.clone();
     let resolved = tokio::task::spawn_blocking(move || {
-        repositories.resolve_chart(&source, credentials.as_ref())
+        repositories.resolve_package(&source, credentials.as_ref())
     })
     .await;
     match resolved {

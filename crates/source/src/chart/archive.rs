@@ -16,6 +16,30 @@ const MAX_FILES: usize = 20_000;
 /// chart's name) into files relative to that directory. `what` names the
 /// archive in errors.
 pub fn unpack(what: &str, archive: &[u8]) -> Result<Files, String> {
+    let files = read(what, archive, Layout::ChartDirectory)?;
+    if !files.entries.contains_key("Chart.yaml") {
+        return Err(format!("{what}: no Chart.yaml in the chart's directory"));
+    }
+    Ok(files)
+}
+
+/// Unpacks an artifact's layer (gzip-compressed tar of a directory's
+/// files, as `flux push artifact` makes it) into files relative to its
+/// root.
+pub fn unpack_tree(what: &str, archive: &[u8]) -> Result<Files, String> {
+    read(what, archive, Layout::Tree)
+}
+
+/// Where an archive's files are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// All under one top directory, which is left out.
+    ChartDirectory,
+    /// At the root.
+    Tree,
+}
+
+fn read(what: &str, archive: &[u8], layout: Layout) -> Result<Files, String> {
     let gzip = flate2::read::GzDecoder::new(archive);
     let mut tar = tar::Archive::new(gzip.take(MAX_BYTES + 1));
     let mut files = Files::default();
@@ -36,17 +60,24 @@ pub fn unpack(what: &str, archive: &[u8]) -> Result<Files, String> {
         }
         if !kind.is_file() {
             return Err(format!(
-                "{what}: {path} is not a regular file ({kind:?}); charts hold only files"
+                "{what}: {path} is not a regular file ({kind:?}); only files are read"
             ));
         }
-        let (first, rest) = split_top(&path)
-            .ok_or_else(|| format!("{what}: {path} is outside the chart's directory"))?;
-        if top.get_or_insert_with(|| first.to_string()) != first {
-            return Err(format!(
-                "{what}: {path} is outside the chart's directory {}",
-                top.unwrap_or_default()
-            ));
-        }
+        let rest = match layout {
+            Layout::Tree => relative(&path)
+                .ok_or_else(|| format!("{what}: {path} climbs out of the artifact"))?,
+            Layout::ChartDirectory => {
+                let (first, rest) = split_top(&path)
+                    .ok_or_else(|| format!("{what}: {path} is outside the chart's directory"))?;
+                if top.get_or_insert_with(|| first.to_string()) != first {
+                    return Err(format!(
+                        "{what}: {path} is outside the chart's directory {}",
+                        top.unwrap_or_default()
+                    ));
+                }
+                rest
+            }
+        };
         if files.entries.len() >= MAX_FILES {
             return Err(format!("{what}: more than {MAX_FILES} files"));
         }
@@ -62,19 +93,19 @@ pub fn unpack(what: &str, archive: &[u8]) -> Result<Files, String> {
             MAX_BYTES >> 20
         ));
     }
-    if !files.entries.contains_key("Chart.yaml") {
-        return Err(format!("{what}: no Chart.yaml in the chart's directory"));
-    }
     Ok(files)
+}
+
+/// A relative path without `.`/`..` components (a leading `./` dropped).
+fn relative(path: &str) -> Option<&str> {
+    let path = path.strip_prefix("./").unwrap_or(path);
+    let climbs = path.starts_with('/') || path.split('/').any(|part| part == ".." || part == ".");
+    (!climbs && !path.is_empty()).then_some(path)
 }
 
 /// `top/rest` of a relative path without `.`/`..` components, or `None`.
 fn split_top(path: &str) -> Option<(&str, &str)> {
-    let path = path.strip_prefix("./").unwrap_or(path);
-    if path.starts_with('/') || path.split('/').any(|part| part == ".." || part == ".") {
-        return None;
-    }
-    let (top, rest) = path.split_once('/')?;
+    let (top, rest) = relative(path)?.split_once('/')?;
     (!top.is_empty() && !rest.is_empty()).then_some((top, rest))
 }
 
@@ -129,6 +160,20 @@ mod tests {
                 "{hostile}: {error}"
             );
         }
+    }
+
+    #[test]
+    fn an_artifact_unpacks_at_its_root_and_an_entry_that_climbs_out_is_refused() {
+        let bytes = archive(&[
+            ("./deploy.yaml", b"kind: ConfigMap\n"),
+            ("base/kustomization.yaml", b"resources: []\n"),
+        ]);
+        let files = unpack_tree("shop:latest", &bytes).unwrap();
+        let names: Vec<&str> = files.entries.keys().map(String::as_str).collect();
+        assert_eq!(names, ["base/kustomization.yaml", "deploy.yaml"]);
+        let bytes = archive(&[("../evil.yaml", b"x")]);
+        let error = unpack_tree("shop:latest", &bytes).unwrap_err();
+        assert!(error.contains("climbs out"), "{error}");
     }
 
     #[test]

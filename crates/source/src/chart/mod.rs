@@ -163,7 +163,7 @@ impl Charts {
             });
         }
         if wanted.repo_url.starts_with("oci://") {
-            return self.resolve_oci(wanted, credentials);
+            return self.resolve_oci(wanted, credentials, Kind::Chart);
         }
         let url = wanted.repo_url.trim_end_matches('/');
         if !(url.starts_with("https://") || url.starts_with("http://")) {
@@ -324,10 +324,23 @@ impl Charts {
         Ok(index)
     }
 
+    /// The artifact `wanted` names (an `oci://` repository holding a
+    /// tar+gzip layer of files, as `flux push artifact` makes them; `chart`
+    /// is empty): by digest, by a semver range over its tags, or by a tag
+    /// as written (default `latest`).
+    pub fn resolve_artifact(
+        &self,
+        wanted: &Wanted<'_>,
+        credentials: Option<&Credentials>,
+    ) -> Result<Resolved, ChartError> {
+        self.resolve_oci(wanted, credentials, Kind::Artifact)
+    }
+
     fn resolve_oci(
         &self,
         wanted: &Wanted<'_>,
         credentials: Option<&Credentials>,
+        kind: Kind,
     ) -> Result<Resolved, ChartError> {
         let invalid = |reason: String| ChartError::Invalid {
             url: wanted.repo_url.to_string(),
@@ -345,10 +358,20 @@ impl Charts {
             None if wanted.version.starts_with("sha256:") => (Some(wanted.version), ""),
             None => (None, wanted.version),
         };
-        let tag = match (pinned, Constraint::parse(constraint).map_err(invalid)?) {
+        let parsed = match kind {
+            Kind::Chart => Some(Constraint::parse(constraint).map_err(invalid)?),
+            // An artifact's tag may be any name (`latest`, `main-3f2a1b`);
+            // only a range picks among tags.
+            Kind::Artifact => Constraint::parse(constraint)
+                .ok()
+                .filter(|c| !matches!(c, Constraint::Latest | Constraint::Exact(_))),
+        };
+        let tag = match (pinned, parsed) {
             (Some(_), _) => None,
-            (None, Constraint::Exact(version)) => Some(oci::tag_of(&version.to_string())),
-            (None, constraint) => {
+            (None, None) if constraint.is_empty() => Some("latest".to_string()),
+            (None, None) => Some(constraint.to_string()),
+            (None, Some(Constraint::Exact(version))) => Some(oci::tag_of(&version.to_string())),
+            (None, Some(constraint)) => {
                 let tags = registry.tags(repository)?;
                 let versions: Vec<String> = tags.iter().map(|tag| oci::version_of(tag)).collect();
                 let best = constraint
@@ -356,7 +379,7 @@ impl Charts {
                     .ok_or_else(|| ChartError::NotFound {
                         url: format!("{base}/v2/{repository}/tags/list"),
                         reason: index::no_match(
-                            wanted.chart,
+                            repository,
                             &constraint,
                             versions.iter().map(String::as_str),
                         ),
@@ -372,18 +395,20 @@ impl Charts {
         let layer = manifest
             .layers
             .iter()
-            .find(|layer| layer.media_type == oci::CHART_LAYER)
+            .find(|layer| kind.holds(&layer.media_type))
             .ok_or_else(|| ChartError::Invalid {
                 url: format!("{base}/v2/{repository}/manifests/{reference}"),
-                reason: format!("not a Helm chart (no {} layer)", oci::CHART_LAYER),
+                reason: kind.missing().to_string(),
             })?;
         let version = match tag {
             Some(tag) => oci::version_of(&tag),
-            None => manifest
-                .annotations
-                .get("org.opencontainers.image.version")
-                .cloned()
-                .unwrap_or(manifest_digest),
+            None => [
+                "org.opencontainers.image.version",
+                "org.opencontainers.image.revision",
+            ]
+            .iter()
+            .find_map(|key| manifest.annotations.get(*key).cloned())
+            .unwrap_or(manifest_digest),
         };
         Ok(Resolved {
             chart: wanted.chart.to_string(),
@@ -421,6 +446,31 @@ impl Charts {
 
     fn lock_indexes(&self) -> std::sync::MutexGuard<'_, HashMap<String, CachedIndex>> {
         self.indexes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What an OCI manifest holds: a Helm chart, or an artifact of files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Chart,
+    Artifact,
+}
+
+impl Kind {
+    fn holds(self, media_type: &str) -> bool {
+        match self {
+            Kind::Chart => media_type == oci::CHART_LAYER,
+            Kind::Artifact => media_type == oci::FLUX_LAYER || media_type.ends_with("tar+gzip"),
+        }
+    }
+
+    fn missing(self) -> &'static str {
+        match self {
+            Kind::Chart => {
+                "not a Helm chart (no application/vnd.cncf.helm.chart.content.v1.tar+gzip layer)"
+            }
+            Kind::Artifact => "no tar+gzip layer of files (as `flux push artifact` makes)",
+        }
     }
 }
 

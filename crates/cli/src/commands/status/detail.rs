@@ -90,9 +90,15 @@ fn source(out: &mut Text, app: &Application) {
             if source.renders() {
                 out.indented(2, "Renderer", &renderer(&source.renderer));
             }
-            let target = match source.revision.as_str() {
-                "" => "HEAD (the remote's default branch)",
-                revision => revision,
+            let target = match (
+                source.is_artifact(),
+                source.revision.as_str(),
+                source.version.as_str(),
+            ) {
+                (true, _, "") => "latest (the tag)",
+                (true, _, version) => version,
+                (false, "", _) => "HEAD (the remote's default branch)",
+                (false, revision, _) => revision,
             };
             out.indented(2, "Target", target);
         }
