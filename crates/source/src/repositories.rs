@@ -309,13 +309,29 @@ impl Repositories {
         capabilities: &Capabilities,
         lent: &Lent,
     ) -> Result<Rendered, SourceError> {
-        if source.verify.mode != VerifyMode::None {
-            return Err(SourceError::ChartSpec {
-                chart: source.chart.clone(),
-                reason: "verify applies to Git sources; Helm provenance (.prov) and OCI signatures are not checked yet, so a chart cannot be required to be verified".into(),
-            });
-        }
         let resolved = self.resolve_chart(source, credentials)?;
+        // Verified before anything is rendered (or a render reused).
+        let verified_by = match source.verify.mode {
+            VerifyMode::None => Vec::new(),
+            VerifyMode::Provenance => {
+                let verifier = Verifier::new(&source.verify)?;
+                let provenance = self
+                    .charts
+                    .provenance(&resolved, credentials)
+                    .map_err(|error| chart_error(source, error))?;
+                let file = format!("{}-{}.tgz", resolved.chart, resolved.version);
+                let name = format!("chart {} {} provenance", resolved.chart, resolved.version);
+                vec![verifier.verify_provenance(&name, &provenance, &file, &resolved.digest)?]
+            }
+            mode => {
+                return Err(SourceError::ChartSpec {
+                    chart: source.chart.clone(),
+                    reason: format!(
+                        "verify mode {mode:?} applies to Git sources; a chart is verified by its Helm provenance (mode provenance)"
+                    ),
+                });
+            }
+        };
         let Renderer::Helm(asked) = source.chart_renderer() else {
             unreachable!("a chart renders with helm")
         };
@@ -363,7 +379,7 @@ impl Repositories {
             empty: manifests.is_empty(),
             digest: crate::manifest::digest(&manifests),
             manifests,
-            verified_by: Vec::new(),
+            verified_by,
             sources: vec![SourceRevision {
                 name: source.name.clone(),
                 repo_url: source.repo_url.clone(),
@@ -734,6 +750,13 @@ fn verify(store: &Store, source: &Source, resolved: &Resolved) -> Result<Vec<Str
     let mode = source.verify.mode;
     if mode == VerifyMode::None {
         return Ok(Vec::new());
+    }
+    if mode == VerifyMode::Provenance {
+        return Err(VerifyError::Unsigned {
+            object: format!("revision {:?}", source.revision),
+            reason: "verification mode provenance applies to charts; a Git source verifies head, tag or tag-and-head".into(),
+        }
+        .into());
     }
     let verifier = Verifier::new(&source.verify)?;
     let mut keys = Vec::new();

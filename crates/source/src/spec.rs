@@ -308,6 +308,9 @@ pub enum VerifyMode {
     Tag,
     /// Both the tag and the commit it points to must be signed.
     TagAndHead,
+    /// A chart's Helm provenance (`.prov`) must be signed by a trusted
+    /// OpenPGP key and name the archive's digest. Charts only.
+    Provenance,
 }
 
 impl std::str::FromStr for VerifyMode {
@@ -319,8 +322,9 @@ impl std::str::FromStr for VerifyMode {
             "head" => Ok(VerifyMode::Head),
             "tag" => Ok(VerifyMode::Tag),
             "tag-and-head" => Ok(VerifyMode::TagAndHead),
+            "provenance" => Ok(VerifyMode::Provenance),
             _ => Err(format!(
-                "unknown verification mode {text:?} (none, head, tag, tag-and-head)"
+                "unknown verification mode {text:?} (none, head, tag, tag-and-head, provenance)"
             )),
         }
     }

@@ -10,7 +10,7 @@ use tether_source::chart::FRESH;
 use tether_source::{
     Credentials, Rendered, Repositories, Sandbox, Source, SourceError, SourceInput,
 };
-use tether_testkit::charts::{Chart, ChartRepo, Registry};
+use tether_testkit::charts::{Chart, ChartRepo, ChartSigner, Registry};
 use tether_testkit::git_server::TestCa;
 
 struct Fixture {
@@ -532,4 +532,56 @@ fn an_oci_artifact_of_manifests_renders_its_path_by_tag_range_or_digest() {
         .to_string();
     assert!(error.starts_with("OCI artifact (2.x) from "), "{error}");
     assert!(error.contains("newest: 1.1.0, 1.0.0"), "{error}");
+}
+
+#[test]
+fn a_chart_asked_to_be_verified_renders_only_with_provenance_signed_by_a_trusted_key() {
+    let signer = ChartSigner::generate("release-team");
+    let stranger = ChartSigner::generate("stranger");
+    let repo = ChartRepo::start(None);
+    repo.publish_signed(&Chart::new("web", "1.0.0"), &signer);
+    repo.publish(&Chart::new("web", "1.1.0"));
+    let verified = |version: &str, key: &str| Source {
+        verify: tether_source::Verification {
+            mode: tether_source::VerifyMode::Provenance,
+            openpgp_keys: vec![key.to_string()],
+            ..Default::default()
+        },
+        ..chart_source(&repo.url(), "web", version)
+    };
+    let fixture = Fixture::new();
+    let rendered = fixture
+        .fetch(&verified("1.0.0", &signer.public_key), None)
+        .unwrap();
+    assert_eq!(rendered.verified_by.len(), 1, "{:?}", rendered.verified_by);
+
+    let error = fixture
+        .fetch(&verified("1.0.0", &stranger.public_key), None)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("signed by an untrusted key"), "{error}");
+    let error = fixture
+        .fetch(&verified("1.1.0", &signer.public_key), None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("web-1.1.0.tgz.prov"),
+        "an unsigned chart: {error}"
+    );
+
+    // The same from a registry: helm pushes the provenance as a layer.
+    let registry = Registry::start(None);
+    registry.push_signed(&Chart::new("web", "2.0.0"), "charts", &signer);
+    let from_registry = Source {
+        verify: verified("", &signer.public_key).verify,
+        ..chart_source(&registry.url("charts"), "web", "2.0.0")
+    };
+    assert_eq!(
+        fixture
+            .fetch(&from_registry, None)
+            .unwrap()
+            .verified_by
+            .len(),
+        1
+    );
 }

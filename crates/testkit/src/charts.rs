@@ -125,6 +125,73 @@ impl Chart {
     }
 }
 
+/// An OpenPGP key that signs charts as `helm package --sign` does (RSA:
+/// Helm's OpenPGP library has no EdDSA), in its own GnuPG home.
+pub struct ChartSigner {
+    dir: tempfile::TempDir,
+    /// The user id `--key` names.
+    pub name: String,
+    /// The ASCII-armored public key, to trust.
+    pub public_key: String,
+}
+
+impl ChartSigner {
+    pub fn generate(name: &str) -> ChartSigner {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("gnupg");
+        std::fs::create_dir_all(&home).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let gpg = |args: &[&str]| {
+            run_ok(
+                Command::new("gpg")
+                    .env("GNUPGHOME", &home)
+                    .args(["--batch", "--pinentry-mode", "loopback", "--passphrase", ""])
+                    .args(args),
+            )
+        };
+        let user = format!("{name} <{name}@charts.example>");
+        gpg(&["--quick-gen-key", &user, "rsa2048", "sign", "never"]);
+        // A binary export: helm reads a legacy keyring file.
+        let output = Command::new("gpg")
+            .env("GNUPGHOME", &home)
+            .args(["--batch", "--export-secret-keys", &user])
+            .output()
+            .unwrap();
+        std::fs::write(dir.path().join("secring.gpg"), output.stdout).unwrap();
+        let public_key = gpg(&["--armor", "--export", &user]);
+        ChartSigner {
+            dir,
+            name: name.to_string(),
+            public_key,
+        }
+    }
+
+    fn keyring(&self) -> PathBuf {
+        self.dir.path().join("secring.gpg")
+    }
+}
+
+impl Chart {
+    /// Packages the chart into `out` signed by `signer` (`helm package
+    /// --sign`): the archive and its `.prov` beside it; returns the
+    /// archive's path.
+    pub fn package_signed(&self, out: &Path, signer: &ChartSigner) -> PathBuf {
+        let work = tempfile::tempdir().unwrap();
+        self.write(work.path());
+        run_ok(
+            helm()
+                .arg("package")
+                .arg(work.path().join(&self.name))
+                .args(["-d"])
+                .arg(out)
+                .args(["--sign", "--key", &signer.name, "--keyring"])
+                .arg(signer.keyring()),
+        );
+        out.join(format!("{}-{}.tgz", self.name, self.version))
+    }
+}
+
 /// A Helm chart repository on loopback: archives and `index.yaml` made by
 /// `helm package` and `helm repo index`, served with `ETag`s.
 pub struct ChartRepo {
@@ -168,6 +235,21 @@ impl ChartRepo {
     /// repo index --merge`, so earlier entries keep their dates).
     pub fn publish(&self, chart: &Chart) -> PathBuf {
         let archive = chart.package(self.dir());
+        let index = self.dir().join("index.yaml");
+        run_ok(
+            helm()
+                .args(["repo", "index"])
+                .arg(self.dir())
+                .arg("--merge")
+                .arg(&index),
+        );
+        archive
+    }
+
+    /// `publish`, signed by `signer` (the `.prov` is served beside the
+    /// archive).
+    pub fn publish_signed(&self, chart: &Chart, signer: &ChartSigner) -> PathBuf {
+        let archive = chart.package_signed(self.dir(), signer);
         let index = self.dir().join("index.yaml");
         run_ok(
             helm()
@@ -241,7 +323,17 @@ impl Registry {
     /// manifest's digest that helm printed.
     pub fn push(&self, chart: &Chart, path: &str) -> String {
         let out = tempfile::tempdir().unwrap();
-        let archive = chart.package(out.path());
+        self.push_archive(&chart.package(out.path()), path)
+    }
+
+    /// `push`, signed by `signer`: helm pushes the `.prov` as the
+    /// manifest's provenance layer.
+    pub fn push_signed(&self, chart: &Chart, path: &str, signer: &ChartSigner) -> String {
+        let out = tempfile::tempdir().unwrap();
+        self.push_archive(&chart.package_signed(out.path(), signer), path)
+    }
+
+    fn push_archive(&self, archive: &Path, path: &str) -> String {
         let config = self.dir.path().join("helm-registry.json");
         let helm_here = || {
             let mut helm = helm();
@@ -258,7 +350,7 @@ impl Registry {
         }
         let output = helm_here()
             .arg("push")
-            .arg(&archive)
+            .arg(archive)
             .arg(self.url(path))
             .arg("--plain-http")
             .output()

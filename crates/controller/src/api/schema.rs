@@ -116,7 +116,7 @@ pub(crate) fn source(_: &mut SchemaGenerator) -> Schema {
                 }
             },
             "verify": {"type": "object", "properties": {
-                "mode": {"type": "string", "enum": ["none", "head", "tag", "tag-and-head"]},
+                "mode": {"type": "string", "enum": ["none", "head", "tag", "tag-and-head", "provenance"]},
                 "openpgpKeys": strings,
                 "allowedSigners": {"type": "string"}}}
         }

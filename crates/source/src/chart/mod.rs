@@ -81,6 +81,8 @@ pub struct Resolved {
     /// `sha256:…` of the archive (for OCI, the chart layer's digest).
     pub digest: String,
     location: Location,
+    /// An OCI chart's provenance layer digest, when it has one.
+    provenance: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,6 +126,7 @@ pub struct Charts {
     dir: PathBuf,
     indexes: Mutex<HashMap<String, CachedIndex>>,
     authorizations: Mutex<HashMap<String, String>>,
+    provenances: Mutex<HashMap<String, String>>,
     index_requests: AtomicU64,
     not_modified: AtomicU64,
     downloads: AtomicU64,
@@ -136,6 +139,7 @@ impl Charts {
             dir,
             indexes: Mutex::new(HashMap::new()),
             authorizations: Mutex::new(HashMap::new()),
+            provenances: Mutex::new(HashMap::new()),
             index_requests: AtomicU64::new(0),
             not_modified: AtomicU64::new(0),
             downloads: AtomicU64::new(0),
@@ -201,6 +205,7 @@ impl Charts {
                 url: archive,
                 repository: url.to_string(),
             },
+            provenance: None,
         })
     }
 
@@ -249,6 +254,56 @@ impl Charts {
         };
         store(&file, &bytes);
         Ok(bytes)
+    }
+
+    /// The Helm provenance (`.prov`) of `resolved`: the file beside the
+    /// archive in a Helm repository, the provenance layer in a registry.
+    /// Kept in memory by the archive's digest.
+    pub fn provenance(
+        &self,
+        resolved: &Resolved,
+        credentials: Option<&Credentials>,
+    ) -> Result<String, ChartError> {
+        let remembered = self.lock_provenances().get(&resolved.digest).cloned();
+        if let Some(text) = remembered.filter(|_| !resolved.digest.is_empty()) {
+            return Ok(text);
+        }
+        let bytes = match &resolved.location {
+            Location::Http { url, repository } => {
+                let url = format!("{url}.prov");
+                let http = Http::new(&url, credentials)?;
+                let authorization = same_host(&url, repository)
+                    .then(|| auth::for_repository(credentials))
+                    .flatten();
+                match http.get(&url, authorization.as_deref(), &[], None) {
+                    Ok(Got::Body { bytes, .. }) => bytes,
+                    Ok(Got::NotModified) => Vec::new(),
+                    Err(answer) => return Err(answer.into_error(&url, authorization.is_some())),
+                }
+            }
+            Location::Oci { base, repository } => {
+                let digest = resolved
+                    .provenance
+                    .as_ref()
+                    .ok_or_else(|| ChartError::NotFound {
+                        url: format!("{base}/v2/{repository}"),
+                        reason: format!(
+                            "{} {} was pushed without provenance",
+                            resolved.chart, resolved.version
+                        ),
+                    })?;
+                let http = Http::new(base, credentials)?;
+                self.registry(&http, base, credentials)
+                    .blob(repository, digest)?
+            }
+        };
+        let text = String::from_utf8(bytes).map_err(|_| ChartError::Invalid {
+            url: resolved.url(),
+            reason: "the provenance is not text".into(),
+        })?;
+        self.lock_provenances()
+            .insert(resolved.digest.clone(), text.clone());
+        Ok(text)
     }
 
     /// The repository's index, read again only when older than [`FRESH`],
@@ -418,6 +473,11 @@ impl Charts {
                 base,
                 repository: repository.clone(),
             },
+            provenance: manifest
+                .layers
+                .iter()
+                .find(|layer| layer.media_type == oci::PROVENANCE_LAYER)
+                .map(|layer| layer.digest.clone()),
         })
     }
 
@@ -442,6 +502,10 @@ impl Charts {
             None => format!("url-{}", hex::encode(Sha256::digest(resolved.url()))),
         };
         self.dir.join(format!("{name}.tgz"))
+    }
+
+    fn lock_provenances(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.provenances.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn lock_indexes(&self) -> std::sync::MutexGuard<'_, HashMap<String, CachedIndex>> {

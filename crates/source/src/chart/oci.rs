@@ -18,6 +18,9 @@ use crate::credentials::Login;
 
 /// The media type of a Helm chart's content layer.
 pub const CHART_LAYER: &str = "application/vnd.cncf.helm.chart.content.v1.tar+gzip";
+/// The media type of a Helm chart's provenance layer (`helm push` of a
+/// chart packaged with `--sign`).
+pub const PROVENANCE_LAYER: &str = "application/vnd.cncf.helm.chart.provenance.v1.prov";
 /// The media type of a Flux artifact's content layer (`flux push artifact`).
 pub const FLUX_LAYER: &str = "application/vnd.cncf.flux.content.v1.tar+gzip";
 const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";

@@ -14,6 +14,25 @@ pub use ssh::{AllowedSigner, parse_allowed_signers};
 
 use crate::spec::{Verification, VerifyMode};
 
+/// The digest a provenance's signed text gives `file` (the `files:` map
+/// after the chart's metadata: `  web-1.2.3.tgz: sha256:…`).
+fn provenance_digest(text: &str, file: &str) -> Option<String> {
+    let mut in_files = false;
+    for line in text.lines() {
+        if line.trim_end() == "files:" {
+            in_files = true;
+            continue;
+        }
+        if in_files {
+            let (name, digest) = line.trim().split_once(':')?;
+            if name.trim() == file {
+                return Some(digest.trim().to_string());
+            }
+        }
+    }
+    None
+}
+
 /// Why a signature was not accepted, with the key it claims.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
@@ -75,6 +94,38 @@ impl Verifier {
     pub fn verify_commit(&self, name: &str, raw: &[u8]) -> Result<String, VerifyError> {
         let (signature, data) = split_commit(raw).ok_or_else(|| unsigned(name))?;
         self.verify_signature(name, &signature, &data)
+    }
+
+    /// Verifies a Helm provenance file (`NAME.tgz.prov`: the chart's
+    /// metadata and its archive's digest, clear-signed with OpenPGP) for
+    /// the archive `file` whose digest is `digest` (`sha256:…`). Returns
+    /// the signing key.
+    pub fn verify_provenance(
+        &self,
+        name: &str,
+        provenance: &str,
+        file: &str,
+        digest: &str,
+    ) -> Result<String, VerifyError> {
+        let (text, key) = openpgp::verify_cleartext(provenance, &self.pgp).map_err(|refusal| {
+            VerifyError::Refused {
+                object: name.to_string(),
+                key: refusal.key,
+                reason: refusal.reason,
+            }
+        })?;
+        let signed = provenance_digest(&text, file).ok_or_else(|| VerifyError::Unsigned {
+            object: name.to_string(),
+            reason: format!("the provenance lists no digest for {file}"),
+        })?;
+        if signed != digest {
+            return Err(VerifyError::Refused {
+                object: name.to_string(),
+                key,
+                reason: format!("the provenance signs {signed}, the archive is {digest}"),
+            });
+        }
+        Ok(key)
     }
 
     /// Verifies a raw annotated tag object. Returns the signing key.

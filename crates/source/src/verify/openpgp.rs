@@ -5,7 +5,7 @@
 //! trusted, unrevoked certificate whose bindings verify; SHA-1 and MD5
 //! signatures are refused.
 
-use pgp::composed::{Deserializable, DetachedSignature, SignedPublicKey};
+use pgp::composed::{CleartextSignedMessage, Deserializable, DetachedSignature, SignedPublicKey};
 use pgp::crypto::hash::HashAlgorithm;
 use pgp::types::KeyDetails;
 
@@ -34,7 +34,38 @@ pub fn verify(signature: &str, data: &[u8], keys: &[TrustedPgpKey]) -> Result<St
         key: "unknown".into(),
         reason: format!("unreadable OpenPGP signature: {e}"),
     })?;
-    let packet = &signature.signature;
+    verify_packet(&signature.signature, data, keys)
+}
+
+/// Checks a clear-signed message (as a Helm `.prov` file is) against
+/// `keys`; returns the signed text and the signing key's fingerprint.
+pub fn verify_cleartext(
+    message: &str,
+    keys: &[TrustedPgpKey],
+) -> Result<(String, String), Refusal> {
+    let (message, _) = CleartextSignedMessage::from_string(message).map_err(|e| Refusal {
+        key: "unknown".into(),
+        reason: format!("not a clear-signed OpenPGP message: {e}"),
+    })?;
+    let text = message.signed_text();
+    let mut refusal = Refusal {
+        key: "unknown".into(),
+        reason: "no signature".into(),
+    };
+    for signature in message.signatures() {
+        match verify_packet(signature, text.as_bytes(), keys) {
+            Ok(key) => return Ok((text.replace("\r\n", "\n"), key)),
+            Err(refused) => refusal = refused,
+        }
+    }
+    Err(refusal)
+}
+
+fn verify_packet(
+    packet: &pgp::packet::Signature,
+    data: &[u8],
+    keys: &[TrustedPgpKey],
+) -> Result<String, Refusal> {
     let issuer = packet
         .issuer_fingerprint()
         .first()
@@ -63,14 +94,14 @@ pub fn verify(signature: &str, data: &[u8], keys: &[TrustedPgpKey]) -> Result<St
             if !cert.details.revocation_signatures.is_empty() {
                 return Err(refuse("key is revoked"));
             }
-            if signature.verify(&cert.primary_key, data).is_ok() {
+            if packet.verify(&cert.primary_key, data).is_ok() {
                 return Ok(issuer);
             }
         }
         for subkey in &cert.public_subkeys {
             if matches(&subkey.key) {
                 matched_key = true;
-                if signature.verify(&subkey.key, data).is_ok() {
+                if packet.verify(&subkey.key, data).is_ok() {
                     return Ok(issuer);
                 }
             }
