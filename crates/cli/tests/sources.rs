@@ -91,14 +91,30 @@ async fn a_registry_chart_with_values_from_git_follows_a_pushed_value_through_th
         "the chart's version and digest: {shown}"
     );
 
+    // Let the reconciles that follow a sync (its own objects' events) end,
+    // so that nothing but the webhook fetches again.
+    let mut last = None;
+    loop {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let now = apps.get("web").await.unwrap().status.unwrap().reconciled_at;
+        if now == last {
+            break;
+        }
+        last = now;
+    }
     // A push the controller has not heard of: tether diff renders it.
     values.commit(
         &[("envs/prod/values.yaml", "greeting: pushed\n")],
         "new greeting",
     );
     let output = tether(&ns, &["diff", "web", "-n", &ns.name]);
-    assert_eq!(output.status.code(), Some(1), "differences found");
     let diff = text(&output);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "differences found: {diff}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert!(
         diff.contains("ConfigMap") && diff.contains("web-web"),
         "{diff}"

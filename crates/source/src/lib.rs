@@ -16,6 +16,7 @@ pub mod git;
 pub mod lent;
 pub mod limits;
 pub mod manifest;
+mod packages;
 pub mod render;
 pub mod repositories;
 pub mod spec;

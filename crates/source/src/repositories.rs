@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::cache::RenderCache;
-use crate::chart::{ChartError, Charts, Wanted};
+use crate::chart::{ChartError, Charts};
 use crate::credentials::Credentials;
 use crate::files::Files;
 use crate::git::{GitError, RemoteRefs, Resolved, Store, Update, resolve};
@@ -59,6 +59,36 @@ pub struct Rendered {
     pub sources: Vec<SourceRevision>,
 }
 
+impl Rendered {
+    /// One source's objects at `revision` (a commit, or a package's
+    /// version), whose path tree or package digest is `tree`.
+    pub(crate) fn of_source(
+        source: &Source,
+        revision: String,
+        tree: String,
+        tag: Option<String>,
+        manifests: Arc<Vec<Manifest>>,
+        verified_by: Vec<String>,
+    ) -> Rendered {
+        Rendered {
+            sources: vec![SourceRevision {
+                name: source.name.clone(),
+                repo_url: source.repo_url.clone(),
+                chart: source.chart.clone(),
+                revision: revision.clone(),
+                digest: tree.clone(),
+            }],
+            commit: revision,
+            tree,
+            tag,
+            empty: manifests.is_empty(),
+            digest: crate::manifest::digest(&manifests),
+            manifests,
+            verified_by,
+        }
+    }
+}
+
 /// What one source resolved to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceRevision {
@@ -78,6 +108,24 @@ pub struct SourceRevision {
 pub struct SourceInput<'a> {
     pub source: &'a Source,
     pub credentials: Option<&'a Credentials>,
+}
+
+impl<'a> SourceInput<'a> {
+    /// Each of `sources` with its credentials, in order (none past the end
+    /// of `credentials`).
+    pub fn zip(
+        sources: &'a [Source],
+        credentials: &'a [Option<Credentials>],
+    ) -> Vec<SourceInput<'a>> {
+        sources
+            .iter()
+            .enumerate()
+            .map(|(index, source)| SourceInput {
+                source,
+                credentials: credentials.get(index).and_then(Option::as_ref),
+            })
+            .collect()
+    }
 }
 
 /// The renderer a source's directory needs (see [`Repositories::detect`]).
@@ -146,9 +194,9 @@ impl SourceError {
 pub struct Repositories {
     cache_dir: PathBuf,
     stores: Mutex<HashMap<String, Arc<Store>>>,
-    charts: Charts,
-    cache: Option<RenderCache>,
-    sandbox: Sandbox,
+    pub(crate) charts: Charts,
+    pub(crate) cache: Option<RenderCache>,
+    pub(crate) sandbox: Sandbox,
 }
 
 impl Repositories {
@@ -181,213 +229,6 @@ impl Repositories {
     /// The chart cache (index reads, downloads).
     pub fn charts(&self) -> &Charts {
         &self.charts
-    }
-
-    /// The version a chart or OCI artifact source resolves to now: what a
-    /// poll compares.
-    pub fn resolve_package(
-        &self,
-        source: &Source,
-        credentials: Option<&Credentials>,
-    ) -> Result<crate::chart::Resolved, SourceError> {
-        match source.is_artifact() {
-            true => self
-                .charts
-                .resolve_artifact(&wanted(source), credentials)
-                .map_err(|error| artifact_error(source, error)),
-            false => self.resolve_chart(source, credentials),
-        }
-    }
-
-    /// Resolves, fetches (once per digest) and renders an OCI artifact of
-    /// files: `path` inside it with the source's renderer, as a Git
-    /// source's tree. The render is cached by the layer's digest.
-    fn render_artifact_lent(
-        &self,
-        source: &Source,
-        credentials: Option<&Credentials>,
-        capabilities: &Capabilities,
-        lent: &Lent,
-    ) -> Result<Rendered, SourceError> {
-        if source.verify.mode != VerifyMode::None {
-            return Err(SourceError::Artifact {
-                tag: source.version.clone(),
-                error: ChartError::Invalid {
-                    url: source.repo_url.clone(),
-                    reason: "verify applies to Git sources; OCI signatures (cosign, notation) are not checked yet, so an artifact cannot be required to be verified".into(),
-                },
-            });
-        }
-        let resolved = self.resolve_package(source, credentials)?;
-        let (renderer, lent_digest) = match &source.renderer {
-            Renderer::Helm(options) => {
-                let (options, digest) = lend(&mut Files::default(), "", options, lent)?;
-                (Renderer::Helm(options), digest)
-            }
-            other => (other.clone(), String::new()),
-        };
-        let render_artifact = || -> Result<Vec<Manifest>, SourceError> {
-            let failed = |error| artifact_error(source, error);
-            let layer = self
-                .charts
-                .archive(&resolved, credentials)
-                .map_err(failed)?;
-            let name = format!("{}:{}", source.repo_url, resolved.version);
-            let mut files =
-                crate::chart::archive::unpack_tree(&name, &layer).map_err(|reason| {
-                    failed(ChartError::Invalid {
-                        url: resolved.url(),
-                        reason,
-                    })
-                })?;
-            if let Renderer::Helm(options) = &source.renderer {
-                lend(&mut files, &source.path, options, lent)?;
-            }
-            Ok(render(
-                &renderer,
-                &files,
-                &source.path,
-                &self.sandbox,
-                capabilities,
-            )?)
-        };
-        let what = format!("{}{lent_digest}", resolved.digest);
-        let manifests = match &self.cache {
-            Some(cache) => {
-                let key = RenderCache::key(&what, &what, &source.path, &renderer, capabilities);
-                cache.get_or_render(key, render_artifact)?
-            }
-            None => Arc::new(render_artifact()?),
-        };
-        Ok(Rendered {
-            commit: resolved.version.clone(),
-            tree: resolved.digest.clone(),
-            tag: None,
-            empty: manifests.is_empty(),
-            digest: crate::manifest::digest(&manifests),
-            manifests,
-            verified_by: Vec::new(),
-            sources: vec![SourceRevision {
-                name: source.name.clone(),
-                repo_url: source.repo_url.clone(),
-                chart: String::new(),
-                revision: resolved.version.clone(),
-                digest: resolved.digest.clone(),
-            }],
-        })
-    }
-
-    /// The version a chart source resolves to now (one conditional index
-    /// read, shared within [`crate::chart::FRESH`]; for OCI, the tags and
-    /// the manifest): what a poll compares.
-    pub fn resolve_chart(
-        &self,
-        source: &Source,
-        credentials: Option<&Credentials>,
-    ) -> Result<crate::chart::Resolved, SourceError> {
-        self.charts
-            .resolve(&wanted(source), credentials)
-            .map_err(|error| chart_error(source, error))
-    }
-
-    /// Resolves, fetches (once per digest) and renders a chart source, its
-    /// dependencies fetched first; the render is cached by the archive's
-    /// digest, so an unchanged version costs no download and no render.
-    pub fn render_chart(
-        &self,
-        source: &Source,
-        credentials: Option<&Credentials>,
-        capabilities: &Capabilities,
-    ) -> Result<Rendered, SourceError> {
-        self.render_chart_lent(source, credentials, capabilities, &Lent::default())
-    }
-
-    fn render_chart_lent(
-        &self,
-        source: &Source,
-        credentials: Option<&Credentials>,
-        capabilities: &Capabilities,
-        lent: &Lent,
-    ) -> Result<Rendered, SourceError> {
-        let resolved = self.resolve_chart(source, credentials)?;
-        // Verified before anything is rendered (or a render reused).
-        let verified_by = match source.verify.mode {
-            VerifyMode::None => Vec::new(),
-            VerifyMode::Provenance => {
-                let verifier = Verifier::new(&source.verify)?;
-                let provenance = self
-                    .charts
-                    .provenance(&resolved, credentials)
-                    .map_err(|error| chart_error(source, error))?;
-                let file = format!("{}-{}.tgz", resolved.chart, resolved.version);
-                let name = format!("chart {} {} provenance", resolved.chart, resolved.version);
-                vec![verifier.verify_provenance(&name, &provenance, &file, &resolved.digest)?]
-            }
-            mode => {
-                return Err(SourceError::ChartSpec {
-                    chart: source.chart.clone(),
-                    reason: format!(
-                        "verify mode {mode:?} applies to Git sources; a chart is verified by its Helm provenance (mode provenance)"
-                    ),
-                });
-            }
-        };
-        let Renderer::Helm(asked) = source.chart_renderer() else {
-            unreachable!("a chart renders with helm")
-        };
-        let (options, lent_digest) = lend(&mut Files::default(), "", &asked, lent)?;
-        let renderer = Renderer::Helm(options);
-        let render_chart = || -> Result<Vec<Manifest>, SourceError> {
-            let failed = |error| chart_error(source, error);
-            let archive = self
-                .charts
-                .archive(&resolved, credentials)
-                .map_err(failed)?;
-            let name = format!("{}-{}.tgz", resolved.chart, resolved.version);
-            let mut files = crate::chart::archive::unpack(&name, &archive).map_err(|reason| {
-                failed(ChartError::Invalid {
-                    url: resolved.url(),
-                    reason,
-                })
-            })?;
-            let origin = crate::chart::deps::Origin {
-                url: &source.repo_url,
-                credentials,
-                insecure: source.insecure,
-            };
-            crate::chart::deps::vendor(&mut files, "", &self.charts, &origin).map_err(failed)?;
-            lend(&mut files, "", &asked, lent)?;
-            Ok(render(&renderer, &files, "", &self.sandbox, capabilities)?)
-        };
-        // Keyed by what is rendered: the archive's digest (or, without
-        // one, where it is and its version).
-        let what = match resolved.digest.is_empty() {
-            true => format!("{} {}{lent_digest}", resolved.url(), resolved.version),
-            false => format!("{}{lent_digest}", resolved.digest),
-        };
-        let manifests = match &self.cache {
-            Some(cache) => {
-                let key = RenderCache::key(&what, &what, "", &renderer, capabilities);
-                cache.get_or_render(key, render_chart)?
-            }
-            None => Arc::new(render_chart()?),
-        };
-        Ok(Rendered {
-            commit: resolved.version.clone(),
-            tree: resolved.digest.clone(),
-            tag: None,
-            empty: manifests.is_empty(),
-            digest: crate::manifest::digest(&manifests),
-            manifests,
-            verified_by,
-            sources: vec![SourceRevision {
-                name: source.name.clone(),
-                repo_url: source.repo_url.clone(),
-                chart: source.chart.clone(),
-                revision: resolved.version.clone(),
-                digest: resolved.digest.clone(),
-            }],
-        })
     }
 
     /// Lists the remote's refs and fetches if anything is new. Call once per
@@ -502,22 +343,14 @@ impl Repositories {
             }
             None => Arc::new(render_tree()?),
         };
-        Ok(Rendered {
-            commit: resolved.commit.to_string(),
-            tree: tree.to_string(),
-            tag: resolved.tag,
-            empty: manifests.is_empty(),
-            digest: crate::manifest::digest(&manifests),
+        Ok(Rendered::of_source(
+            source,
+            resolved.commit.to_string(),
+            tree.to_string(),
+            resolved.tag,
             manifests,
             verified_by,
-            sources: vec![SourceRevision {
-                name: source.name.clone(),
-                repo_url: source.repo_url.clone(),
-                chart: String::new(),
-                revision: resolved.commit.to_string(),
-                digest: tree.to_string(),
-            }],
-        })
+        ))
     }
 
     /// The renderer `source`'s directory needs at its revision, judged from
@@ -555,11 +388,8 @@ impl Repositories {
         credentials: Option<&Credentials>,
         capabilities: &Capabilities,
     ) -> Result<Rendered, SourceError> {
-        if source.is_chart() {
-            return self.render_chart(source, credentials, capabilities);
-        }
-        if source.is_artifact() {
-            return self.render_artifact_lent(source, credentials, capabilities, &Lent::default());
+        if source.is_package() {
+            return self.render_package(source, credentials, capabilities, &Lent::default());
         }
         let update = self.update(&source.repo_url, credentials)?;
         self.render(source, &update, capabilities)
@@ -585,7 +415,7 @@ impl Repositories {
         let mut lenders = Vec::new();
         for input in inputs
             .iter()
-            .filter(|i| !i.source.name.is_empty() && !i.source.is_chart())
+            .filter(|i| !i.source.name.is_empty() && !i.source.is_package())
         {
             let (revision, files) = self.snapshot(input.source, input.credentials)?;
             lent.sources.insert(input.source.name.clone(), files);
@@ -593,9 +423,9 @@ impl Repositories {
         }
         let mut parts = Vec::new();
         for input in inputs.iter().filter(|i| i.source.renders()) {
-            let rendered = match input.source.is_chart() {
+            let rendered = match input.source.is_package() {
                 true => {
-                    self.render_chart_lent(input.source, input.credentials, capabilities, &lent)?
+                    self.render_package(input.source, input.credentials, capabilities, &lent)?
                 }
                 false => {
                     let update = self.update(&input.source.repo_url, input.credentials)?;
@@ -673,39 +503,6 @@ impl Repositories {
         let store = Arc::new(Store::open(&self.cache_dir, url)?);
         stores.insert(key, store.clone());
         Ok(store)
-    }
-}
-
-/// What a chart source asks the chart cache for.
-fn wanted(source: &Source) -> Wanted<'_> {
-    Wanted {
-        repo_url: &source.repo_url,
-        chart: &source.chart,
-        version: &source.version,
-        insecure: source.insecure,
-    }
-}
-
-/// An artifact error, said of the source and the tag asked for.
-fn artifact_error(source: &Source, error: ChartError) -> SourceError {
-    SourceError::Artifact {
-        tag: match source.version.is_empty() {
-            true => "latest".into(),
-            false => source.version.clone(),
-        },
-        error,
-    }
-}
-
-/// A chart error, said of the source's chart and the version asked for.
-fn chart_error(source: &Source, error: ChartError) -> SourceError {
-    SourceError::Chart {
-        chart: source.chart.clone(),
-        version: match source.version.is_empty() {
-            true => "any version".into(),
-            false => format!("version {}", source.version),
-        },
-        error,
     }
 }
 

@@ -366,7 +366,7 @@ fn a_tampered_blob_in_the_registry_is_refused_by_its_digest() {
     let source = chart_source(&registry.url("charts"), "web", "1.0.0");
     let layer = fixture
         .repositories
-        .resolve_chart(&source, None)
+        .resolve_package(&source, None)
         .unwrap()
         .digest;
     overwrite_with_other_content(&registry.blob_file(&layer));
@@ -413,13 +413,7 @@ fn a_chart_takes_values_lent_by_a_git_source_and_follows_their_changes() {
     .unwrap();
     let fixture = Fixture::new();
     let render = || {
-        let inputs: Vec<SourceInput> = sources
-            .iter()
-            .map(|source| SourceInput {
-                source,
-                credentials: None,
-            })
-            .collect();
+        let inputs = SourceInput::zip(&sources, &[]);
         fixture
             .repositories
             .render_sources(&inputs, &Default::default())
@@ -450,13 +444,7 @@ fn an_object_two_sources_declare_and_an_unknown_reference_are_named() {
         {"repoURL": charts.url(), "chart": "web", "version": "1.0.0", "name": "again"},
     ]))
     .unwrap();
-    let inputs: Vec<SourceInput> = both
-        .iter()
-        .map(|source| SourceInput {
-            source,
-            credentials: None,
-        })
-        .collect();
+    let inputs = SourceInput::zip(&both, &[]);
     let error = fixture
         .repositories
         .render_sources(&inputs, &Default::default())
@@ -468,13 +456,7 @@ fn an_object_two_sources_declare_and_an_unknown_reference_are_named() {
          "renderer": {"helm": {"valueFiles": ["$values/prod.yaml"]}}},
     ]))
     .unwrap();
-    let inputs: Vec<SourceInput> = dangling
-        .iter()
-        .map(|source| SourceInput {
-            source,
-            credentials: None,
-        })
-        .collect();
+    let inputs = SourceInput::zip(&dangling, &[]);
     let error = fixture
         .repositories
         .render_sources(&inputs, &Default::default())

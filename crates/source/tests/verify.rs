@@ -33,14 +33,7 @@ impl Keys {
     /// Generates an ed25519 OpenPGP key and returns (fingerprint, armored public key).
     fn gpg_key(&self, email: &str) -> (String, String) {
         let home = self.gnupghome();
-        let gpg = |args: &[&str]| {
-            run_ok(
-                Command::new("gpg")
-                    .env("GNUPGHOME", &home)
-                    .args(["--batch", "--pinentry-mode", "loopback", "--passphrase", ""])
-                    .args(args),
-            )
-        };
+        let gpg = |args: &[&str]| tether_testkit::run::gpg(&home, args);
         gpg(&[
             "--quick-gen-key",
             &format!("Test <{email}>"),

@@ -142,14 +142,7 @@ impl ChartSigner {
         std::fs::create_dir_all(&home).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
-        let gpg = |args: &[&str]| {
-            run_ok(
-                Command::new("gpg")
-                    .env("GNUPGHOME", &home)
-                    .args(["--batch", "--pinentry-mode", "loopback", "--passphrase", ""])
-                    .args(args),
-            )
-        };
+        let gpg = |args: &[&str]| crate::run::gpg(&home, args);
         let user = format!("{name} <{name}@charts.example>");
         gpg(&["--quick-gen-key", &user, "rsa2048", "sign", "never"]);
         // A binary export: helm reads a legacy keyring file.
@@ -234,22 +227,18 @@ impl ChartRepo {
     /// Packages `chart` into the repository and indexes it again (`helm
     /// repo index --merge`, so earlier entries keep their dates).
     pub fn publish(&self, chart: &Chart) -> PathBuf {
-        let archive = chart.package(self.dir());
-        let index = self.dir().join("index.yaml");
-        run_ok(
-            helm()
-                .args(["repo", "index"])
-                .arg(self.dir())
-                .arg("--merge")
-                .arg(&index),
-        );
-        archive
+        self.indexed(chart.package(self.dir()))
     }
 
     /// `publish`, signed by `signer` (the `.prov` is served beside the
     /// archive).
     pub fn publish_signed(&self, chart: &Chart, signer: &ChartSigner) -> PathBuf {
-        let archive = chart.package_signed(self.dir(), signer);
+        self.indexed(chart.package_signed(self.dir(), signer))
+    }
+
+    /// Indexes the repository again (`helm repo index --merge`, so earlier
+    /// entries keep their dates) after `archive` was added; returns it.
+    fn indexed(&self, archive: PathBuf) -> PathBuf {
         let index = self.dir().join("index.yaml");
         run_ok(
             helm()

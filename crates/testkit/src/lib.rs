@@ -36,7 +36,7 @@ pub mod prometheus;
 mod receiver;
 mod repo;
 mod requests;
-mod run;
+pub mod run;
 mod wait;
 
 #[cfg(feature = "controller")]

@@ -73,3 +73,14 @@ fn command_line(command: &Command) -> String {
     let args: Vec<_> = command.get_args().map(|a| a.to_string_lossy()).collect();
     format!("{} {args:?}", command.get_program().to_string_lossy())
 }
+
+/// Runs `gpg ARGS` in GnuPG home `home`, unattended and with an empty
+/// passphrase, which must succeed; returns its stdout.
+pub fn gpg(home: &Path, args: &[&str]) -> String {
+    run_ok(
+        Command::new("gpg")
+            .env("GNUPGHOME", home)
+            .args(["--batch", "--pinentry-mode", "loopback", "--passphrase", ""])
+            .args(args),
+    )
+}

@@ -86,14 +86,7 @@ pub async fn desired(pass: &Pass<'_>) -> Result<Rendered, FetchError> {
         // Charts (resolving the version is one conditional index read, the
         // download and the render happen once per digest) and several
         // sources: one step.
-        let inputs: Vec<SourceInput> = sources
-            .iter()
-            .zip(&credentials)
-            .map(|(source, credentials)| SourceInput {
-                source,
-                credentials: credentials.as_ref(),
-            })
-            .collect();
+        let inputs = SourceInput::zip(&sources, &credentials);
         let started = Instant::now();
         let rendered = repositories.render_sources(&inputs, &capabilities);
         metrics.rendered(started.elapsed());

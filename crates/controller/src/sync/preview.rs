@@ -85,14 +85,7 @@ pub async fn preview_application(
         false => Capabilities::default(),
     };
     let rendered = tokio::task::spawn_blocking(move || {
-        let inputs: Vec<SourceInput> = sources
-            .iter()
-            .zip(&credentials)
-            .map(|(source, credentials)| SourceInput {
-                source,
-                credentials: credentials.as_ref(),
-            })
-            .collect();
+        let inputs = SourceInput::zip(&sources, &credentials);
         repositories.render_sources(&inputs, &capabilities)
     })
     .await
