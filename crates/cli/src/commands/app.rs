@@ -40,6 +40,8 @@ pub enum AppCommand {
     ///   tether app create web --repo https://git.example.com/web.git --path chart \
     ///       --helm-values values-prod.yaml --helm-set image.tag=1.4.2 --dest-namespace web \
     ///       --create-namespace --dry-run -o yaml
+    ///   tether app create ingress --repo https://charts.example.com/stable --chart ingress-nginx \
+    ///       --version 4.11.x --dest-namespace ingress
     Create(Box<create::CreateArgs>),
     /// List Applications (see also `tether status`).
     List,

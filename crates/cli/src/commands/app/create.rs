@@ -23,9 +23,21 @@ const RENDERERS: [&str; 4] = ["directory", "kustomize", "helm", "jsonnet"];
 #[derive(Debug, clap::Args)]
 pub struct CreateArgs {
     pub name: String,
-    /// Git repository URL.
+    /// Git repository URL; with --chart, a Helm repository
+    /// (`https://…` serving index.yaml) or an OCI path (`oci://…`).
     #[arg(long)]
     pub repo: String,
+    /// A chart of the Helm repository or OCI path given as --repo
+    /// (rendered with Helm; the --helm-* flags apply).
+    #[arg(long)]
+    pub chart: Option<String>,
+    /// The chart's version: exact, a range (`1.2.x`), or for OCI a digest
+    /// (default: the highest stable).
+    #[arg(long = "version", value_name = "VERSION", requires = "chart")]
+    pub chart_version: Option<String>,
+    /// Plain HTTP to an oci:// registry.
+    #[arg(long, requires = "chart")]
+    pub insecure: bool,
     /// Branch, tag, semver range or commit (default: the remote's HEAD).
     #[arg(long, default_value = "")]
     pub revision: String,
@@ -116,9 +128,11 @@ pub async fn run(
         (true, None) => None,
         _ => Some(tether_cluster::connect(kubeconfig).await?),
     };
-    let renderer = match &create.renderer {
-        Some(name) => default_renderer(name),
-        None => detect(&create, namespace, client.as_ref()).await?,
+    let renderer = match (&create.renderer, &create.chart) {
+        (Some(name), _) => default_renderer(name),
+        // A chart is rendered with Helm; nothing to detect.
+        (None, Some(_)) => default_renderer("helm"),
+        (None, None) => detect(&create, namespace, client.as_ref()).await?,
     };
     let renderer = configure(renderer, &create)?;
     let manifest = manifest(&create, namespace, &renderer)?;
@@ -361,6 +375,15 @@ fn typed(value: &str) -> Value {
 /// server-side apply owns nothing more (defaults are the API's).
 fn manifest(create: &CreateArgs, namespace: &str, renderer: &Renderer) -> anyhow::Result<Value> {
     let mut source = json!({"repoURL": create.repo});
+    if let Some(chart) = &create.chart {
+        source["chart"] = json!(chart);
+        if let Some(version) = &create.chart_version {
+            source["version"] = json!(version);
+        }
+        if create.insecure {
+            source["insecure"] = json!(true);
+        }
+    }
     if !create.revision.is_empty() {
         source["revision"] = json!(create.revision);
     }
@@ -467,6 +490,32 @@ mod tests {
         let renderer = default_renderer(create.renderer.as_deref().unwrap_or("directory"));
         let renderer = configure(renderer, create).unwrap();
         serde_json::from_value(manifest(create, "tether-system", &renderer).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_chart_from_a_registry_lands_as_chart_version_and_insecure() {
+        let create = args(&[
+            "--chart",
+            "web",
+            "--version",
+            "1.2.x",
+            "--insecure",
+            "--helm-set",
+            "replicaCount=2",
+            "--renderer",
+            "helm",
+        ]);
+        let app = application(&create);
+        let source = &app.spec.source;
+        assert_eq!(
+            (
+                source.chart.as_str(),
+                source.version.as_str(),
+                source.insecure
+            ),
+            ("web", "1.2.x", true)
+        );
+        assert!(matches!(source.renderer, Renderer::Helm(_)));
     }
 
     #[test]
