@@ -173,3 +173,52 @@ async fn an_oci_chart_syncs_and_a_missing_login_is_a_condition_naming_the_source
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_chart_whose_registry_blob_does_not_match_its_digest_is_a_condition_and_nothing_is_applied()
+ {
+    let registry = Registry::start(None);
+    registry.push(&Chart::new("web", "1.0.0"), "charts");
+    // The chart layer's digest, then other bytes stored under it.
+    let manifest: serde_json::Value = serde_json::from_str(&tether_testkit::run_ok(
+        std::process::Command::new("curl").args([
+            "-sS",
+            "-H",
+            "Accept: application/vnd.oci.image.manifest.v1+json",
+            &format!(
+                "http://127.0.0.1:{}/v2/charts/web/manifests/1.0.0",
+                registry.port
+            ),
+        ]),
+    ))
+    .unwrap();
+    let layer = manifest["layers"][0]["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::write(registry.blob_file(&layer), b"not the chart").unwrap();
+    let ns = started("chart-mismatch").await;
+    let apps: Api<Application> = application("web", &ns.name, &registry.url("charts"), "")
+        .chart("web", "1.0.0")
+        .sync_policy(serde_json::json!({"automated": true}))
+        .apply(&ns.client)
+        .await;
+    let status = status_of(&apps, "web", "a digest mismatch", |s| {
+        s.conditions
+            .iter()
+            .any(|c| c.message.contains("digest mismatch"))
+    })
+    .await;
+    let message = &status
+        .conditions
+        .iter()
+        .find(|c| c.message.contains("digest mismatch"))
+        .unwrap()
+        .message;
+    assert!(
+        message.contains("chart \"web\" (version 1.0.0)"),
+        "{message}"
+    );
+    assert!(message.contains(&layer), "{message}");
+    assert_eq!(chart_version(&ns, "web-web").await, None, "nothing applied");
+}
