@@ -15,6 +15,7 @@ pub mod deps;
 mod http;
 pub mod index;
 pub mod oci;
+mod resolve;
 pub mod version;
 
 use std::collections::HashMap;
@@ -27,7 +28,6 @@ use sha2::{Digest, Sha256};
 
 use self::http::{Got, Http};
 use self::index::Index;
-use self::version::Constraint;
 use crate::credentials::Credentials;
 
 /// How long an index read serves other callers without asking again: the
@@ -154,61 +154,6 @@ impl Charts {
         }
     }
 
-    /// The version `wanted` resolves to now.
-    pub fn resolve(
-        &self,
-        wanted: &Wanted<'_>,
-        credentials: Option<&Credentials>,
-    ) -> Result<Resolved, ChartError> {
-        if wanted.chart.is_empty() {
-            return Err(ChartError::Invalid {
-                url: wanted.repo_url.to_string(),
-                reason: "no chart named".into(),
-            });
-        }
-        if wanted.repo_url.starts_with("oci://") {
-            return self.resolve_oci(wanted, credentials, Kind::Chart);
-        }
-        let url = wanted.repo_url.trim_end_matches('/');
-        if !(url.starts_with("https://") || url.starts_with("http://")) {
-            return Err(ChartError::Invalid {
-                url: url.to_string(),
-                reason: "a chart repository is https://… (with an index.yaml) or oci://…".into(),
-            });
-        }
-        let constraint =
-            Constraint::parse(wanted.version).map_err(|reason| ChartError::Invalid {
-                url: url.to_string(),
-                reason,
-            })?;
-        let http = Http::new(url, credentials)?;
-        let index = self.index(&http, url, credentials)?;
-        let entry =
-            index
-                .choose(wanted.chart, &constraint)
-                .map_err(|reason| ChartError::NotFound {
-                    url: format!("{url}/index.yaml"),
-                    reason,
-                })?;
-        let archive = index::archive_url(url, entry).map_err(|reason| ChartError::Invalid {
-            url: url.to_string(),
-            reason,
-        })?;
-        Ok(Resolved {
-            chart: wanted.chart.to_string(),
-            version: entry.version.clone(),
-            digest: match entry.digest.is_empty() {
-                true => String::new(),
-                false => format!("sha256:{}", entry.digest.to_ascii_lowercase()),
-            },
-            location: Location::Http {
-                url: archive,
-                repository: url.to_string(),
-            },
-            provenance: None,
-        })
-    }
-
     /// The archive of `resolved`: from disk when this digest was read
     /// before, else downloaded and checked against the digest.
     pub fn archive(
@@ -306,181 +251,6 @@ impl Charts {
         Ok(text)
     }
 
-    /// The repository's index, read again only when older than [`FRESH`],
-    /// and then conditionally.
-    fn index(
-        &self,
-        http: &Http,
-        url: &str,
-        credentials: Option<&Credentials>,
-    ) -> Result<Arc<Index>, ChartError> {
-        let authorization = auth::for_repository(credentials);
-        // Callers with other credentials (a login, or the CA the server
-        // was checked against) never share a read.
-        let mut fingerprint = Sha256::new();
-        fingerprint.update(authorization.as_deref().unwrap_or_default());
-        fingerprint.update([0]);
-        fingerprint.update(
-            credentials
-                .and_then(Credentials::ca_cert)
-                .unwrap_or_default(),
-        );
-        if let Some(Credentials::Http {
-            client_cert: Some(client_cert),
-            ..
-        }) = credentials
-        {
-            fingerprint.update([0]);
-            fingerprint.update(&client_cert.cert);
-        }
-        let key = format!("{url}\0{}", hex::encode(fingerprint.finalize()));
-        let cached = self
-            .lock_indexes()
-            .get(&key)
-            .map(|cached| (cached.etag.clone(), cached.index.clone(), cached.read));
-        if let Some((_, index, read)) = &cached
-            && read.elapsed() < FRESH
-        {
-            return Ok(index.clone());
-        }
-        let index_url = format!("{url}/index.yaml");
-        let etag = cached.as_ref().and_then(|(etag, _, _)| etag.clone());
-        self.index_requests.fetch_add(1, Ordering::Relaxed);
-        let got = http
-            .get(&index_url, authorization.as_deref(), &[], etag.as_deref())
-            .map_err(|answer| answer.into_error(&index_url, authorization.is_some()))?;
-        let (etag, index) = match (got, cached) {
-            (Got::NotModified, Some((etag, index, _))) => {
-                self.not_modified.fetch_add(1, Ordering::Relaxed);
-                (etag, index)
-            }
-            (Got::NotModified, None) => {
-                return Err(ChartError::Invalid {
-                    url: index_url,
-                    reason: "304 Not Modified to an unconditional request".into(),
-                });
-            }
-            (Got::Body { bytes, etag }, _) => {
-                let index = Index::parse(&bytes).map_err(|reason| ChartError::Invalid {
-                    url: index_url.clone(),
-                    reason,
-                })?;
-                (etag, Arc::new(index))
-            }
-        };
-        self.lock_indexes().insert(
-            key,
-            CachedIndex {
-                etag,
-                index: index.clone(),
-                read: Instant::now(),
-            },
-        );
-        Ok(index)
-    }
-
-    /// The artifact `wanted` names (an `oci://` repository holding a
-    /// tar+gzip layer of files, as `flux push artifact` makes them; `chart`
-    /// is empty): by digest, by a semver range over its tags, or by a tag
-    /// as written (default `latest`).
-    pub fn resolve_artifact(
-        &self,
-        wanted: &Wanted<'_>,
-        credentials: Option<&Credentials>,
-    ) -> Result<Resolved, ChartError> {
-        self.resolve_oci(wanted, credentials, Kind::Artifact)
-    }
-
-    fn resolve_oci(
-        &self,
-        wanted: &Wanted<'_>,
-        credentials: Option<&Credentials>,
-        kind: Kind,
-    ) -> Result<Resolved, ChartError> {
-        let invalid = |reason: String| ChartError::Invalid {
-            url: wanted.repo_url.to_string(),
-            reason,
-        };
-        let reference = oci::Reference::parse(wanted.repo_url, wanted.chart).map_err(invalid)?;
-        let scheme = if wanted.insecure { "http" } else { "https" };
-        let base = format!("{scheme}://{}", reference.registry);
-        let http = Http::new(&base, credentials)?;
-        let registry = self.registry(&http, &base, credentials);
-        let repository = &reference.repository;
-        // A digest pins the manifest; a version or range names tags.
-        let (pinned, constraint) = match wanted.version.rsplit_once('@') {
-            Some((version, digest)) => (Some(digest), version),
-            None if wanted.version.starts_with("sha256:") => (Some(wanted.version), ""),
-            None => (None, wanted.version),
-        };
-        let parsed = match kind {
-            Kind::Chart => Some(Constraint::parse(constraint).map_err(invalid)?),
-            // An artifact's tag may be any name (`latest`, `main-3f2a1b`);
-            // only a range picks among tags.
-            Kind::Artifact => Constraint::parse(constraint)
-                .ok()
-                .filter(|c| !matches!(c, Constraint::Latest | Constraint::Exact(_))),
-        };
-        let tag = match (pinned, parsed) {
-            (Some(_), _) => None,
-            (None, None) if constraint.is_empty() => Some("latest".to_string()),
-            (None, None) => Some(constraint.to_string()),
-            (None, Some(Constraint::Exact(version))) => Some(oci::tag_of(&version.to_string())),
-            (None, Some(constraint)) => {
-                let tags = registry.tags(repository)?;
-                let versions: Vec<String> = tags.iter().map(|tag| oci::version_of(tag)).collect();
-                let best = constraint
-                    .highest(versions.iter().map(String::as_str))
-                    .ok_or_else(|| ChartError::NotFound {
-                        url: format!("{base}/v2/{repository}/tags/list"),
-                        reason: index::no_match(
-                            repository,
-                            &constraint,
-                            versions.iter().map(String::as_str),
-                        ),
-                    })?;
-                Some(oci::tag_of(best))
-            }
-        };
-        let reference = pinned
-            .map(str::to_string)
-            .or(tag.clone())
-            .unwrap_or_default();
-        let (manifest, manifest_digest) = registry.manifest(repository, &reference)?;
-        let layer = manifest
-            .layers
-            .iter()
-            .find(|layer| kind.holds(&layer.media_type))
-            .ok_or_else(|| ChartError::Invalid {
-                url: format!("{base}/v2/{repository}/manifests/{reference}"),
-                reason: kind.missing().to_string(),
-            })?;
-        let version = match tag {
-            Some(tag) => oci::version_of(&tag),
-            None => [
-                "org.opencontainers.image.version",
-                "org.opencontainers.image.revision",
-            ]
-            .iter()
-            .find_map(|key| manifest.annotations.get(*key).cloned())
-            .unwrap_or(manifest_digest),
-        };
-        Ok(Resolved {
-            chart: wanted.chart.to_string(),
-            version,
-            digest: layer.digest.clone(),
-            location: Location::Oci {
-                base,
-                repository: repository.clone(),
-            },
-            provenance: manifest
-                .layers
-                .iter()
-                .find(|layer| layer.media_type == oci::PROVENANCE_LAYER)
-                .map(|layer| layer.digest.clone()),
-        })
-    }
-
     fn registry<'a>(
         &'a self,
         http: &'a Http,
@@ -513,31 +283,6 @@ impl Charts {
     }
 }
 
-/// What an OCI manifest holds: a Helm chart, or an artifact of files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Chart,
-    Artifact,
-}
-
-impl Kind {
-    fn holds(self, media_type: &str) -> bool {
-        match self {
-            Kind::Chart => media_type == oci::CHART_LAYER,
-            Kind::Artifact => media_type == oci::FLUX_LAYER || media_type.ends_with("tar+gzip"),
-        }
-    }
-
-    fn missing(self) -> &'static str {
-        match self {
-            Kind::Chart => {
-                "not a Helm chart (no application/vnd.cncf.helm.chart.content.v1.tar+gzip layer)"
-            }
-            Kind::Artifact => "no tar+gzip layer of files (as `flux push artifact` makes)",
-        }
-    }
-}
-
 /// `sha256:` and the hex SHA-256 of `bytes`.
 pub fn digest_of(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
@@ -559,7 +304,7 @@ fn store(file: &Path, bytes: &[u8]) {
 }
 
 /// Whether two URLs have the same scheme, host and port.
-fn same_host(a: &str, b: &str) -> bool {
+pub(crate) fn same_host(a: &str, b: &str) -> bool {
     let origin = |url: &str| reqwest::Url::parse(url).ok().map(|url| url.origin());
     origin(a).is_some() && origin(a) == origin(b)
 }
