@@ -8,6 +8,7 @@
 pub mod adopt;
 pub mod cache;
 pub mod chart;
+mod combined;
 pub mod credentials;
 pub mod detect;
 pub mod directory;
@@ -23,11 +24,12 @@ pub mod spec;
 pub mod verify;
 pub mod webhook;
 
+pub use combined::SourceInput;
 pub use credentials::{Credentials, Secret};
 pub use directory::{DirectoryOptions, render_directory};
 pub use manifest::{Manifest, ManifestError, Origin};
 pub use render::{Capabilities, Sandbox};
 pub use repositories::{
-    Detected, Rendered, Repositories, SourceError, SourceInput, SourceRevision, render_local,
+    Detected, Rendered, Repositories, SourceError, SourceRevision, render_local,
 };
 pub use spec::{Renderer, Revision, Source, Verification, VerifyMode};
