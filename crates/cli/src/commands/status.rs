@@ -81,7 +81,7 @@ fn table(apps: &[Application]) -> String {
             },
             word(reported.map(|s| s.health.status.as_str())),
             word(status.state.map(OperationalState::as_str)),
-            revision[..revision.len().min(12)].to_string(),
+            short_revision(revision),
             drifted.to_string(),
             kept_orphans(&status).to_string(),
             age(app),
@@ -209,6 +209,21 @@ fn age(app: &Application) -> String {
     }
 }
 
+/// A revision for a table cell: its first 12 characters; for several
+/// sources (`1.0.0 + <commit>`) each commit's first 7.
+fn short_revision(revision: &str) -> String {
+    let parts: Vec<&str> = revision.split(" + ").collect();
+    if let [single] = parts[..] {
+        return single.chars().take(12).collect();
+    }
+    let commit = |part: &str| part.len() == 40 && part.bytes().all(|b| b.is_ascii_hexdigit());
+    parts
+        .iter()
+        .map(|part| if commit(part) { &part[..7] } else { part })
+        .collect::<Vec<_>>()
+        .join("+")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,5 +276,16 @@ mod tests {
             other_writers(&[app]),
             "\nshop: other writers\n  Deployment shop/web  kubectl (Update /scale)  1 field(s): spec.replicas  2026-11-30T10:05:00Z\n"
         );
+    }
+
+    #[test]
+    fn a_revision_of_several_sources_is_shortened_per_commit() {
+        let commit = "3f2a1b2c3d4e5f60718293a4b5c6d7e8f9012345";
+        assert_eq!(short_revision(commit), "3f2a1b2c3d4e");
+        assert_eq!(
+            short_revision(&format!("1.0.0 + {commit}")),
+            "1.0.0+3f2a1b2"
+        );
+        assert_eq!(short_revision("1.2.4"), "1.2.4");
     }
 }
