@@ -161,9 +161,15 @@ async fn sync_to_an_older_revision_follows_the_sync_and_records_the_revision() {
     })
     .await
     .unwrap();
-    assert!(synced.status.success(), "{}", text(&synced));
-    assert_eq!(greeting(config_maps.get("settings").await.unwrap()), "two");
+    let shown = text(&synced);
+    assert!(synced.status.success(), "{shown}");
     let status = apps.get("shop").await.unwrap().status.unwrap();
+    assert_eq!(
+        greeting(config_maps.get("settings").await.unwrap()),
+        "two",
+        "tether sync said: {shown}; operation: {:?}",
+        status.operation_state
+    );
     assert_eq!(status.sync.revision.as_deref(), Some(newer.as_str()));
 }
 
