@@ -6,12 +6,11 @@ use std::sync::Arc;
 
 use crate::credentials::Credentials;
 use crate::files::Files;
-use crate::git::resolve;
 use crate::lent::Lent;
 use crate::manifest::Manifest;
 use crate::render::{Capabilities, RenderError};
 use crate::repositories::{Rendered, Repositories, SourceError, SourceRevision, verify};
-use crate::spec::{Revision, Source};
+use crate::spec::Source;
 
 /// One of an Application's sources and the credentials to read it.
 #[derive(Debug, Clone, Copy)]
@@ -124,15 +123,7 @@ impl Repositories {
         credentials: Option<&Credentials>,
     ) -> Result<(String, Files), SourceError> {
         let update = self.update(&source.repo_url, credentials)?;
-        let store = self.store(&source.repo_url)?;
-        let revision =
-            Revision::parse(&source.revision).map_err(|reason| SourceError::BadRevision {
-                revision: source.revision.clone(),
-                reason,
-            })?;
-        let resolved = resolve(&source.repo_url, &update.refs, &revision, |id| {
-            store.has_object(id)
-        })?;
+        let (store, resolved) = self.resolved(source, &update)?;
         verify(&store, source, &resolved)?;
         let root = store.tree_at(resolved.commit, "")?;
         Ok((resolved.commit.to_string(), store.read_tree(root)?))

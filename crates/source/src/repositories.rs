@@ -249,16 +249,7 @@ impl Repositories {
         capabilities: &Capabilities,
         lent: &Lent,
     ) -> Result<Rendered, SourceError> {
-        let store = self.store(&source.repo_url)?;
-        let revision =
-            Revision::parse(&source.revision).map_err(|reason| SourceError::BadRevision {
-                revision: source.revision.clone(),
-                reason,
-            })?;
-        // Resolve the revision.
-        let resolved = resolve(&source.repo_url, &update.refs, &revision, |id| {
-            store.has_object(id)
-        })?;
+        let (store, resolved) = self.resolved(source, update)?;
         // Verify it.
         let verified_by = verify(&store, source, &resolved)?;
         // Find the application's tree, then render it (or reuse the render).
@@ -337,15 +328,7 @@ impl Repositories {
         credentials: Option<&Credentials>,
     ) -> Result<Detected, SourceError> {
         let update = self.update(&source.repo_url, credentials)?;
-        let store = self.store(&source.repo_url)?;
-        let revision =
-            Revision::parse(&source.revision).map_err(|reason| SourceError::BadRevision {
-                revision: source.revision.clone(),
-                reason,
-            })?;
-        let resolved = resolve(&source.repo_url, &update.refs, &revision, |id| {
-            store.has_object(id)
-        })?;
+        let (store, resolved) = self.resolved(source, &update)?;
         let files = store.file_names_at(resolved.commit, source.path.trim_matches('/'))?;
         let detection = crate::detect::detect(&files);
         Ok(Detected {
@@ -368,6 +351,25 @@ impl Repositories {
         }
         let update = self.update(&source.repo_url, credentials)?;
         self.render(source, &update, capabilities)
+    }
+
+    /// `source`'s revision resolved against `update` (its repository's
+    /// refs), and the store that holds it.
+    pub(crate) fn resolved(
+        &self,
+        source: &Source,
+        update: &Update,
+    ) -> Result<(Arc<Store>, Resolved), SourceError> {
+        let store = self.store(&source.repo_url)?;
+        let revision =
+            Revision::parse(&source.revision).map_err(|reason| SourceError::BadRevision {
+                revision: source.revision.clone(),
+                reason,
+            })?;
+        let resolved = resolve(&source.repo_url, &update.refs, &revision, |id| {
+            store.has_object(id)
+        })?;
+        Ok((store, resolved))
     }
 
     pub(crate) fn store(&self, url: &str) -> Result<Arc<Store>, SourceError> {
