@@ -35,6 +35,31 @@ async fn chart_version(ns: &TestNamespace, name: &str) -> Option<String> {
     found.data?.get("version").cloned()
 }
 
+/// Application `web` for chart web 1.0.0 of `registry`, automated, once a
+/// condition's message contains `failure`; and that message.
+async fn failing_web_chart(
+    ns: &TestNamespace,
+    registry: &Registry,
+    failure: &str,
+) -> (Api<Application>, String) {
+    let apps: Api<Application> = application("web", &ns.name, &registry.url("charts"), "")
+        .chart("web", "1.0.0")
+        .sync_policy(serde_json::json!({"automated": true}))
+        .apply(&ns.client)
+        .await;
+    let status = status_of(&apps, "web", failure, |s| {
+        s.conditions.iter().any(|c| c.message.contains(failure))
+    })
+    .await;
+    let message = status
+        .conditions
+        .into_iter()
+        .find(|c| c.message.contains(failure))
+        .expect("the condition waited for")
+        .message;
+    (apps, message)
+}
+
 #[tokio::test]
 async fn a_chart_range_upgrades_to_a_new_patch_on_the_next_poll_but_not_to_the_next_minor() {
     let repo = ChartRepo::start(None);
@@ -123,23 +148,7 @@ async fn an_oci_chart_syncs_and_a_missing_login_is_a_condition_naming_the_source
     let registry = Registry::start(Some(("bot", "reg-pa55")));
     registry.push(&Chart::new("web", "1.0.0"), "charts");
     let ns = started("chart-oci").await;
-    let apps: Api<Application> = application("web", &ns.name, &registry.url("charts"), "")
-        .chart("web", "1.0.0")
-        .sync_policy(serde_json::json!({"automated": true}))
-        .apply(&ns.client)
-        .await;
-    let status = status_of(&apps, "web", "a fetch failure", |s| {
-        s.conditions
-            .iter()
-            .any(|c| c.message.contains("authentication failed"))
-    })
-    .await;
-    let message = &status
-        .conditions
-        .iter()
-        .find(|c| c.message.contains("authentication failed"))
-        .unwrap()
-        .message;
+    let (apps, message) = failing_web_chart(&ns, &registry, "authentication failed").await;
     assert!(message.contains("chart \"web\""), "{message}");
     assert!(
         message.contains(&format!("127.0.0.1:{}", registry.port)),
@@ -198,23 +207,7 @@ async fn a_chart_whose_registry_blob_does_not_match_its_digest_is_a_condition_an
         .to_string();
     std::fs::write(registry.blob_file(&layer), b"not the chart").unwrap();
     let ns = started("chart-mismatch").await;
-    let apps: Api<Application> = application("web", &ns.name, &registry.url("charts"), "")
-        .chart("web", "1.0.0")
-        .sync_policy(serde_json::json!({"automated": true}))
-        .apply(&ns.client)
-        .await;
-    let status = status_of(&apps, "web", "a digest mismatch", |s| {
-        s.conditions
-            .iter()
-            .any(|c| c.message.contains("digest mismatch"))
-    })
-    .await;
-    let message = &status
-        .conditions
-        .iter()
-        .find(|c| c.message.contains("digest mismatch"))
-        .unwrap()
-        .message;
+    let (_, message) = failing_web_chart(&ns, &registry, "digest mismatch").await;
     assert!(
         message.contains("chart \"web\" (version 1.0.0)"),
         "{message}"
