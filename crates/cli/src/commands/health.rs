@@ -10,10 +10,11 @@ use tether_core::health::RuleSet;
 
 use super::out::outln;
 
-/// Print each object's health and message, using the built-in checks, the
-/// shipped CEL rules and any rules file given with `--rules`.
+/// Print each object's health and message, judged in this order: a rules
+/// file given with `--rules`, the shipped CEL rules, the built-in checks,
+/// and for any other kind the generic inference from its status.
 ///
-/// Example: `kubectl get deploy,pods -o yaml | tether health -f -`
+/// Example: `kubectl get deploy,pods -o yaml | tether health -f - --explain`
 #[derive(Debug, clap::Args)]
 pub struct HealthArgs {
     /// A YAML/JSON file, a directory of them, or `-` for standard input.
@@ -22,26 +23,45 @@ pub struct HealthArgs {
     /// A health rules file whose rules take precedence over shipped ones.
     #[arg(long)]
     pub rules: Option<PathBuf>,
+    /// Leave out the rules shipped with Tether: built-in checks and the
+    /// generic inference only (what a brand-new CRD gets), plus `--rules`.
+    #[arg(long)]
+    pub no_shipped_rules: bool,
+    /// Print under each object the path of the decision: the rule or check
+    /// that judged it, or every status signal the generic inference weighed.
+    #[arg(long)]
+    pub explain: bool,
 }
 
 pub fn run(args: HealthArgs) -> anyhow::Result<ExitCode> {
+    let shipped = if args.no_shipped_rules {
+        RuleSet::default()
+    } else {
+        RuleSet::shipped()
+    };
     let rules = match &args.rules {
-        None => RuleSet::shipped(),
+        None => shipped,
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading {}", path.display()))?;
-            RuleSet::from_yaml(&path.display().to_string(), &text)?.over(RuleSet::shipped())
+            RuleSet::from_yaml(&path.display().to_string(), &text)?.over(shipped)
         }
     };
     for (origin, text) in read_inputs(&args.file)? {
         for object in objects(&origin, &text)? {
-            match rules.assess(&object) {
+            let (health, path) = rules.explain(&object);
+            match health {
                 Some(health) => outln!("{:<12} {}", health.status, health.message),
                 None => outln!(
                     "{:<12} {} (no health check applies)",
                     "-",
                     describe(&object)
                 ),
+            }
+            if args.explain {
+                for step in path {
+                    outln!("{:<12} {step}", "");
+                }
             }
         }
     }

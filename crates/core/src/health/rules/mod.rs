@@ -17,7 +17,8 @@ use kube_cel::KubeCelExt;
 use kube_cel::cel::Context;
 use serde_json::Value;
 
-use super::{Health, HealthStatus, Subject, builtin_at, generic, now};
+use super::generic::{self, Signal};
+use super::{Health, HealthStatus, Subject, builtin_at, now};
 use eval::{Bindings, Compiled};
 use file::{RuleSpec, RulesFile};
 
@@ -308,6 +309,12 @@ impl RuleSet {
     pub fn assess_at(&self, object: &Value, now: i64) -> Option<Health> {
         assess_stacked_at(&[self], object, now)
     }
+
+    /// [`RuleSet::assess`] with the path of the decision
+    /// ([`explain_stacked_at`]).
+    pub fn explain(&self, object: &Value) -> (Option<Health>, Vec<String>) {
+        explain_stacked_at(&[self], object, now())
+    }
 }
 
 /// Assesses `object` with a stack of rule sets, highest precedence first:
@@ -331,15 +338,83 @@ pub fn assess_stacked(stack: &[&RuleSet], object: &Value) -> Option<Health> {
 
 /// [`assess_stacked`] at a given time (Unix seconds).
 pub fn assess_stacked_at(stack: &[&RuleSet], object: &Value, now: i64) -> Option<Health> {
+    judge_stacked(stack, object, now).0
+}
+
+/// Who judged an object, for [`explain_stacked_at`].
+enum Judge<'a> {
+    Deletion,
+    Rule(&'a Rule),
+    BuiltIn,
+    Generic(Vec<Signal>),
+    Nobody,
+}
+
+/// The verdict on `object` and who gave it: pending deletion first, then
+/// the first set with a rule for its group and kind, then the built-in
+/// checks, then the generic inference.
+fn judge_stacked<'s>(
+    stack: &[&'s RuleSet],
+    object: &Value,
+    now: i64,
+) -> (Option<Health>, Judge<'s>) {
     let subject = Subject::of(object).at(now);
     if super::is_pending_deletion(object) {
-        return Some(subject.progressing("pending deletion"));
+        return (
+            Some(subject.progressing("pending deletion")),
+            Judge::Deletion,
+        );
     }
-    let judged = stack.iter().find_map(|set| {
-        let rule = set.rule_for(subject.group, subject.kind)?;
-        Some(rule.judge(&set.context, object, &subject))
-    });
-    judged.or_else(|| builtin_at(object, now).or_else(|| generic::assess(object)))
+    for set in stack {
+        if let Some(rule) = set.rule_for(subject.group, subject.kind) {
+            let health = rule.judge(&set.context, object, &subject);
+            return (Some(health), Judge::Rule(rule));
+        }
+    }
+    if let Some(health) = builtin_at(object, now) {
+        return (Some(health), Judge::BuiltIn);
+    }
+    match generic::infer(object) {
+        Some(inference) => (Some(inference.health), Judge::Generic(inference.signals)),
+        None => (None, Judge::Nobody),
+    }
+}
+
+/// The verdict on `object` and the path of the decision, one line a step
+/// (`tether health --explain`): which rule or check judged it, or, for the
+/// generic inference, every signal it weighed, heaviest first, the
+/// decisive one marked.
+pub fn explain_stacked_at(
+    stack: &[&RuleSet],
+    object: &Value,
+    now: i64,
+) -> (Option<Health>, Vec<String>) {
+    let (health, judge) = judge_stacked(stack, object, now);
+    let subject = Subject::of(object);
+    let kind = if subject.group.is_empty() {
+        subject.kind.to_string()
+    } else {
+        format!("{}/{}", subject.group, subject.kind)
+    };
+    let lines = match judge {
+        Judge::Deletion => vec!["metadata.deletionTimestamp is set: pending deletion".to_string()],
+        Judge::Rule(rule) => vec![format!("health rule {}", rule.name)],
+        Judge::BuiltIn => vec![format!("built-in check for {kind}")],
+        Judge::Generic(signals) => {
+            let mut lines = vec![format!(
+                "no health rule or built-in check for {kind}: generic inference, heaviest signal decides"
+            )];
+            for (index, signal) in signals.iter().enumerate() {
+                let mark = if index == 0 { "→" } else { " " };
+                lines.push(format!("{mark} {}", signal.explain()));
+            }
+            lines
+        }
+        Judge::Nobody => vec![format!(
+            "no health rule or built-in check for {kind}, and no status: no health"
+        )],
+    };
+    (health, lines)
 }
 
 fn parse_layer(origin: &str, text: &str) -> Result<Vec<Rule>, RuleError> {

@@ -1,0 +1,179 @@
+//! Signals from conditions of any type, by the polarity of the type's
+//! words: good news (`Ready`, `Synced`, `Established`) False is trouble,
+//! bad news (`Degraded`, `FetchFailed`, `ErrorOccurred`) True is failure,
+//! work (`Reconciling`, `InstallPlanPending`) True is progress, a pause
+//! (`Paused`, `cnpg.io/hibernation`) True is a suspension. The reason
+//! (then the message) says which kind of trouble: `UpgradeFailed` is a
+//! failure, `WaitingForInfrastructure` is progress.
+
+use serde_json::Value;
+
+use super::signal::{Signal, Weight};
+use super::words::{Meaning, begins_underway, meaning, says_done};
+
+/// Types whose True means the whole object works, by convention.
+const SUMMARY_TYPES: &[&str] = &[
+    "Ready",
+    "Available",
+    "Healthy",
+    "Succeeded",
+    "Complete",
+    "Completed",
+];
+
+/// Signals from the conditions in `conditions` (an array), whose fields
+/// are named under `path` (`status.conditions`); `generation` is the
+/// object's `metadata.generation`, against which each condition's own
+/// `observedGeneration` is judged.
+pub fn signals(conditions: &Value, path: &str, generation: Option<i64>, out: &mut Vec<Signal>) {
+    let Some(conditions) = conditions.as_array() else {
+        return;
+    };
+    let mut stale = Vec::new();
+    let mut fresh = 0;
+    for condition in conditions {
+        let text = |field: &str| condition.get(field).and_then(Value::as_str).unwrap_or("");
+        let type_ = text("type");
+        let status = text("status");
+        if type_.is_empty() || status.is_empty() {
+            continue;
+        }
+        let reason = text("reason");
+        let message = text("message");
+        let said = if reason.is_empty() {
+            format!("{path}[{type_}] = {status}")
+        } else {
+            format!("{path}[{type_}] = {status} ({reason})")
+        };
+        let observed = condition.get("observedGeneration").and_then(Value::as_i64);
+        match (observed, generation) {
+            (Some(observed), Some(generation)) if observed < generation => {
+                stale.push(
+                    Signal::new(
+                        Weight::Underway,
+                        format!("{said} describes generation {observed} of {generation}"),
+                    )
+                    .with_message(message),
+                );
+                continue;
+            }
+            (Some(_), Some(_)) => fresh += 1,
+            _ => {}
+        }
+        let weight = judge(type_, status, reason, message).unwrap_or(Weight::Clear);
+        out.push(Signal::new(weight, said).with_message(message));
+    }
+    // A condition about an older generation is superseded where others
+    // describe the current one; where none does, the operator has not yet
+    // looked at the latest spec.
+    if fresh == 0 {
+        out.extend(stale);
+    }
+}
+
+/// What one condition says, if anything.
+fn judge(type_: &str, status: &str, reason: &str, message: &str) -> Option<Weight> {
+    // What the reason (or, failing that, the message) says of trouble.
+    let cause = || meaning(reason).or_else(|| meaning(message).filter(|m| *m == Meaning::Failure));
+    let summary = SUMMARY_TYPES.contains(&type_);
+    match (meaning(type_), status) {
+        (Some(Meaning::Failure), "True") => Some(Weight::Failure),
+        (Some(Meaning::Failure | Meaning::Lacking), "False") => Some(Weight::Clear),
+        (Some(Meaning::Lacking), "True") => Some(Weight::Lacking),
+        (Some(Meaning::Paused), "True") => Some(Weight::Paused),
+        (Some(Meaning::Paused), _) => Some(Weight::Clear),
+        (Some(Meaning::Underway), "False") => match cause() {
+            Some(Meaning::Failure) => Some(Weight::Failure),
+            _ => Some(Weight::Clear),
+        },
+        (Some(Meaning::Underway), _) => Some(match cause() {
+            Some(Meaning::Failure) => Weight::Failure,
+            Some(Meaning::Paused) => Weight::Paused,
+            _ if says_done(reason) => Weight::Good,
+            _ => Weight::Underway,
+        }),
+        (Some(Meaning::Good), "True") if summary => Some(Weight::Summary),
+        (Some(Meaning::Good), "True") if begins_underway(message) => Some(Weight::Underway),
+        (Some(Meaning::Good), "True") => Some(Weight::Good),
+        (Some(Meaning::Good), "False") => Some(match cause() {
+            Some(Meaning::Failure) => Weight::Failure,
+            Some(Meaning::Underway) => Weight::Underway,
+            Some(Meaning::Paused) => Weight::Paused,
+            Some(Meaning::Lacking) if summary => Weight::Withheld,
+            _ => Weight::Lacking,
+        }),
+        (Some(Meaning::Good), _) => Some(match cause() {
+            Some(Meaning::Failure) => Weight::Failure,
+            Some(Meaning::Paused) => Weight::Paused,
+            _ => Weight::Underway,
+        }),
+        // A type that says nothing by itself: only a named failure or a
+        // pause in its reason counts.
+        _ => match meaning(reason) {
+            Some(Meaning::Failure) => Some(Weight::Failure),
+            Some(Meaning::Paused) if status != "False" => Some(Weight::Paused),
+            _ => None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn weigh(type_: &str, status: &str, reason: &str) -> Option<Weight> {
+        judge(type_, status, reason, "")
+    }
+
+    #[test]
+    fn good_news_false_is_a_failure_when_the_reason_names_one_and_progress_when_it_waits() {
+        assert_eq!(
+            weigh("Ready", "False", "UpgradeFailed"),
+            Some(Weight::Failure)
+        );
+        assert_eq!(
+            weigh("Ready", "False", "WaitingForInfrastructure"),
+            Some(Weight::Underway)
+        );
+        assert_eq!(weigh("Ready", "False", "NotReady"), Some(Weight::Withheld));
+        assert_eq!(weigh("Synced", "False", ""), Some(Weight::Lacking));
+        assert_eq!(
+            weigh("Ready", "Unknown", "RolloutInProgress"),
+            Some(Weight::Underway)
+        );
+    }
+
+    #[test]
+    fn bad_news_true_is_a_failure_and_false_is_good() {
+        assert_eq!(weigh("FetchFailed", "True", ""), Some(Weight::Failure));
+        assert_eq!(weigh("ErrorOccurred", "False", ""), Some(Weight::Clear));
+        assert_eq!(weigh("Stalled", "True", "Whatever"), Some(Weight::Failure));
+    }
+
+    #[test]
+    fn work_true_is_progress_unless_its_reason_says_it_is_done_or_failed() {
+        assert_eq!(weigh("Reconciling", "True", ""), Some(Weight::Underway));
+        assert_eq!(
+            weigh("Progressing", "True", "NewReplicaSetAvailable"),
+            Some(Weight::Good)
+        );
+        assert_eq!(
+            weigh("Progressing", "False", "ProgressDeadlineExceeded"),
+            Some(Weight::Failure)
+        );
+        assert_eq!(
+            weigh("Progressing", "Unknown", "RolloutPaused"),
+            Some(Weight::Paused)
+        );
+    }
+
+    #[test]
+    fn only_the_summary_types_true_are_summary_good_news() {
+        assert_eq!(weigh("Ready", "True", ""), Some(Weight::Summary));
+        assert_eq!(weigh("Synced", "True", ""), Some(Weight::Good));
+        assert_eq!(
+            weigh("Paused", "True", "PausedByUser"),
+            Some(Weight::Paused)
+        );
+    }
+}

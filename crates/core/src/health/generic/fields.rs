@@ -1,0 +1,340 @@
+//! Signals from status fields other than conditions: phase and state
+//! words (`status.phase`, `status.PostgresClusterStatus`,
+//! `status.ceph.health`), flags (`status.ready`, `status.abort`), error
+//! fields (`status.failureMessage`), replica counts, and the spec's own
+//! `paused` / `suspend`.
+
+use serde_json::{Map, Value};
+
+use super::conditions;
+use super::signal::{Signal, Weight};
+use super::words::{Meaning, meaning, split};
+
+/// The last word of a field name that marks it as a phase or state word.
+const STATE_FIELDS: &[&str] = &["phase", "state", "status", "health", "condition"];
+
+/// Last words that make a field a time or a count, never a state.
+const NOT_STATE: &[&str] = &[
+    "time",
+    "timestamp",
+    "at",
+    "count",
+    "counter",
+    "total",
+    "seconds",
+    "generation",
+    "hash",
+    "id",
+];
+
+/// Replica counts compared with the desired number.
+const REPLICA_COUNTS: &[&str] = &[
+    "readyReplicas",
+    "availableReplicas",
+    "updatedReplicas",
+    "currentReplicas",
+];
+
+/// The user paused it: `spec.paused`, `spec.suspend` and the like true,
+/// or the annotations operators read for the same purpose
+/// (`crossplane.io/paused: "true"`, `cluster.x-k8s.io/paused`,
+/// `cnpg.io/reconciliationLoop: disabled`,
+/// `kustomize.toolkit.fluxcd.io/reconcile: disabled`).
+pub fn paused(object: &Value, out: &mut Vec<Signal>) {
+    if let Some(spec) = object.get("spec").and_then(Value::as_object) {
+        for (name, value) in spec {
+            if value.as_bool() == Some(true) && meaning(name) == Some(Meaning::Paused) {
+                out.push(Signal::new(Weight::Paused, format!("spec.{name} = true")));
+            }
+        }
+    }
+    let annotations = object
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object);
+    for (key, value) in annotations.into_iter().flatten() {
+        let Some(value) = value.as_str() else {
+            continue;
+        };
+        let name = key.rsplit('/').next().unwrap_or(key);
+        let words = split(name);
+        let pauses = meaning(name) == Some(Meaning::Paused) && value == "true";
+        let stops = words.iter().any(|word| word.starts_with("reconcil"))
+            && matches!(value, "disabled" | "false" | "off" | "paused");
+        if pauses || stops {
+            out.push(Signal::new(
+                Weight::Paused,
+                format!("metadata.annotations[{key}] = {value}"),
+            ));
+        }
+    }
+}
+
+/// Signals from `status`'s own fields and, one level down, from the fields
+/// of objects (`status.ceph.health`) and of list items
+/// (`status.parents[0].conditions`) in it.
+pub fn status(status: &Map<String, Value>, object: &Object, out: &mut Vec<Signal>) {
+    fields(status, "status", object, Depth::Top, out);
+    for (name, value) in status {
+        let path = format!("status.{name}");
+        match value {
+            Value::Object(inner) if name != "conditions" => {
+                fields(inner, &path, object, Depth::Nested, out);
+            }
+            Value::Array(items) if name != "conditions" => {
+                for (index, item) in items.iter().enumerate() {
+                    if let Some(inner) = item.as_object() {
+                        let path = format!("{path}[{index}]");
+                        fields(inner, &path, object, Depth::Nested, out);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Where a map sits in the status: flags count only in `status` itself
+/// (`status.ready`); deeper ones describe parts (a volume's snapshot
+/// being `enabled: false` is no trouble of the whole).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Depth {
+    Top,
+    Nested,
+}
+
+/// Signals from the fields of one object of the status, named under `path`.
+fn fields(
+    map: &Map<String, Value>,
+    path: &str,
+    object: &Object,
+    depth: Depth,
+    out: &mut Vec<Signal>,
+) {
+    for (name, value) in map {
+        let field = format!("{path}.{name}");
+        if name == "conditions" {
+            conditions::signals(value, &field, object.generation, out);
+            continue;
+        }
+        let words = split(name);
+        let last = words.last().map(String::as_str).unwrap_or("");
+        if NOT_STATE.contains(&last) {
+            continue;
+        }
+        let named = meaning(name);
+        match value {
+            Value::String(word) if STATE_FIELDS.contains(&last) => {
+                let weight = match meaning(word) {
+                    Some(Meaning::Good) if object.finite && is_running(word) => Weight::Underway,
+                    Some(said) => Weight::of(said),
+                    None => continue,
+                };
+                out.push(Signal::new(weight, format!("{field} = {word}")));
+            }
+            Value::Bool(flag) if depth == Depth::Top => {
+                if let Some(weight) = flag_weight(named, *flag) {
+                    out.push(Signal::new(weight, format!("{field} = {flag}")));
+                }
+            }
+            _ if named == Some(Meaning::Failure) && !is_empty(value) && !value.is_number() => {
+                let detail = error_text(value);
+                out.push(Signal::new(Weight::Failure, field.clone()).with_message(&detail));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// What the inference knows of the object whose status it reads.
+pub struct Object {
+    /// `metadata.generation`.
+    pub generation: Option<i64>,
+    /// Whether the kind runs to completion (`AnalysisRun`, `Backup`,
+    /// `PipelineRun`): for those, `Running` is work underway, not a
+    /// steady state.
+    pub finite: bool,
+}
+
+/// Last words of kinds that run to completion.
+const FINITE_KINDS: &[&str] = &[
+    "run",
+    "job",
+    "task",
+    "build",
+    "backup",
+    "restore",
+    "migration",
+    "workflow",
+    "experiment",
+    "analysis",
+    "test",
+    "snapshot",
+    "upgrade",
+    "operation",
+    "request",
+    "action",
+    "import",
+    "export",
+    "scan",
+    "rollback",
+    "sync",
+];
+
+impl Object {
+    pub fn of(object: &Value, kind: &str) -> Self {
+        Object {
+            generation: object
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64),
+            finite: split(kind)
+                .last()
+                .is_some_and(|word| FINITE_KINDS.contains(&word.as_str())),
+        }
+    }
+}
+
+/// The steady-state words that mean "not done yet" for a finite kind.
+fn is_running(word: &str) -> bool {
+    matches!(
+        word.to_ascii_lowercase().as_str(),
+        "running" | "active" | "started"
+    )
+}
+
+/// What a flag says: `ready: false` is progress, `abort: true` a failure,
+/// `paused: true` a pause, `ready: true` good news.
+fn flag_weight(named: Option<Meaning>, flag: bool) -> Option<Weight> {
+    match (named?, flag) {
+        (Meaning::Failure, true) => Some(Weight::Failure),
+        (Meaning::Paused, true) => Some(Weight::Paused),
+        (Meaning::Good, true) => Some(Weight::Good),
+        (Meaning::Good, false) => Some(Weight::Underway),
+        (Meaning::Lacking, true) => Some(Weight::Lacking),
+        _ => None,
+    }
+}
+
+fn is_empty(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::String(text) => text.is_empty(),
+        Value::Array(items) => items.is_empty(),
+        Value::Object(map) => map.is_empty(),
+        _ => false,
+    }
+}
+
+/// An error field's text: itself if a string, its `message` if an object.
+fn error_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Object(map) => map
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        _ => String::new(),
+    }
+}
+
+/// Replica-like counts short of the desired number (`spec.replicas`, else
+/// `status.replicas`) are progress; all of them there is good news.
+pub fn replicas(object: &Value, out: &mut Vec<Signal>) {
+    let int = |pointer: &str| object.pointer(pointer).and_then(Value::as_i64);
+    let desired = int("/spec/replicas").or_else(|| int("/status/replicas"));
+    let Some(desired) = desired else {
+        return;
+    };
+    let mut seen = false;
+    for count in REPLICA_COUNTS {
+        let Some(have) = int(&format!("/status/{count}")) else {
+            continue;
+        };
+        seen = true;
+        if have != desired {
+            out.push(Signal::new(
+                Weight::Shortfall,
+                format!("status.{count} = {have} of {desired}"),
+            ));
+            return;
+        }
+    }
+    if let Some(replicas) = int("/status/replicas")
+        && replicas != desired
+    {
+        out.push(Signal::new(
+            Weight::Shortfall,
+            format!("status.replicas = {replicas} of {desired}"),
+        ));
+        return;
+    }
+    if seen {
+        out.push(Signal::new(
+            Weight::Good,
+            format!("{desired} of {desired} replicas ready"),
+        ));
+    }
+}
+
+/// `status.observedGeneration` behind `metadata.generation`: the operator
+/// has not yet acted on the latest spec; equal to it, the operator has
+/// looked at the latest spec and is still writing status. Numbers written
+/// as strings count; other strings (some operators put a hash there) do
+/// not. A part's observed generation (`status.workloadObservedGeneration`)
+/// is compared in the same way with the generation the object records for
+/// that part in an annotation (`…/workload-generation`).
+pub fn generation(object: &Value, generation: Option<i64>, out: &mut Vec<Signal>) {
+    if let (Some(observed), Some(generation)) = (
+        number(object.pointer("/status/observedGeneration")),
+        generation,
+    ) {
+        out.push(if observed < generation {
+            Signal::new(
+                Weight::Underway,
+                format!("status.observedGeneration = {observed}, behind generation {generation}"),
+            )
+        } else {
+            Signal::new(
+                Weight::Good,
+                format!("status.observedGeneration = {observed}, the latest generation"),
+            )
+        });
+    }
+    let (Some(status), Some(annotations)) = (
+        object.get("status").and_then(Value::as_object),
+        object
+            .pointer("/metadata/annotations")
+            .and_then(Value::as_object),
+    ) else {
+        return;
+    };
+    for (name, value) in status {
+        let Some(part) = name
+            .strip_suffix("ObservedGeneration")
+            .filter(|p| !p.is_empty())
+        else {
+            continue;
+        };
+        let wanted = format!("{}-generation", split(part).join("-"));
+        let recorded = annotations.iter().find_map(|(key, value)| {
+            let last = key.rsplit('/').next().unwrap_or(key);
+            (last == wanted).then(|| number(Some(value))).flatten()
+        });
+        if let (Some(observed), Some(recorded)) = (number(Some(value)), recorded)
+            && observed < recorded
+        {
+            out.push(Signal::new(
+                Weight::Underway,
+                format!("status.{name} = {observed}, behind generation {recorded}"),
+            ));
+        }
+    }
+}
+
+/// An integer, or a string holding one.
+fn number(value: Option<&Value>) -> Option<i64> {
+    let value = value?;
+    value
+        .as_i64()
+        .or_else(|| value.as_str().and_then(|text| text.parse().ok()))
+}
