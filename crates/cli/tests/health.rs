@@ -84,7 +84,9 @@ fn explain_names_the_rule_that_judged_or_every_signal_the_generic_inference_weig
         "the decisive signal comes first, marked:\n{out}"
     );
     assert!(
-        widget.iter().any(|line| line.contains("good") && line.contains("status.phase = Running")),
+        widget
+            .iter()
+            .any(|line| line.contains("good") && line.contains("status.phase = Running")),
         "the signals that lost are listed too:\n{out}"
     );
 }

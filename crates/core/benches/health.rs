@@ -3,7 +3,9 @@
 //! - the whole conformance corpus (builtin, kstatus, custom inputs)
 //!   assessed 1,000 times with the shipped rules;
 //! - 10,000 synthetic Deployments and Pods with the built-in checks;
-//! - CEL rule evaluations on the custom corpus inputs our rules judge.
+//! - CEL rule evaluations on the custom corpus inputs our rules judge;
+//! - the generic inference on the same inputs, without the shipped rules
+//!   (what a brand-new CRD gets).
 //!
 //! Each figure is the median of 5 runs on one thread, as objects per
 //! second of on-CPU time (from /proc/thread-self/schedstat, so that other
@@ -64,6 +66,15 @@ fn main() {
         }
         judged_by_rules.len() * 100
     });
+    let bare = RuleSet::default();
+    let generic_rate = median(|| {
+        for _ in 0..100 {
+            for object in &judged_by_rules {
+                black_box(bare.assess(black_box(object)));
+            }
+        }
+        judged_by_rules.len() * 100
+    });
     println!("health benchmark (median of {RUNS} runs, one thread, objects assessed per second)");
     print(
         &format!(
@@ -79,6 +90,13 @@ fn main() {
     print(
         &format!("CEL rules ({} custom objects x100)", judged_by_rules.len()),
         cel_rate,
+    );
+    print(
+        &format!(
+            "generic inference, no shipped rules (the same {} objects x100)",
+            judged_by_rules.len()
+        ),
+        generic_rate,
     );
 }
 

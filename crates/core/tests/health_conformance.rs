@@ -422,3 +422,129 @@ fn without_shipped_rules_the_generic_inference_agrees_on_80_percent_and_never_hi
         lines.join("\n")
     );
 }
+
+/// One case of any corpus: the object and the status its source expects.
+struct Expected {
+    origin: String,
+    object: Value,
+    status: String,
+}
+
+/// Every case with an expected status: the shared corpus (`builtin/`,
+/// `builtin/legacy/`, `kstatus/` in Tether's words, `custom/`) and the
+/// fixtures of the shipped rules in this repository
+/// (`tests/fixtures/health/*/cases.yaml`).
+fn every_case() -> Vec<Expected> {
+    let mut all = Vec::new();
+    let root = corpus();
+    for folder in [root.join("builtin"), root.join("builtin/legacy")] {
+        let cases: BuiltinCases = read_yaml(&folder.join("expected.yaml"));
+        for case in cases.cases {
+            let Some(status) = case.expected_status else {
+                continue;
+            };
+            all.push(Expected {
+                origin: folder.join(&case.file).display().to_string(),
+                object: read_yaml(&folder.join(&case.file)),
+                status,
+            });
+        }
+    }
+    let kstatus = root.join("kstatus");
+    let cases: KstatusCases = read_yaml(&kstatus.join("expected.yaml"));
+    for case in cases.cases {
+        let status = match case.expected_status.as_str() {
+            "Current" => "Healthy",
+            "InProgress" => "Progressing",
+            "Failed" => "Degraded",
+            _ => continue,
+        };
+        let path = kstatus.join(&case.file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let now = chrono::Utc::now().to_rfc3339();
+        all.push(Expected {
+            origin: path.display().to_string(),
+            object: read_yaml_text(&path, &text.replace("{{NOW_RFC3339}}", &now)),
+            status: status.to_string(),
+        });
+    }
+    let custom = root.join("custom");
+    let index: Index = read_yaml(&custom.join("index.yaml"));
+    for kind in &index.kinds {
+        let folder = custom.join(&kind.dir);
+        let tests: CustomTests = read_yaml(&folder.join("health_test.yaml"));
+        for test in tests.tests {
+            all.push(Expected {
+                origin: folder.join(&test.input_path).display().to_string(),
+                object: read_yaml(&folder.join(&test.input_path)),
+                status: test.health_status.status,
+            });
+        }
+    }
+    let ours = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/health");
+    for entry in std::fs::read_dir(&ours).into_iter().flatten() {
+        let folder = entry.unwrap().path();
+        let index = folder.join("cases.yaml");
+        if !index.is_file() {
+            continue;
+        }
+        let cases: RuleCases = read_yaml(&index);
+        for case in cases.cases {
+            all.push(Expected {
+                origin: folder.join(&case.file).display().to_string(),
+                object: read_yaml(&folder.join(&case.file)),
+                status: case.status,
+            });
+        }
+    }
+    all
+}
+
+#[derive(Deserialize)]
+struct RuleCases {
+    cases: Vec<RuleCase>,
+}
+
+#[derive(Deserialize)]
+struct RuleCase {
+    file: String,
+    status: String,
+}
+
+/// The worst error a health check can make is a green light on a failing
+/// or unfinished resource. Over every case of every corpus, with the
+/// shipped rules and without them (what a brand-new CRD gets), Tether never
+/// says Healthy where the case expects Degraded or Progressing.
+#[test]
+fn no_case_of_any_corpus_is_called_healthy_while_it_fails_or_progresses() {
+    let cases = every_case();
+    let mut hidden = Vec::new();
+    for (name, rules) in [
+        ("shipped rules", RuleSet::shipped()),
+        ("no shipped rules", RuleSet::default()),
+    ] {
+        for case in &cases {
+            let Some(health) = rules.assess(&case.object) else {
+                continue;
+            };
+            if health.status == HealthStatus::Healthy
+                && matches!(case.status.as_str(), "Degraded" | "Progressing")
+            {
+                hidden.push(format!(
+                    "  {} ({name}): expected {}, got {health}",
+                    case.origin, case.status
+                ));
+            }
+        }
+    }
+    println!(
+        "health conformance: false Healthy over {} cases × 2 rule sets: {}",
+        cases.len(),
+        hidden.len()
+    );
+    assert!(
+        hidden.is_empty(),
+        "Healthy where a failure or progress is expected:\n{}",
+        hidden.join("\n")
+    );
+}

@@ -11,7 +11,16 @@ use super::signal::{Signal, Weight};
 use super::words::{Meaning, meaning, split};
 
 /// The last word of a field name that marks it as a phase or state word.
-const STATE_FIELDS: &[&str] = &["phase", "state", "status", "health", "condition"];
+const STATE_FIELDS: &[&str] = &[
+    "phase",
+    "state",
+    "status",
+    "health",
+    "condition",
+    "stage",
+    "result",
+    "outcome",
+];
 
 /// Last words that make a field a time or a count, never a state.
 const NOT_STATE: &[&str] = &[
