@@ -7,8 +7,9 @@
 use serde_json::{Map, Value};
 
 use super::conditions;
+use super::memo;
 use super::signal::{Signal, Weight};
-use super::words::{Meaning, meaning, split};
+use super::words::{Meaning, meaning, split, words_meaning};
 
 /// The last word of a field name that marks it as a phase or state word.
 const STATE_FIELDS: &[&str] = &[
@@ -65,10 +66,9 @@ pub fn paused(object: &Value, out: &mut Vec<Signal>) {
             continue;
         };
         let name = key.rsplit('/').next().unwrap_or(key);
-        let words = split(name);
-        let pauses = meaning(name) == Some(Meaning::Paused) && value == "true";
-        let stops = words.iter().any(|word| word.starts_with("reconcil"))
-            && matches!(value, "disabled" | "false" | "off" | "paused");
+        let pauses = value == "true" && meaning(name) == Some(Meaning::Paused);
+        let stops = matches!(value, "disabled" | "false" | "off" | "paused")
+            && split(name).iter().any(|word| word.starts_with("reconcil"));
         if pauses || stops {
             out.push(Signal::new(
                 Weight::Paused,
@@ -120,38 +120,79 @@ fn fields(
     out: &mut Vec<Signal>,
 ) {
     for (name, value) in map {
-        let field = format!("{path}.{name}");
+        let field = || format!("{path}.{name}");
         if name == "conditions" {
-            conditions::signals(value, &field, object.generation, out);
+            conditions::signals(value, &field(), object.generation, out);
             continue;
         }
-        let words = split(name);
-        let last = words.last().map(String::as_str).unwrap_or("");
-        if NOT_STATE.contains(&last) {
+        if value.is_number() || value.is_null() {
             continue;
         }
-        let named = meaning(name);
+        let name_says = field_name(name);
+        if name_says.role == Role::Count {
+            continue;
+        }
         match value {
-            Value::String(word) if STATE_FIELDS.contains(&last) => {
+            Value::String(word) if name_says.role == Role::State => {
                 let weight = match meaning(word) {
                     Some(Meaning::Good) if object.finite && is_running(word) => Weight::Underway,
                     Some(said) => Weight::of(said),
                     None => continue,
                 };
-                out.push(Signal::new(weight, format!("{field} = {word}")));
+                out.push(Signal::new(weight, format!("{} = {word}", field())));
             }
-            Value::Bool(flag) if depth == Depth::Top => {
-                if let Some(weight) = flag_weight(named, *flag) {
-                    out.push(Signal::new(weight, format!("{field} = {flag}")));
+            Value::Bool(flag) => {
+                if depth == Depth::Top
+                    && let Some(weight) = flag_weight(name_says.meaning, *flag)
+                {
+                    out.push(Signal::new(weight, format!("{} = {flag}", field())));
                 }
             }
-            _ if named == Some(Meaning::Failure) && !is_empty(value) && !value.is_number() => {
+            _ if !is_empty(value) && name_says.meaning == Some(Meaning::Failure) => {
                 let detail = error_text(value);
-                out.push(Signal::new(Weight::Failure, field.clone()).with_message(&detail));
+                out.push(Signal::new(Weight::Failure, field()).with_message(&detail));
             }
             _ => {}
         }
     }
+}
+
+/// What a field's name says: its role, by its last word, and its meaning.
+#[derive(Clone, Copy)]
+struct FieldName {
+    role: Role,
+    meaning: Option<Meaning>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// A phase or state word (`phase`, `PostgresClusterStatus`).
+    State,
+    /// A time or a count, never a state (`failedAt`, `errorCount`).
+    Count,
+    Other,
+}
+
+thread_local! {
+    static FIELD_NAMES: memo::Memo<FieldName> = memo::Memo::default();
+}
+
+fn field_name(name: &str) -> FieldName {
+    memo::remembered(&FIELD_NAMES, name, |name| {
+        let words = split(name);
+        let last = words.last().map(String::as_str).unwrap_or("");
+        let role = if NOT_STATE.contains(&last) {
+            Role::Count
+        } else if STATE_FIELDS.contains(&last) {
+            Role::State
+        } else {
+            Role::Other
+        };
+        FieldName {
+            role,
+            meaning: words_meaning(&words),
+        }
+    })
 }
 
 /// What the inference knows of the object whose status it reads.

@@ -12,6 +12,7 @@
 
 mod conditions;
 mod fields;
+mod memo;
 mod signal;
 mod words;
 

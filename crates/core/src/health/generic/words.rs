@@ -11,6 +11,8 @@
 //! participle in `-ed` that is no failure or pause is an accomplished step
 //! (`Provisioned`, `Configured`).
 
+use super::memo;
+
 /// What a status word (or a run of them) says about a resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Meaning {
@@ -295,10 +297,22 @@ fn flush(word: &mut String, words: &mut Vec<String>) {
 /// good word after a negation is good news withheld (`ClusterIsNotReady`).
 /// Words of the lexicon outrank the `-ing` / `-ed` guesses.
 pub fn meaning(text: &str) -> Option<Meaning> {
-    let words = split(text);
-    let joined: String = words.concat();
-    if let Some(meaning) = whole(&joined) {
-        return Some(meaning);
+    memo::remembered(&MEANINGS, text, |text| words_meaning(&split(text)))
+}
+
+thread_local! {
+    static MEANINGS: memo::Memo<Option<Meaning>> = memo::Memo::default();
+}
+
+/// [`meaning`] of a value already split into words.
+pub fn words_meaning(words: &[String]) -> Option<Meaning> {
+    let whole = match words {
+        [] => return None,
+        [word] => whole(word),
+        _ => whole(&words.concat()),
+    };
+    if whole.is_some() {
+        return whole;
     }
     if words.iter().any(|word| FAILURE.contains(&word.as_str())) {
         return Some(Meaning::Failure);
@@ -368,7 +382,8 @@ pub fn says_done(text: &str) -> bool {
 
 /// Whether `text` begins with work underway (`Creating HorizontalPodAutoscaler`).
 pub fn begins_underway(text: &str) -> bool {
-    let words = split(text);
+    let first = text.split_whitespace().next().unwrap_or("");
+    let words = split(first);
     words
         .first()
         .is_some_and(|word| UNDERWAY.contains(&word.as_str()) || is_gerund(word))
