@@ -55,6 +55,26 @@ pub fn schedule<K: Ord>(
     schedule
 }
 
+/// The longest a failing repository waits between polls.
+pub const MAX_FAILING_WAIT: Duration = Duration::from_secs(300);
+
+/// How long after a failed poll the next one should wait beyond its
+/// interval: none after a success, then the interval doubling per
+/// consecutive failure (`interval × 2^failures` in all), up to
+/// [`MAX_FAILING_WAIT`] (or the interval, if longer). A Git server that
+/// is down is not asked again every interval by every controller; the
+/// first poll after it is back finds the change.
+pub fn failing_delay(interval: Duration, failures: u32) -> Duration {
+    if failures == 0 {
+        return Duration::ZERO;
+    }
+    let factor = 1u32 << failures.min(16);
+    let wait = interval
+        .saturating_mul(factor)
+        .min(MAX_FAILING_WAIT.max(interval));
+    wait.saturating_sub(interval)
+}
+
 /// The keys of `schedule` due at `now`: never polled (not in `last`), or
 /// last polled at least their interval ago.
 pub fn due<'a, K: Ord>(
@@ -87,6 +107,17 @@ pub fn next_due<K: Ord>(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_failing_repository_is_polled_less_often_doubling_up_to_five_minutes() {
+        let interval = Duration::from_secs(10);
+        let waits: Vec<u64> = (0..8)
+            .map(|failures| (interval + failing_delay(interval, failures)).as_secs())
+            .collect();
+        assert_eq!(waits, [10, 20, 40, 80, 160, 300, 300, 300]);
+        let hourly = Duration::from_secs(3600);
+        assert_eq!(failing_delay(hourly, 3), Duration::ZERO);
+    }
+
     use super::*;
 
     const S: Duration = Duration::from_secs(1);

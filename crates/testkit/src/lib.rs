@@ -20,6 +20,9 @@ mod app;
 pub mod browser;
 pub mod charts;
 mod daemon;
+pub mod fault_proxy;
+#[cfg(feature = "controller")]
+pub mod faults;
 mod files;
 mod fixtures;
 pub mod git_server;

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use kube::ResourceExt;
 use kube::runtime::reflector::Store;
-use tether_core::poll::{due, next_due, parse_interval, schedule};
+use tether_core::poll::{due, failing_delay, next_due, parse_interval, schedule};
 use tether_source::git::{RemoteRefs, moved, repo_key};
 use tether_source::{Revision, Source};
 use tokio::sync::mpsc;
@@ -93,11 +93,15 @@ pub async fn poll(
     let mut polled: BTreeMap<PollKey, Instant> = BTreeMap::new();
     let mut listed: HashMap<PollKey, RemoteRefs> = HashMap::new();
     let mut charted: HashMap<(AppKey, String, String), Charted> = HashMap::new();
+    // Consecutive failed polls per repository: a failing one is polled
+    // less often (see `failing_delay`).
+    let mut failing: HashMap<PollKey, u32> = HashMap::new();
     loop {
         let followers = followers(&apps.state(), ctx.config.poll_interval);
         let schedule = schedule(followers.iter().map(|f| (f.key.clone(), f.interval)));
         polled.retain(|key, _| schedule.contains_key(key));
         listed.retain(|key, _| schedule.contains_key(key));
+        failing.retain(|key, _| schedule.contains_key(key));
         charted.retain(|(app, ..), _| followers.iter().any(|f| f.app == *app));
         let now = Instant::now();
         let (charts, repositories): (Vec<&PollKey>, Vec<&PollKey>) =
@@ -131,8 +135,15 @@ pub async fn poll(
             list_refs(&ctx, follower)
         });
         for (key, refs) in futures::future::join_all(polls).await {
+            let Some(refs) = refs else {
+                let failures = failing.entry(key.clone()).or_default();
+                *failures += 1;
+                let interval = schedule.get(&key).copied().unwrap_or_default();
+                polled.insert(key.clone(), now + failing_delay(interval, *failures));
+                continue;
+            };
+            failing.remove(&key);
             polled.insert(key.clone(), now);
-            let Some(refs) = refs else { continue };
             let Some(before) = listed.insert(key.clone(), refs.clone()) else {
                 continue;
             };
