@@ -8,7 +8,8 @@
 //! 3. Commit-to-Synced latency of a 50-object app after a push webhook.
 //! 4. The controller's resident memory with everything synced.
 //!
-//! With `--in-cluster`, only the figures of the controller running in the
+//! With `--faults`, only the fault scenarios (see `faults.rs`). With
+//! `--in-cluster`, only the figures of the controller running in the
 //! cluster (see `in_cluster.rs`); with `--overhead-baseline PATH`, only
 //! what metrics, Events and notifications cost against the `tether` at
 //! PATH (see `overhead.rs`); with `--impersonation`, only what making each
@@ -20,6 +21,7 @@
 mod apps;
 mod audit;
 mod dashboard;
+mod faults;
 mod impersonation;
 mod in_cluster;
 mod overhead;
@@ -92,6 +94,19 @@ struct Options {
     /// on the page, memory.
     #[arg(long, conflicts_with_all = ["overhead_baseline", "impersonation", "in_cluster"])]
     dashboard: bool,
+    /// Only the fault scenarios: each run `--runs` times, then the table
+    /// (time to converge, requests of the recovery, anything lost).
+    #[arg(long, conflicts_with_all = ["overhead_baseline", "impersonation", "in_cluster", "dashboard"])]
+    faults: bool,
+    /// Runs of each scenario with `--faults`.
+    #[arg(long, default_value_t = 10)]
+    runs: usize,
+    /// How long each API fault lasts with `--faults` (seconds).
+    #[arg(long, default_value_t = 30)]
+    fault_seconds: u64,
+    /// How long the Git server is down with `--faults` (seconds).
+    #[arg(long, default_value_t = 300)]
+    git_outage_seconds: u64,
     /// Runs of each side with `--overhead-baseline` or `--impersonation`.
     #[arg(long, default_value_t = 2)]
     rounds: usize,
@@ -101,6 +116,14 @@ struct Options {
 async fn main() -> anyhow::Result<()> {
     let options = Options::parse();
     let controller_manager = !options.no_controller_manager;
+    if options.faults {
+        return faults::run(&faults::Settings {
+            runs: options.runs,
+            fault: Duration::from_secs(options.fault_seconds),
+            git_outage: Duration::from_secs(options.git_outage_seconds),
+        })
+        .await;
+    }
     let tether_bin = std::env::current_exe()?.with_file_name("tether");
     if !tether_bin.exists() {
         bail!(

@@ -261,7 +261,8 @@ async fn lead(
             probe.watch_failed(&error.to_string());
         }
     })
-    .applied_objects();
+    .applied_objects()
+    .predicate_filter(worth_reconciling, Default::default());
     // The per-app gauges, from the same stores, while this replica leads.
     let _reporting = metrics.lead(
         apps_store.clone(),
@@ -415,4 +416,24 @@ async fn warn_unless_controller_namespace(client: &Client, namespace: &str) {
             crate::install::CONTROLLER_NAMESPACE_LABEL
         );
     }
+}
+
+/// What makes a change to an Application worth a reconcile: its spec (the
+/// generation), annotations (sync requests), labels, finalizers, deletion
+/// and identity — not its status, which the controller writes itself. A
+/// status write must not wake the reconcile that wrote it: a failure whose
+/// message differs each time (a flaky network's errors do) would otherwise
+/// reconcile in a hot loop, as the fault suite's Git outage showed. The
+/// cache still sees every change; only the trigger is filtered.
+fn worth_reconciling(app: &StoredApplication) -> Option<u64> {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let meta = kube::Resource::meta(app);
+    let mut hasher = DefaultHasher::new();
+    meta.uid.hash(&mut hasher);
+    meta.generation.hash(&mut hasher);
+    meta.annotations.hash(&mut hasher);
+    meta.labels.hash(&mut hasher);
+    meta.finalizers.hash(&mut hasher);
+    meta.deletion_timestamp.is_some().hash(&mut hasher);
+    Some(hasher.finish())
 }

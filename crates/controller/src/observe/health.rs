@@ -278,7 +278,10 @@ mod tests {
     #[test]
     fn cluster_rules_judge_kinds_no_built_in_check_knows() {
         let rules = HealthRules::default();
-        assert_eq!(rules.for_app(&key(), &[]).assess(&widget(false)), None);
+        // Without a rule, the generic inference reads the flag as work underway.
+        let generic = rules.for_app(&key(), &[]).assess(&widget(false)).unwrap();
+        assert_eq!(generic.status, HealthStatus::Progressing);
+        assert_eq!(generic.message, "Widget w: status.ready = false");
         assert!(rules.load_cluster(Some(&configmap(json!({"widgets.yaml": CLUSTER_RULE})))));
         let judge = rules.for_app(&key(), &[]);
         let health = judge.assess(&widget(false)).unwrap();

@@ -93,6 +93,10 @@ impl RetryPolicy {
 pub struct AppMemo {
     pub compared: HashMap<ObjectRef, Compared>,
     pub failures: Option<Failures>,
+    /// Reconciles in a row that failed before a sync could run (the API
+    /// server overloaded or away, the repository unreachable): the next is
+    /// tried after a back-off from 2 s, not a whole resync later.
+    pub failed_passes: u32,
     pub flaps: FlapGuard,
     /// The status this controller last wrote. The Application in the watch
     /// cache can lag behind it (a reconcile woken by the watch events of

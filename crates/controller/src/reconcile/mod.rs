@@ -138,6 +138,7 @@ async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
         pruned: &pruned,
         unsupported: &unsupported,
     };
+    pass.memo.lock().expect("lock").failed_passes = 0;
     let next = report::findings(pass, &findings).await?;
     let revision = &desired.commit;
     Ok(report::look_again(pass, next, &windows, &drift, revision))
@@ -225,6 +226,7 @@ impl<'a> Pass<'a> {
             step,
             message: error.to_string(),
         };
+        self.memo.lock().expect("lock").failed_passes += 1;
         let next = report::status(self, None, None, Some(&failure)).await?;
         request::clear(&self.ctx.client, &self.app).await;
         Ok(next)

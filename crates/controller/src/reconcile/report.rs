@@ -18,6 +18,7 @@ use crate::break_glass::OpenWindow;
 use crate::context::Context;
 use crate::observe::compare::Compared;
 use crate::observe::drift::{Assessed, Response};
+use crate::observe::memo::backoff;
 use crate::report::events::{announce, announce_changes};
 use crate::report::notices::notices;
 use crate::report::status::{
@@ -224,13 +225,24 @@ pub async fn status(
     if let Some(failure) = failure {
         tracing::warn!(app = %app.name_any(), reason = failure.step.as_str(), message = %failure.message, "reconcile step failed");
     }
-    // Look again when the NotSyncedTooLong alert falls due.
+    // Look again when the NotSyncedTooLong alert falls due, and soon
+    // after a pass that failed before it could sync (with back-off).
     let resync = jittered(ctx.config.resync);
-    Ok(Next::requeue(match alert_due {
-        Some(due) => resync.min(due + ALERT_MARGIN),
-        None => resync,
-    }))
+    let failed_passes = pass.memo.lock().expect("lock").failed_passes;
+    let retry = (failure.is_some() && failed_passes > 0)
+        .then(|| backoff(failed_passes, FAILED_PASS_RETRY, ctx.config.resync));
+    let wait = [Some(resync), alert_due.map(|due| due + ALERT_MARGIN), retry]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(resync);
+    Ok(Next::requeue(wait))
 }
+
+/// The first wait after a pass that failed before it could sync (an API
+/// server that answered 503, a repository that did not answer), doubling
+/// per failure in a row up to the resync.
+const FAILED_PASS_RETRY: Duration = Duration::from_secs(2);
 
 /// Past the alert's deadline, so the reconcile then finds it overdue.
 const ALERT_MARGIN: Duration = Duration::from_millis(200);

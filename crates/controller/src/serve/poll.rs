@@ -7,8 +7,9 @@
 //! refs as `git ls-remote` does — no objects are fetched — and wakes exactly
 //! the apps whose revision now names another commit
 //! ([`tether_source::git::moved`]); their reconcile does the fetch. The
-//! first poll of a repository only records what it lists: the apps
-//! reconcile when the controller starts or when they are created anyway.
+//! first poll of a repository compares what it lists with the commit each
+//! app last synced ([`tether_source::git::differs`]), so a commit pushed
+//! between an app's first reconcile and that poll is not missed.
 //!
 //! A chart source's poll resolves its version again: one conditional read
 //! of the Helm repository's index (answered `304` while nothing was
@@ -22,7 +23,7 @@ use std::time::{Duration, Instant};
 use kube::ResourceExt;
 use kube::runtime::reflector::Store;
 use tether_core::poll::{due, failing_delay, next_due, parse_interval, schedule};
-use tether_source::git::{RemoteRefs, moved, repo_key};
+use tether_source::git::{RemoteRefs, differs, moved, repo_key};
 use tether_source::{Revision, Source};
 use tokio::sync::mpsc;
 
@@ -50,6 +51,8 @@ pub struct Follower {
     pub revision: Revision,
     pub interval: Duration,
     pub source: Source,
+    /// The commit the app last synced, for a single-source app.
+    pub synced: Option<String>,
 }
 
 /// The apps to poll for, from the Application cache: those that decode and
@@ -60,7 +63,12 @@ pub fn followers(apps: &[Arc<StoredApplication>], default: Duration) -> Vec<Foll
         .flat_map(|app| {
             let namespace = app.namespace().unwrap_or_default();
             let name = app.name_any();
-            app.spec.sources().into_iter().filter_map(move |source| {
+            let sources = app.spec.sources();
+            let synced = match sources.len() {
+                1 => app.status.as_ref().and_then(|s| s.sync.revision.clone()),
+                _ => None,
+            };
+            sources.into_iter().filter_map(move |source| {
                 Some(Follower {
                     key: PollKey {
                         repository: repo_key(&source.repo_url),
@@ -77,6 +85,7 @@ pub fn followers(apps: &[Arc<StoredApplication>], default: Duration) -> Vec<Foll
                         .and_then(|text| parse_interval(text).ok())
                         .unwrap_or(default),
                     source: source.clone(),
+                    synced: synced.clone(),
                 })
             })
         })
@@ -140,15 +149,28 @@ pub async fn poll(
                 *failures += 1;
                 let interval = schedule.get(&key).copied().unwrap_or_default();
                 polled.insert(key.clone(), now + failing_delay(interval, *failures));
+                // The repository just stopped answering: its apps reconcile
+                // now, so their status says so (their own retries back off).
+                if *failures == 1 {
+                    for follower in followers.iter().filter(|f| f.key == key) {
+                        let _ = wake.send(follower.app.clone());
+                    }
+                }
                 continue;
             };
             failing.remove(&key);
             polled.insert(key.clone(), now);
-            let Some(before) = listed.insert(key.clone(), refs.clone()) else {
-                continue;
-            };
+            let before = listed.insert(key.clone(), refs.clone());
             for follower in followers.iter().filter(|f| f.key == key) {
-                if moved(&before, &refs, &follower.revision) {
+                // A first listing has nothing before it: it is compared with
+                // what the app last synced, so a commit pushed between the
+                // app's first reconcile and this listing is not missed.
+                let moved = match (&before, &follower.synced) {
+                    (Some(before), _) => moved(before, &refs, &follower.revision),
+                    (None, Some(synced)) => differs(&refs, &follower.revision, synced),
+                    (None, None) => false,
+                };
+                if moved {
                     tracing::info!(app = %format!("{}/{}", follower.app.0, follower.app.1),
                         revision = %follower.source.revision, "the revision moved; waking the app");
                     let _ = wake.send(follower.app.clone());

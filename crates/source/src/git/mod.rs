@@ -17,7 +17,7 @@ use std::time::Instant;
 use gix::ObjectId;
 use gix::bstr::ByteSlice;
 
-pub use resolve::{Resolved, moved, resolve};
+pub use resolve::{Resolved, differs, moved, resolve};
 pub use url::repo_key;
 
 use crate::credentials::Credentials;

@@ -94,6 +94,17 @@ pub fn moved(before: &RemoteRefs, after: &RemoteRefs, revision: &Revision) -> bo
     resolved(before) != resolved(after)
 }
 
+/// Whether `revision` names, in `refs`, another commit than `synced` (the
+/// commit an app last synced, as hex): what a first listing of a remote
+/// compares against, having no listing before it.
+pub fn differs(refs: &RemoteRefs, revision: &Revision, synced: &str) -> bool {
+    if matches!(revision, Revision::Commit(_)) {
+        return false;
+    }
+    resolve("", refs, revision, |_| false)
+        .is_ok_and(|resolved| !resolved.commit.to_string().eq_ignore_ascii_case(synced))
+}
+
 fn tagged(tag: &str, tip: &super::RemoteRef) -> Resolved {
     Resolved {
         commit: tip.commit,

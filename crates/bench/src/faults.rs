@@ -1,0 +1,122 @@
+//! `tether-bench --faults`: each fault scenario of the test kit
+//! (`tether_testkit::faults`) run `--runs` times against one local control
+//! plane, and the table: how many runs converged, the time from the end of
+//! the fault to Synced at the latest commit (median and p99), the API
+//! requests and LISTs of the recovery (median), the request rate while the
+//! fault lasted (median), and every "lost" column summed over the runs.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tether_testkit::faults::{self, Outcome};
+
+/// How long each fault lasts in the full runs.
+pub struct Settings {
+    pub runs: usize,
+    pub fault: Duration,
+    pub git_outage: Duration,
+}
+
+pub async fn run(settings: &Settings) -> anyhow::Result<()> {
+    let mut rows = Vec::new();
+    let fault = settings.fault;
+    rows.push(
+        repeat(settings.runs, || {
+            faults::throttle_storm(429, Some(2), fault)
+        })
+        .await,
+    );
+    rows.push(repeat(settings.runs, || faults::throttle_storm(503, None, fault)).await);
+    rows.push(repeat(settings.runs, || faults::api_outage(fault)).await);
+    rows.push(
+        repeat(settings.runs, || {
+            faults::watch_cuts(Duration::from_secs(60), Duration::from_secs(3))
+        })
+        .await,
+    );
+    let git = settings.git_outage;
+    rows.push(repeat(settings.runs, || faults::git_outage(git)).await);
+    println!(
+        "fault scenarios ({} runs each; faults of {:?}, Git outage {:?})",
+        settings.runs, settings.fault, settings.git_outage
+    );
+    println!(
+        "{:<28} {:>4} {:>9} {:>10} {:>10} {:>9} {:>6} {:>9} {:>6} {:>8} {:>7} {:>5}",
+        "scenario",
+        "runs",
+        "converged",
+        "median",
+        "p99",
+        "requests",
+        "LISTs",
+        "req/s",
+        "lost",
+        "deleted",
+        "records",
+        "held"
+    );
+    for outcomes in &rows {
+        print_row(outcomes);
+    }
+    for outcomes in &rows {
+        if let Some(note) = outcomes.iter().rev().find(|o| !o.note.is_empty()) {
+            println!("  {}: last run: {}", note.scenario, note.note);
+        }
+    }
+    Ok(())
+}
+
+async fn repeat<F, Fut>(runs: usize, scenario: F) -> Vec<Outcome>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Outcome>,
+{
+    let mut outcomes = Vec::new();
+    for run in 1..=runs {
+        let outcome = scenario().await;
+        eprintln!(
+            "[faults] {} run {run}/{runs}: converged {} in {:?}",
+            outcome.scenario, outcome.converged, outcome.to_converge
+        );
+        outcomes.push(outcome);
+    }
+    outcomes
+}
+
+fn print_row(outcomes: &[Outcome]) {
+    let Some(first) = outcomes.first() else {
+        return;
+    };
+    let mut times: Vec<Duration> = outcomes.iter().map(|o| o.to_converge).collect();
+    times.sort();
+    let median = |mut values: Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    let p99 = times[((times.len() * 99).div_ceil(100)).saturating_sub(1)];
+    println!(
+        "{:<28} {:>4} {:>9} {:>9.1}s {:>9.1}s {:>9.0} {:>6.0} {:>9.1} {:>6} {:>8} {:>7} {:>5}",
+        first.scenario,
+        outcomes.len(),
+        outcomes.iter().filter(|o| o.converged).count(),
+        times[times.len() / 2].as_secs_f64(),
+        p99.as_secs_f64(),
+        median(
+            outcomes
+                .iter()
+                .map(|o| o.requests_in_recovery as f64)
+                .collect()
+        ),
+        median(
+            outcomes
+                .iter()
+                .map(|o| o.lists_in_recovery as f64)
+                .collect()
+        ),
+        median(outcomes.iter().map(|o| o.rate_during_fault).collect()),
+        outcomes.iter().map(|o| o.objects_lost).sum::<usize>(),
+        outcomes.iter().map(|o| o.wrongly_deleted).sum::<usize>(),
+        outcomes.iter().map(|o| o.records_lost).sum::<usize>(),
+        outcomes.iter().filter(|o| o.said_and_held).count(),
+    );
+}
