@@ -6,7 +6,12 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use std::time::Duration;
+
 use kube::client::ClientBuilder;
+use kube::client::retry::RetryPolicy;
+use tower::buffer::BufferLayer;
+use tower::retry::RetryLayer;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
@@ -16,7 +21,7 @@ use crate::requests::{ObserveLayer, Observer};
 /// A client for the cluster in `kubeconfig`, or — when `None` — the usual
 /// places (`$KUBECONFIG`, `~/.kube/config`, in-cluster service account).
 pub async fn connect(kubeconfig: Option<&Path>) -> Result<Client, ClusterError> {
-    Client::try_from(config(kubeconfig).await?).map_err(ClusterError::Connect)
+    Connection::new(config(kubeconfig).await?, None).client()
 }
 
 /// [`connect`], with `observer` told about every request the client makes
@@ -84,14 +89,35 @@ impl Connection {
         self.build(token_only(&self.config, token))
     }
 
-    fn build(&self, config: Config) -> Result<Client, ClusterError> {
-        let builder = ClientBuilder::try_from(config).map_err(ClusterError::Connect)?;
+    fn build(&self, mut config: Config) -> Result<Client, ClusterError> {
+        config.default_retry = false;
+        let builder = ClientBuilder::try_from(config)
+            .map_err(ClusterError::Connect)?
+            // A retry needs a service it can clone; kube's stack is boxed.
+            .with_layer(&BufferLayer::new(RETRY_BUFFER))
+            .with_layer(&RetryLayer::new(retry_policy()));
         Ok(match &self.observer {
             Some(observer) => builder.with_layer(&ObserveLayer(observer.clone())).build(),
             None => builder.build(),
         })
     }
 }
+
+/// How the controller's requests are retried when the API server answers
+/// 429, 503 or 504: kube's own policy, honouring `Retry-After`, but with
+/// the wait between tries capped at 5 s. kube's default grows to 1000 s,
+/// so after an overload the controller sat out its own back-off long after
+/// the server was fine (the fault suite: a commit made during a 20 s storm
+/// of 503s synced up to 25 s after the storm). After 10 tries the error
+/// reaches the reconcile, which reports it and tries again with back-off.
+fn retry_policy() -> RetryPolicy {
+    RetryPolicy::new(Duration::from_millis(50), Duration::from_secs(5), 10, true)
+        .expect("valid retry parameters")
+}
+
+/// Requests queued for the retrying service at most (a slot is freed as
+/// soon as the request is handed on, so this is far above use).
+const RETRY_BUFFER: usize = 1024;
 
 /// `config` with its credentials replaced by `token` alone.
 fn token_only(config: &Config, token: &str) -> Config {

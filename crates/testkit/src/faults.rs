@@ -122,7 +122,13 @@ impl Stage {
             },
             ..Config::default()
         };
-        let client = proxy.client();
+        // The client as `tether run` builds it (its retry policy included).
+        let client = tether_cluster::Connection::new(
+            kube::Config::new(proxy.url().parse().expect("proxy URL")),
+            None,
+        )
+        .client()
+        .expect("client builds");
         let controller = tokio::spawn(async move {
             if let Err(error) = tether_controller::run(client, config).await {
                 panic!("controller stopped: {error}");
