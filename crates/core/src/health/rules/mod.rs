@@ -53,6 +53,22 @@ const SHIPPED: &[(&str, &str)] = &[
         "shipped/cluster-api.yaml",
         include_str!("shipped/cluster-api.yaml"),
     ),
+    (
+        "shipped/cloudnative-pg.yaml",
+        include_str!("shipped/cloudnative-pg.yaml"),
+    ),
+    ("shipped/strimzi.yaml", include_str!("shipped/strimzi.yaml")),
+    (
+        "shipped/prometheus-operator.yaml",
+        include_str!("shipped/prometheus-operator.yaml"),
+    ),
+    ("shipped/knative.yaml", include_str!("shipped/knative.yaml")),
+    ("shipped/tekton.yaml", include_str!("shipped/tekton.yaml")),
+    ("shipped/velero.yaml", include_str!("shipped/velero.yaml")),
+    (
+        "shipped/volume-snapshot.yaml",
+        include_str!("shipped/volume-snapshot.yaml"),
+    ),
 ];
 
 /// Why rules could not be loaded. Nothing is loaded when any rule is bad.
@@ -234,7 +250,8 @@ impl RuleSet {
 
     /// The rules shipped with Tether (cert-manager, Argo Rollouts, Flux,
     /// external-secrets, KEDA, Gateway API, Sealed Secrets, Crossplane,
-    /// Cluster API).
+    /// Cluster API, CloudNativePG, Strimzi, Prometheus Operator, Knative,
+    /// Tekton, Velero, CSI volume snapshots).
     pub fn shipped() -> Self {
         let mut rules = Vec::new();
         for (origin, text) in SHIPPED {
