@@ -109,3 +109,23 @@ fn velero_backups_and_restores_are_degraded_when_they_failed_even_partially() {
 fn volume_snapshots_are_healthy_once_ready_to_use_and_degraded_on_an_error() {
     assert_cases("volume-snapshot");
 }
+
+#[test]
+fn kubevirt_machines_stopped_or_paused_by_the_user_are_suspended() {
+    assert_cases("kubevirt");
+}
+
+#[test]
+fn olm_subscriptions_are_degraded_on_a_failure_condition_and_held_for_manual_approval() {
+    assert_cases("olm");
+}
+
+#[test]
+fn karpenter_node_pools_and_claims_follow_their_ready_condition() {
+    assert_cases("karpenter");
+}
+
+#[test]
+fn kyverno_policies_are_healthy_once_ready() {
+    assert_cases("kyverno");
+}

@@ -69,6 +69,16 @@ const SHIPPED: &[(&str, &str)] = &[
         "shipped/volume-snapshot.yaml",
         include_str!("shipped/volume-snapshot.yaml"),
     ),
+    (
+        "shipped/kubevirt.yaml",
+        include_str!("shipped/kubevirt.yaml"),
+    ),
+    ("shipped/olm.yaml", include_str!("shipped/olm.yaml")),
+    (
+        "shipped/karpenter.yaml",
+        include_str!("shipped/karpenter.yaml"),
+    ),
+    ("shipped/kyverno.yaml", include_str!("shipped/kyverno.yaml")),
 ];
 
 /// Why rules could not be loaded. Nothing is loaded when any rule is bad.
@@ -251,7 +261,8 @@ impl RuleSet {
     /// The rules shipped with Tether (cert-manager, Argo Rollouts, Flux,
     /// external-secrets, KEDA, Gateway API, Sealed Secrets, Crossplane,
     /// Cluster API, CloudNativePG, Strimzi, Prometheus Operator, Knative,
-    /// Tekton, Velero, CSI volume snapshots).
+    /// Tekton, Velero, CSI volume snapshots, KubeVirt, OLM, Karpenter,
+    /// Kyverno).
     pub fn shipped() -> Self {
         let mut rules = Vec::new();
         for (origin, text) in SHIPPED {
