@@ -129,3 +129,13 @@ fn karpenter_node_pools_and_claims_follow_their_ready_condition() {
 fn kyverno_policies_are_healthy_once_ready() {
     assert_cases("kyverno");
 }
+
+#[test]
+fn elastic_clusters_are_degraded_when_red_or_left_yellow_by_a_finished_reconcile() {
+    assert_cases("elastic-eck");
+}
+
+#[test]
+fn rook_ceph_clusters_are_degraded_on_a_failure_phase_or_health_err() {
+    assert_cases("rook-ceph");
+}

@@ -79,6 +79,14 @@ const SHIPPED: &[(&str, &str)] = &[
         include_str!("shipped/karpenter.yaml"),
     ),
     ("shipped/kyverno.yaml", include_str!("shipped/kyverno.yaml")),
+    (
+        "shipped/elastic-eck.yaml",
+        include_str!("shipped/elastic-eck.yaml"),
+    ),
+    (
+        "shipped/rook-ceph.yaml",
+        include_str!("shipped/rook-ceph.yaml"),
+    ),
 ];
 
 /// Why rules could not be loaded. Nothing is loaded when any rule is bad.
@@ -262,7 +270,7 @@ impl RuleSet {
     /// external-secrets, KEDA, Gateway API, Sealed Secrets, Crossplane,
     /// Cluster API, CloudNativePG, Strimzi, Prometheus Operator, Knative,
     /// Tekton, Velero, CSI volume snapshots, KubeVirt, OLM, Karpenter,
-    /// Kyverno).
+    /// Kyverno, Elastic ECK, Rook Ceph).
     pub fn shipped() -> Self {
         let mut rules = Vec::new();
         for (origin, text) in SHIPPED {
