@@ -139,3 +139,13 @@ fn elastic_clusters_are_degraded_when_red_or_left_yellow_by_a_finished_reconcile
 fn rook_ceph_clusters_are_degraded_on_a_failure_phase_or_health_err() {
     assert_cases("rook-ceph");
 }
+
+#[test]
+fn istio_configuration_is_degraded_only_by_an_analyzer_error() {
+    assert_cases("istio");
+}
+
+#[test]
+fn mongodb_community_replica_sets_follow_their_phase() {
+    assert_cases("mongodb-community");
+}

@@ -87,6 +87,11 @@ const SHIPPED: &[(&str, &str)] = &[
         "shipped/rook-ceph.yaml",
         include_str!("shipped/rook-ceph.yaml"),
     ),
+    ("shipped/istio.yaml", include_str!("shipped/istio.yaml")),
+    (
+        "shipped/mongodb-community.yaml",
+        include_str!("shipped/mongodb-community.yaml"),
+    ),
 ];
 
 /// Why rules could not be loaded. Nothing is loaded when any rule is bad.
@@ -270,7 +275,7 @@ impl RuleSet {
     /// external-secrets, KEDA, Gateway API, Sealed Secrets, Crossplane,
     /// Cluster API, CloudNativePG, Strimzi, Prometheus Operator, Knative,
     /// Tekton, Velero, CSI volume snapshots, KubeVirt, OLM, Karpenter,
-    /// Kyverno, Elastic ECK, Rook Ceph).
+    /// Kyverno, Elastic ECK, Rook Ceph, Istio, MongoDB Community).
     pub fn shipped() -> Self {
         let mut rules = Vec::new();
         for (origin, text) in SHIPPED {
