@@ -149,3 +149,8 @@ fn istio_configuration_is_degraded_only_by_an_analyzer_error() {
 fn mongodb_community_replica_sets_follow_their_phase() {
     assert_cases("mongodb-community");
 }
+
+#[test]
+fn vault_secrets_operator_auth_is_degraded_when_invalid_and_secrets_wait_for_their_sync() {
+    assert_cases("vault-secrets-operator");
+}

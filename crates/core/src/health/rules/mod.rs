@@ -92,6 +92,10 @@ const SHIPPED: &[(&str, &str)] = &[
         "shipped/mongodb-community.yaml",
         include_str!("shipped/mongodb-community.yaml"),
     ),
+    (
+        "shipped/vault-secrets-operator.yaml",
+        include_str!("shipped/vault-secrets-operator.yaml"),
+    ),
 ];
 
 /// Why rules could not be loaded. Nothing is loaded when any rule is bad.
@@ -275,7 +279,8 @@ impl RuleSet {
     /// external-secrets, KEDA, Gateway API, Sealed Secrets, Crossplane,
     /// Cluster API, CloudNativePG, Strimzi, Prometheus Operator, Knative,
     /// Tekton, Velero, CSI volume snapshots, KubeVirt, OLM, Karpenter,
-    /// Kyverno, Elastic ECK, Rook Ceph, Istio, MongoDB Community).
+    /// Kyverno, Elastic ECK, Rook Ceph, Istio, MongoDB Community, Vault
+    /// Secrets Operator).
     pub fn shipped() -> Self {
         let mut rules = Vec::new();
         for (origin, text) in SHIPPED {
