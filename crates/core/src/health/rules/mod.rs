@@ -54,6 +54,49 @@ const SHIPPED: &[(&str, &str)] = &[
         "shipped/cluster-api.yaml",
         include_str!("shipped/cluster-api.yaml"),
     ),
+    (
+        "shipped/cloudnative-pg.yaml",
+        include_str!("shipped/cloudnative-pg.yaml"),
+    ),
+    ("shipped/strimzi.yaml", include_str!("shipped/strimzi.yaml")),
+    (
+        "shipped/prometheus-operator.yaml",
+        include_str!("shipped/prometheus-operator.yaml"),
+    ),
+    ("shipped/knative.yaml", include_str!("shipped/knative.yaml")),
+    ("shipped/tekton.yaml", include_str!("shipped/tekton.yaml")),
+    ("shipped/velero.yaml", include_str!("shipped/velero.yaml")),
+    (
+        "shipped/volume-snapshot.yaml",
+        include_str!("shipped/volume-snapshot.yaml"),
+    ),
+    (
+        "shipped/kubevirt.yaml",
+        include_str!("shipped/kubevirt.yaml"),
+    ),
+    ("shipped/olm.yaml", include_str!("shipped/olm.yaml")),
+    (
+        "shipped/karpenter.yaml",
+        include_str!("shipped/karpenter.yaml"),
+    ),
+    ("shipped/kyverno.yaml", include_str!("shipped/kyverno.yaml")),
+    (
+        "shipped/elastic-eck.yaml",
+        include_str!("shipped/elastic-eck.yaml"),
+    ),
+    (
+        "shipped/rook-ceph.yaml",
+        include_str!("shipped/rook-ceph.yaml"),
+    ),
+    ("shipped/istio.yaml", include_str!("shipped/istio.yaml")),
+    (
+        "shipped/mongodb-community.yaml",
+        include_str!("shipped/mongodb-community.yaml"),
+    ),
+    (
+        "shipped/vault-secrets-operator.yaml",
+        include_str!("shipped/vault-secrets-operator.yaml"),
+    ),
 ];
 
 /// Why rules could not be loaded. Nothing is loaded when any rule is bad.
@@ -235,7 +278,10 @@ impl RuleSet {
 
     /// The rules shipped with Tether (cert-manager, Argo Rollouts, Flux,
     /// external-secrets, KEDA, Gateway API, Sealed Secrets, Crossplane,
-    /// Cluster API).
+    /// Cluster API, CloudNativePG, Strimzi, Prometheus Operator, Knative,
+    /// Tekton, Velero, CSI volume snapshots, KubeVirt, OLM, Karpenter,
+    /// Kyverno, Elastic ECK, Rook Ceph, Istio, MongoDB Community, Vault
+    /// Secrets Operator).
     pub fn shipped() -> Self {
         let mut rules = Vec::new();
         for (origin, text) in SHIPPED {
