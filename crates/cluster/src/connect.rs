@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use kube::client::ClientBuilder;
 use kube::client::retry::RetryPolicy;
-use tower::buffer::BufferLayer;
-use tower::retry::RetryLayer;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+use tower::buffer::BufferLayer;
+use tower::retry::RetryLayer;
 
 use crate::ClusterError;
 use crate::requests::{ObserveLayer, Observer};

@@ -21,6 +21,8 @@ const STATE_FIELDS: &[&str] = &[
     "stage",
     "result",
     "outcome",
+    "level",
+    "severity",
 ];
 
 /// Last words that make a field a time or a count, never a state.
@@ -88,17 +90,48 @@ pub fn status(status: &Map<String, Value>, object: &Object, out: &mut Vec<Signal
         match value {
             Value::Object(inner) if name != "conditions" => {
                 fields(inner, &path, object, Depth::Nested, out);
+                // A part's own part (`status.connectorStatus.connector.state`),
+                // for state words only.
+                for (part, value) in inner {
+                    if let Some(innermost) = value.as_object() {
+                        states(innermost, &format!("{path}.{part}"), object, out);
+                    }
+                }
             }
             Value::Array(items) if name != "conditions" => {
                 for (index, item) in items.iter().enumerate() {
                     if let Some(inner) = item.as_object() {
                         let path = format!("{path}[{index}]");
                         fields(inner, &path, object, Depth::Nested, out);
+                        for (part, value) in inner {
+                            if let Some(innermost) = value.as_object() {
+                                states(innermost, &format!("{path}.{part}"), object, out);
+                            }
+                        }
                     }
                 }
             }
             _ => {}
         }
+    }
+}
+
+/// Only the phase and state words of `map` (no flags, errors or
+/// conditions): what is read two levels down.
+fn states(map: &Map<String, Value>, path: &str, object: &Object, out: &mut Vec<Signal>) {
+    for (name, value) in map {
+        let Value::String(word) = value else {
+            continue;
+        };
+        if field_name(name).role != Role::State {
+            continue;
+        }
+        let weight = match meaning(word) {
+            Some(Meaning::Good) if object.finite && is_running(word) => Weight::Underway,
+            Some(said) => Weight::of(said),
+            None => continue,
+        };
+        out.push(Signal::new(weight, format!("{path}.{name} = {word}")));
     }
 }
 
