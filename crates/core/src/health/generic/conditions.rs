@@ -31,11 +31,11 @@ pub fn signals(conditions: &Value, path: &str, generation: Option<i64>, out: &mu
     };
     let mut stale = Vec::new();
     let mut fresh = 0;
-    for condition in conditions {
+    for (index, condition) in conditions.iter().enumerate() {
         let text = |field: &str| condition.get(field).and_then(Value::as_str).unwrap_or("");
         let type_ = text("type");
         let status = text("status");
-        if type_.is_empty() || status.is_empty() {
+        if type_.is_empty() || status.is_empty() || superseded(conditions, index) {
             continue;
         }
         let reason = text("reason");
@@ -69,6 +69,35 @@ pub fn signals(conditions: &Value, path: &str, generation: Option<i64>, out: &mu
     if fresh == 0 {
         out.extend(stale);
     }
+}
+
+/// Whether another condition of the same type in `conditions` changed
+/// later (by `lastTransitionTime`; of equals, the last listed counts): an
+/// operator that appends instead of replacing leaves its old word behind.
+fn superseded(conditions: &[Value], index: usize) -> bool {
+    let field = |at: usize, name: &str| -> &str {
+        conditions[at]
+            .get(name)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
+    let type_ = field(index, "type");
+    let mut time = None;
+    (0..conditions.len()).any(|other| {
+        if other == index || field(other, "type") != type_ {
+            return false;
+        }
+        let mine = *time.get_or_insert_with(|| timestamp(field(index, "lastTransitionTime")));
+        timestamp(field(other, "lastTransitionTime"))
+            .cmp(&mine)
+            .then(other.cmp(&index))
+            .is_gt()
+    })
+}
+
+/// A `lastTransitionTime` as Unix seconds; 0 if absent or unreadable.
+fn timestamp(text: &str) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(text).map_or(0, |time| time.timestamp())
 }
 
 /// What one condition says, if anything.
@@ -165,6 +194,18 @@ mod tests {
             weigh("Progressing", "Unknown", "RolloutPaused"),
             Some(Weight::Paused)
         );
+    }
+
+    #[test]
+    fn of_two_conditions_of_one_type_the_later_transition_speaks() {
+        let conditions = serde_json::json!([
+            {"type": "Ready", "status": "False", "reason": "Failed", "lastTransitionTime": "2026-01-02T00:00:00Z"},
+            {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+        ]);
+        let mut out = Vec::new();
+        signals(&conditions, "status.conditions", None, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].weight, Weight::Failure);
     }
 
     #[test]
