@@ -12,6 +12,8 @@ use tether_source::{
     VerifyMode,
 };
 
+use tether_core::diff::secret::masked_for_display;
+
 use super::out::{out, outln, print_as, yaml};
 
 /// Render a source and print its objects as a YAML stream, each preceded by
@@ -52,6 +54,11 @@ pub struct RenderArgs {
     /// Output format: yaml (a YAML stream with origins as comments) or json.
     #[arg(long, short = 'o', default_value = "yaml", value_parser = ["yaml", "json"])]
     pub output: String,
+    /// Print the values of Secrets as they are (by default every value
+    /// under a Secret's `data` and `stringData` is masked, as in every
+    /// other output of Tether).
+    #[arg(long)]
+    pub show_secrets: bool,
     #[command(flatten)]
     pub options: Box<RenderOptions>,
 }
@@ -129,7 +136,7 @@ pub fn run(args: RenderArgs) -> anyhow::Result<ExitCode> {
         }
         Some(repo) => fetch(&args, repo, renderer, sandbox)?,
     };
-    print(&rendered, &args.output)?;
+    print(&rendered, &args.output, args.show_secrets)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -250,7 +257,11 @@ fn pairs(flag: &str, given: &[String]) -> anyhow::Result<BTreeMap<String, String
 
 /// The rendered objects as a YAML stream with the commit and each origin
 /// as comments, or (`json`) as one `List` with those lines on stderr.
-fn print(rendered: &Rendered, format: &str) -> anyhow::Result<()> {
+fn print(rendered: &Rendered, format: &str, show_secrets: bool) -> anyhow::Result<()> {
+    let shown = |object: &serde_json::Value| match show_secrets {
+        true => object.clone(),
+        false => masked_for_display(object),
+    };
     let mut header = Vec::new();
     if !rendered.commit.is_empty() {
         let tag = rendered.tag.as_deref().unwrap_or("-");
@@ -269,7 +280,11 @@ fn print(rendered: &Rendered, format: &str) -> anyhow::Result<()> {
         for manifest in rendered.manifests.iter() {
             eprintln!("# {}: {}", manifest.id, manifest.origin);
         }
-        let items: Vec<&serde_json::Value> = rendered.manifests.iter().map(|m| &m.object).collect();
+        let items: Vec<serde_json::Value> = rendered
+            .manifests
+            .iter()
+            .map(|m| shown(&m.object))
+            .collect();
         let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
         print_as(&list, "json")?;
     } else {
@@ -278,7 +293,7 @@ fn print(rendered: &Rendered, format: &str) -> anyhow::Result<()> {
         }
         for manifest in rendered.manifests.iter() {
             outln!("---\n# {}: {}", manifest.id, manifest.origin);
-            out!("{}", yaml(&manifest.object)?);
+            out!("{}", yaml(&shown(&manifest.object))?);
         }
     }
     if rendered.empty {
