@@ -263,6 +263,33 @@ struct ExpectedHealth {
     message: String,
 }
 
+/// One case of `custom/`: its kind's folder, the test, and the object.
+struct CustomCase {
+    dir: String,
+    test: CustomTest,
+    object: Value,
+}
+
+/// Every case of `custom/`, in the index's order.
+fn custom_cases() -> Vec<CustomCase> {
+    let root = corpus().join("custom");
+    let index: Index = read_yaml(&root.join("index.yaml"));
+    let mut cases = Vec::new();
+    for kind in index.kinds {
+        let folder = root.join(&kind.dir);
+        let tests: CustomTests = read_yaml(&folder.join("health_test.yaml"));
+        for test in tests.tests {
+            let object: Value = read_yaml(&folder.join(&test.input_path));
+            cases.push(CustomCase {
+                dir: kind.dir.clone(),
+                test,
+                object,
+            });
+        }
+    }
+    cases
+}
+
 /// Who judges an object in Tether.
 fn judged_by(rules: &RuleSet, object: &Value) -> &'static str {
     let api_version = object["apiVersion"].as_str().unwrap_or("");
@@ -295,38 +322,30 @@ struct Tally {
 
 #[test]
 fn shipped_rules_agree_with_argo_cd_lua_scripts_on_95_percent_of_statuses() {
-    let root = corpus().join("custom");
-    let index: Index = read_yaml(&root.join("index.yaml"));
     let rules = RuleSet::shipped();
     let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
     let mut lines = Vec::new();
-    for kind in &index.kinds {
-        let folder = root.join(&kind.dir);
-        let tests: CustomTests = read_yaml(&folder.join("health_test.yaml"));
-        for test in &tests.tests {
-            let object: Value = read_yaml(&folder.join(&test.input_path));
-            let actual = rules.assess(&object);
-            let by = judged_by(&rules, &object);
-            let tally = tallies.entry(kind.dir.clone()).or_default();
-            tally.judged_by = by;
-            tally.total += 1;
-            let status_ok = actual
-                .as_ref()
-                .is_some_and(|health| health.status.as_str() == test.health_status.status);
-            let message_ok = actual.as_ref().is_some_and(|health| {
-                health::message_detail(&object, &health.message) == test.health_status.message
-            });
-            tally.status += usize::from(status_ok);
-            tally.message += usize::from(message_ok);
-            if !status_ok && by != "not covered" {
-                lines.push(format!(
-                    "  DISAGREE {}/{} ({by}): expected {}, got {}",
-                    kind.dir,
-                    test.input_path,
-                    test.health_status.status,
-                    show(&actual)
-                ));
-            }
+    for CustomCase { dir, test, object } in custom_cases() {
+        let actual = rules.assess(&object);
+        let by = judged_by(&rules, &object);
+        let tally = tallies.entry(dir.clone()).or_default();
+        tally.judged_by = by;
+        tally.total += 1;
+        let status_ok = actual
+            .as_ref()
+            .is_some_and(|health| health.status.as_str() == test.health_status.status);
+        let message_ok = actual.as_ref().is_some_and(|health| {
+            health::message_detail(&object, &health.message) == test.health_status.message
+        });
+        tally.status += usize::from(status_ok);
+        tally.message += usize::from(message_ok);
+        if !status_ok && by != "not covered" {
+            lines.push(format!(
+                "  DISAGREE {dir}/{} ({by}): expected {}, got {}",
+                test.input_path,
+                test.health_status.status,
+                show(&actual)
+            ));
         }
     }
     println!("health conformance: custom (Argo CD Lua health scripts)");
@@ -367,39 +386,31 @@ fn shipped_rules_agree_with_argo_cd_lua_scripts_on_95_percent_of_statuses() {
 /// Progressing.
 #[test]
 fn without_shipped_rules_the_generic_inference_agrees_on_80_percent_and_never_hides_a_failure() {
-    let root = corpus().join("custom");
-    let index: Index = read_yaml(&root.join("index.yaml"));
     let rules = RuleSet::default();
     let (mut agreed, mut total, mut false_healthy, mut no_verdict) = (0, 0, 0, 0);
     let mut lines = Vec::new();
-    for kind in &index.kinds {
-        let folder = root.join(&kind.dir);
-        let tests: CustomTests = read_yaml(&folder.join("health_test.yaml"));
-        for test in &tests.tests {
-            let object: Value = read_yaml(&folder.join(&test.input_path));
-            let actual = rules.assess(&object);
-            let expected = test.health_status.status.as_str();
-            total += 1;
-            let got = actual.as_ref().map(|health| health.status);
-            if got.is_some_and(|status| status.as_str() == expected) {
-                agreed += 1;
-                continue;
-            }
-            let hides = got == Some(HealthStatus::Healthy)
-                && matches!(expected, "Degraded" | "Progressing");
-            false_healthy += usize::from(hides);
-            let has_status = object
-                .get("status")
-                .is_some_and(|status| status.as_object().is_some_and(|map| !map.is_empty()));
-            no_verdict += usize::from(actual.is_none() && has_status);
-            lines.push(format!(
-                "  {} {}/{}: expected {expected}, got {}",
-                if hides { "FALSE-HEALTHY" } else { "DISAGREE" },
-                kind.dir,
-                test.input_path,
-                show(&actual)
-            ));
+    for CustomCase { dir, test, object } in custom_cases() {
+        let actual = rules.assess(&object);
+        let expected = test.health_status.status.as_str();
+        total += 1;
+        let got = actual.as_ref().map(|health| health.status);
+        if got.is_some_and(|status| status.as_str() == expected) {
+            agreed += 1;
+            continue;
         }
+        let hides =
+            got == Some(HealthStatus::Healthy) && matches!(expected, "Degraded" | "Progressing");
+        false_healthy += usize::from(hides);
+        let has_status = object
+            .get("status")
+            .is_some_and(|status| status.as_object().is_some_and(|map| !map.is_empty()));
+        no_verdict += usize::from(actual.is_none() && has_status);
+        lines.push(format!(
+            "  {} {dir}/{}: expected {expected}, got {}",
+            if hides { "FALSE-HEALTHY" } else { "DISAGREE" },
+            test.input_path,
+            show(&actual)
+        ));
     }
     println!("health conformance: custom/ without shipped rules (built-ins + generic inference)");
     println!(
@@ -468,18 +479,12 @@ fn every_case() -> Vec<Expected> {
             status: status.to_string(),
         });
     }
-    let custom = root.join("custom");
-    let index: Index = read_yaml(&custom.join("index.yaml"));
-    for kind in &index.kinds {
-        let folder = custom.join(&kind.dir);
-        let tests: CustomTests = read_yaml(&folder.join("health_test.yaml"));
-        for test in tests.tests {
-            all.push(Expected {
-                origin: folder.join(&test.input_path).display().to_string(),
-                object: read_yaml(&folder.join(&test.input_path)),
-                status: test.health_status.status,
-            });
-        }
+    for CustomCase { dir, test, object } in custom_cases() {
+        all.push(Expected {
+            origin: format!("custom/{dir}/{}", test.input_path),
+            object,
+            status: test.health_status.status,
+        });
     }
     let ours = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/health");
     for entry in std::fs::read_dir(&ours).into_iter().flatten() {

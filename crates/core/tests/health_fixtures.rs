@@ -1,7 +1,9 @@
-//! The shipped health rules against fixtures written from each operator's
-//! documented status API: one folder per operator under
+//! Health against fixtures: the shipped rules against fixtures written from
+//! each operator's documented status API (one folder per operator under
 //! `fixtures/health/`, one object per file, and a `cases.yaml` saying what
-//! each object's health is.
+//! each object's health is), and the generic inference against its own
+//! (`fixtures/health/generic/`, judged without shipped rules, as a
+//! brand-new CRD is).
 
 use std::path::{Path, PathBuf};
 
@@ -37,10 +39,14 @@ fn read_yaml<T: for<'de> Deserialize<'de>>(path: &Path) -> T {
 /// Assesses every case of `operator` with the shipped rules and fails
 /// listing every case whose status or message is not the expected one.
 fn assert_cases(operator: &str) {
+    assert_cases_with(operator, &RuleSet::shipped());
+}
+
+/// [`assert_cases`] with `rules`.
+fn assert_cases_with(operator: &str, rules: &RuleSet) {
     let root = folder(operator);
     let cases: Cases = read_yaml(&root.join("cases.yaml"));
     assert!(!cases.cases.is_empty(), "{operator}: no cases");
-    let rules = RuleSet::shipped();
     let mut mismatches = Vec::new();
     for case in &cases.cases {
         let object: Value = read_yaml(&root.join(&case.file));
@@ -153,4 +159,20 @@ fn mongodb_community_replica_sets_follow_their_phase() {
 #[test]
 fn vault_secrets_operator_auth_is_degraded_when_invalid_and_secrets_wait_for_their_sync() {
     assert_cases("vault-secrets-operator");
+}
+
+#[test]
+fn the_generic_inference_gets_every_generic_fixture_and_names_the_field_without_shipped_rules() {
+    assert_cases_with("generic", &RuleSet::default());
+}
+
+#[test]
+fn an_object_without_a_status_has_no_health_and_a_builtin_kind_that_says_nothing_neither() {
+    let rules = RuleSet::default();
+    let bare: Value = serde_json::json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w"}, "spec": {"size": 1}});
+    assert_eq!(rules.assess(&bare), None);
+    let quota: Value = serde_json::json!({"apiVersion": "v1", "kind": "ResourceQuota",
+        "metadata": {"name": "q"}, "status": {"hard": {"pods": "10"}, "used": {"pods": "2"}}});
+    assert_eq!(rules.assess(&quota), None);
 }
