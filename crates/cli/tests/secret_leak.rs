@@ -116,13 +116,17 @@ async fn no_planted_secret_value_shows_in_any_log_status_event_cli_output_metric
         .await;
     }
 
-    // Drift: someone writes another value into the Secret; Tether heals it.
-    ns.kubectl_ok(&[
-        "patch",
-        "secret/plain",
-        "-p",
-        &format!(r#"{{"stringData":{{"password":"{}"}}}}"#, PLANTED[4]),
-    ]);
+    // Drift: someone writes another value into the Secrets; Tether heals
+    // the one whose app self-heals and reports the other.
+    let overwrite = |secret: &str| {
+        ns.kubectl_ok(&[
+            "patch",
+            secret,
+            "-p",
+            &format!(r#"{{"stringData":{{"password":"{}"}}}}"#, PLANTED[4]),
+        ]);
+    };
+    overwrite("secret/plain");
     tether_testkit::eventually("the Secret healed", || async {
         (ns.jsonpath("secret/plain", "{.data.password}") == b64(PLANTED[0])).then_some(())
     })
@@ -131,12 +135,7 @@ async fn no_planted_secret_value_shows_in_any_log_status_event_cli_output_metric
         !s.last_drift.is_empty() || !s.drift.is_empty()
     })
     .await;
-    ns.kubectl_ok(&[
-        "patch",
-        "secret/generated",
-        "-p",
-        &format!(r#"{{"stringData":{{"password":"{}"}}}}"#, PLANTED[4]),
-    ]);
+    overwrite("secret/generated");
     tether_testkit::status_of(&apps, "kustomized", "the drift left in place", |s| {
         !s.drift.is_empty()
     })
