@@ -13,6 +13,10 @@ use tether_testkit::faults::{self, Outcome};
 /// How long each fault lasts in the full runs.
 pub struct Settings {
     pub runs: usize,
+    /// `tether`, for the crash scenario (`tether run` killed with -9).
+    pub tether: std::path::PathBuf,
+    /// Kills per crash run.
+    pub kills: u64,
     pub fault: Duration,
     pub git_outage: Duration,
 }
@@ -36,6 +40,15 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
     );
     let git = settings.git_outage;
     rows.push(repeat(settings.runs, || faults::git_outage(git)).await);
+    if settings.tether.exists() {
+        let (tether, kills) = (settings.tether.clone(), settings.kills);
+        rows.push(repeat(settings.runs, || faults::crash(&tether, kills)).await);
+    } else {
+        eprintln!(
+            "[faults] no {} beside tether-bench: the crash scenario is left out (scripts/bench.sh builds it)",
+            settings.tether.display()
+        );
+    }
     println!(
         "fault scenarios ({} runs each; faults of {:?}, Git outage {:?})",
         settings.runs, settings.fault, settings.git_outage

@@ -101,6 +101,9 @@ struct Options {
     /// Runs of each scenario with `--faults`.
     #[arg(long, default_value_t = 10)]
     runs: usize,
+    /// `kill -9`s of `tether run` per crash run with `--faults`.
+    #[arg(long, default_value_t = 10)]
+    kills: u64,
     /// How long each API fault lasts with `--faults` (seconds).
     #[arg(long, default_value_t = 30)]
     fault_seconds: u64,
@@ -119,6 +122,8 @@ async fn main() -> anyhow::Result<()> {
     if options.faults {
         return faults::run(&faults::Settings {
             runs: options.runs,
+            tether: std::env::current_exe()?.with_file_name("tether"),
+            kills: options.kills,
             fault: Duration::from_secs(options.fault_seconds),
             git_outage: Duration::from_secs(options.git_outage_seconds),
         })

@@ -405,3 +405,128 @@ pub async fn git_outage(outage: Duration) -> Outcome {
     outcome.said_and_held = reported && last_good_kept;
     outcome
 }
+
+/// `kill -9` of `tether` (the binary at `tether`, run as `tether run`) at
+/// `kills` points of a 200-object sync, each followed by a new commit; the
+/// controller started again must bring every object to that commit, leave
+/// no operation at Running and record the sync. `to_converge` is the
+/// slowest convergence after a kill; `objects_lost` counts objects left at
+/// an older commit.
+pub async fn crash(tether: &std::path::Path, kills: u64) -> Outcome {
+    const OBJECTS: usize = 200;
+    let objects = |revision: &str| -> Vec<(String, String)> {
+        (0..OBJECTS)
+            .map(|n| {
+                (
+                    format!("app/cm-{n:03}.yaml"),
+                    format!(
+                        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{n:03}\ndata:\n  revision: \"{revision}\"\n"
+                    ),
+                )
+            })
+            .collect()
+    };
+    let ns = TestNamespace::create("faults-crash").await;
+    install::install(ns.client.clone(), &ns.name)
+        .await
+        .expect("installed");
+    let repo = Repo::new();
+    repo.commit(&objects("r0"), "r0");
+    let apps = application("shop", &ns.name, &repo.url(), "app")
+        .interval("1s")
+        .apply(&ns.client)
+        .await;
+    let cache = ns.cache_dir().join("crash");
+    let start = || {
+        std::process::Command::new(tether)
+            .args([
+                "run",
+                "--lease-namespace",
+                &ns.name,
+                "--watch-namespace",
+                &ns.name,
+            ])
+            .args([
+                "--identity",
+                "crash",
+                "--resync-seconds",
+                "30",
+                "--cache-dir",
+            ])
+            .arg(&cache)
+            .env("TETHER_KUBECONFIG", &ns.kubeconfig)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("tether run starts")
+    };
+    let mut controller = start();
+    let head = repo.head();
+    status_where(&apps, "Synced at the first commit", move |s| {
+        s.sync.status == "Synced" && s.sync.revision.as_deref() == Some(head.as_str())
+    })
+    .await;
+    let mut outcome = Outcome {
+        scenario: "kill -9 mid-sync (200 objects)",
+        converged: true,
+        to_converge: Duration::ZERO,
+        requests_in_recovery: 0,
+        lists_in_recovery: 0,
+        rate_during_fault: 0.0,
+        objects_lost: 0,
+        wrongly_deleted: 0,
+        records_lost: 0,
+        said_and_held: true,
+        note: String::new(),
+    };
+    for kill in 1..=kills {
+        let revision = format!("r{kill}");
+        repo.commit(&objects(&revision), &revision);
+        let head = repo.head();
+        tokio::time::sleep(Duration::from_millis((kill * 7919 + 311) % 1500)).await;
+        let _ = controller.kill();
+        let _ = controller.wait();
+        let killed = Instant::now();
+        controller = start();
+        let expected = head.clone();
+        let synced = tokio::time::timeout(
+            crate::PATIENCE,
+            status_where(&apps, "Synced after the kill", move |s| {
+                s.sync.status == "Synced" && s.sync.revision.as_deref() == Some(expected.as_str())
+            }),
+        )
+        .await;
+        let Ok(status) = synced else {
+            outcome.converged = false;
+            break;
+        };
+        outcome.to_converge = outcome.to_converge.max(killed.elapsed());
+        let stuck = status
+            .operation_state
+            .as_ref()
+            .is_none_or(|op| op.phase == tether_core::OperationPhase::Running);
+        let recorded = status.history.iter().any(|h| h.revision == head);
+        outcome.records_lost += usize::from(stuck || !recorded);
+        let configmaps: Vec<ConfigMap> = ns.list().await;
+        outcome.objects_lost += configmaps
+            .iter()
+            .filter(|cm| {
+                cm.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("cm-"))
+            })
+            .filter(|cm| {
+                cm.data
+                    .as_ref()
+                    .and_then(|d| d.get("revision"))
+                    .is_none_or(|r| *r != revision)
+            })
+            .count();
+    }
+    let _ = controller.kill();
+    let _ = controller.wait();
+    let _ = std::fs::remove_dir_all(&cache);
+    outcome.note = format!("{kills} kills; the slowest convergence after a kill is the time shown");
+    outcome
+}
