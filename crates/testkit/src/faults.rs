@@ -467,7 +467,7 @@ pub async fn crash(tether: &std::path::Path, kills: u64) -> Outcome {
     })
     .await;
     let mut outcome = Outcome {
-        scenario: "kill -9 mid-sync (200 objects)",
+        scenario: "kill -9 during a sync",
         converged: true,
         to_converge: Duration::ZERO,
         requests_in_recovery: 0,
