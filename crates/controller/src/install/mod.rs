@@ -112,6 +112,7 @@ pub fn manifests_with_cap(namespace: &str, cap: Duration) -> Vec<Value> {
         "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace,
             "labels": {rbac::INSTALL_NAMESPACE_LABEL: namespace}}}));
     manifests.extend(rbac::manifests(namespace));
+    manifests.extend(project_policy::manifests());
     manifests.extend(vec![
         // The break-glass group may open, extend and close windows and read
         // what they are about; everyone who can view a namespace sees them.
@@ -143,16 +144,17 @@ pub fn manifests_with_cap(namespace: &str, cap: Duration) -> Vec<Value> {
             "rules": [{"apiGroups": ["tether.dev"], "resources": ["applications", "breakglasses"],
                        "verbs": ["get", "list", "watch"]}]}),
         rbac::tenant_role(),
-        break_glass_policy(cap),
-        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-            "metadata": {"name": BREAK_GLASS_POLICY},
-            "spec": {"policyName": BREAK_GLASS_POLICY, "validationActions": ["Deny"]}}),
         audit_records_policy(),
         json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
             "metadata": {"name": AUDIT_RECORDS_POLICY},
             "spec": {"policyName": AUDIT_RECORDS_POLICY, "validationActions": ["Deny"]}}),
+        // Last: once the API server enforces it, it enforces every policy
+        // above (see policies_in_force).
+        break_glass_policy(cap),
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": BREAK_GLASS_POLICY},
+            "spec": {"policyName": BREAK_GLASS_POLICY, "validationActions": ["Deny"]}}),
     ]);
-    manifests.extend(project_policy::manifests());
     manifests
 }
 
@@ -412,9 +414,14 @@ pub async fn install_with_cap(
     apply(client, &install).await
 }
 
+/// How long an install waits for a CRD to be served or the admission
+/// policies to be enforced.
+const INSTALL_WAIT: Duration = Duration::from_secs(60);
+
 /// Applies `install`'s manifests with server-side apply (forcing Tether's
-/// fields), waiting until each CRD is established. Safe to run again, and
-/// next to an install into another namespace.
+/// fields), waiting until each CRD is established and the admission
+/// policies are enforced. Safe to run again, and next to an install into
+/// another namespace.
 pub async fn apply(
     client: kube::Client,
     install: &Install,
@@ -427,13 +434,77 @@ pub async fn apply(
             tether_cluster::wait::crd_established(
                 client.clone(),
                 &applied.object.name,
-                Duration::from_secs(60),
+                INSTALL_WAIT,
             )
             .await?;
         }
         results.push((applied.object, applied.action));
     }
+    if !install.crds_only {
+        policies_in_force(client, &install.namespace, INSTALL_WAIT).await?;
+    }
     Ok(results)
+}
+
+/// Waits until the API server enforces the admission policies just
+/// applied: a dry-run BreakGlass in `namespace` claiming `system:masters`
+/// is refused by the break-glass policy.
+///
+/// The API server loads a new policy a moment after it is written (its
+/// informers see it, then a periodic recompile picks it up); until then a
+/// window past every limit would be let through. The break-glass policy is
+/// applied last, after the same informers saw every other policy, so once
+/// it bites they all do.
+async fn policies_in_force(
+    client: kube::Client,
+    namespace: &str,
+    timeout: Duration,
+) -> Result<(), ClusterError> {
+    let probe: BreakGlass = serde_json::from_value(json!({
+        "apiVersion": "tether.dev/v1alpha1", "kind": "BreakGlass",
+        "metadata": {"name": "tether-install-probe", "namespace": namespace},
+        "spec": {"application": "tether-install-probe",
+                 "reason": "tether install: are the admission policies in force?",
+                 "openedBy": {"username": "tether-install-probe", "groups": ["system:masters"]},
+                 "expiresAt": "2000-01-01T00:00:00Z"}}))
+    .expect("the probe is a BreakGlass");
+    let object = ObjectRef {
+        group: "tether.dev".into(),
+        kind: "BreakGlass".into(),
+        namespace: Some(namespace.into()),
+        name: "tether-install-probe".into(),
+    };
+    let api: kube::Api<BreakGlass> = kube::Api::namespaced(client, namespace);
+    let params = kube::api::PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let denied_by = format!("ValidatingAdmissionPolicy '{BREAK_GLASS_POLICY}'");
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        match api.create(&params, &probe).await {
+            Err(kube::Error::Api(status)) if status.message.contains(&denied_by) => return Ok(()),
+            Err(error) if !matches!(&error, kube::Error::Api(status) if status.code == 409) => {
+                return Err(ClusterError::Request {
+                    object,
+                    step: "a dry-run create to check the admission policies",
+                    error,
+                });
+            }
+            // Let through (or an old probe in the way): not loaded yet.
+            _ => {}
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(ClusterError::Timeout {
+                object,
+                message: format!(
+                    "the API server does not enforce ValidatingAdmissionPolicy {BREAK_GLASS_POLICY} after {}s (is the ValidatingAdmissionPolicy admission plugin enabled?)",
+                    timeout.as_secs()
+                ),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 #[cfg(test)]
