@@ -202,6 +202,9 @@ pub struct Context {
     /// Makes the clients that impersonate Applications' ServiceAccounts
     /// (set with [`Context::impersonating_with`]).
     pub connection: Option<tether_cluster::Connection>,
+    /// Checked before each wave of a sync while leading (set with
+    /// [`Context::fenced_by`]); none outside leader election.
+    pub fence: Option<crate::lease::Fence>,
     pub config: Config,
     memos: Mutex<HashMap<AppKey, Arc<Mutex<AppMemo>>>>,
 }
@@ -244,6 +247,7 @@ impl Context {
             projects_ready: Ready::never(),
             metrics,
             connection: None,
+            fence: None,
             config,
             memos: Mutex::default(),
         }
@@ -259,6 +263,14 @@ impl Context {
         Context {
             projects,
             projects_ready,
+            ..self
+        }
+    }
+
+    /// This context, fencing each sync wave with `fence`.
+    pub fn fenced_by(self, fence: crate::lease::Fence) -> Self {
+        Context {
+            fence: Some(fence),
             ..self
         }
     }

@@ -211,7 +211,13 @@ async fn lead(
         )
         .notifying(notifier)
         .watching_projects((projects, projects_ready))
-        .impersonating_with(connection),
+        .impersonating_with(connection)
+        .fenced_by(lease::Fence::new(
+            &client,
+            &config.lease_namespace,
+            &config.identity,
+            leading.clone(),
+        )),
     );
     let window_context = Arc::new(WindowContext {
         client: client.clone(),

@@ -134,7 +134,10 @@ pub async fn sync(
                 Some((c.id.clone(), version.as_str()?.to_string()))
             })
             .collect();
-        let result = reapply(&pass.applier, &pass.owner, &manifests, &versions).await;
+        let result = match still_leading(pass).await {
+            Ok(()) => reapply(&pass.applier, &pass.owner, &manifests, &versions).await,
+            Err(error) => Err(error),
+        };
         (Initiator::SelfHeal, result)
     };
     finished(pass, &result, started);
@@ -155,6 +158,18 @@ pub async fn sync(
         started_at,
         result,
     })
+}
+
+/// Ok unless this replica lost the Lease (see [`crate::lease::Fence`]).
+async fn still_leading(pass: &Pass<'_>) -> Result<(), SyncError> {
+    match &pass.ctx.fence {
+        Some(fence) => fence.check().await.map_err(|fenced| SyncError::Fenced {
+            wave: 0,
+            fenced,
+            applied: Vec::new(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Counts a sync that ran since `started`, by how it ended.
@@ -194,6 +209,7 @@ pub async fn prune(
         live: &ctx.live,
         resources: &ctx.resources,
         applier: &pass.applier,
+        fence: ctx.fence.as_ref(),
     };
     let propagation = policy.prune_propagation.unwrap_or_default();
     prune_orphans(

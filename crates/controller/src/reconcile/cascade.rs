@@ -59,6 +59,7 @@ pub async fn delete(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
         live: &pass.ctx.live,
         resources: &pass.ctx.resources,
         applier: &pass.applier,
+        fence: pass.ctx.fence.as_ref(),
     };
     let propagation = policy.prune_propagation.unwrap_or_default();
     let report = prune(&cluster, &pass.owner, inventory, &[], &options, propagation).await;

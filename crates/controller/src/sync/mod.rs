@@ -36,6 +36,7 @@ use tether_core::{Action, Initiator, ObjectRef};
 use tether_source::Manifest;
 use tokio::sync::watch;
 
+use crate::lease::Fence;
 use crate::observe::compare::{Compared, ObjectState};
 pub use crate::observe::memo::AppliedObject;
 use waves::WaveGate;
@@ -101,6 +102,14 @@ pub enum SyncError {
     Namespace(ClusterError),
     #[error("validation failed, nothing applied: {0}")]
     Validate(ClusterError),
+    /// This replica lost the Lease before a wave: the waves before it
+    /// were applied, the rest are left to the leader.
+    #[error("stopped before wave {wave}: {fenced}")]
+    Fenced {
+        wave: i32,
+        fenced: crate::lease::Fenced,
+        applied: Vec<(ObjectRef, Action)>,
+    },
     #[error("apply failed: {0}")]
     Apply(ClusterError),
     /// Some objects were applied before one failed: live state is part
@@ -137,7 +146,7 @@ impl SyncError {
     /// The objects applied before the failure (empty unless half-way).
     pub fn applied(&self) -> &[(ObjectRef, Action)] {
         match self {
-            SyncError::HalfWay { applied, .. } => applied,
+            SyncError::HalfWay { applied, .. } | SyncError::Fenced { applied, .. } => applied,
             _ => &[],
         }
     }
@@ -168,6 +177,8 @@ pub struct SyncOptions<'a> {
     pub gate: Option<&'a WaveGate<'a>>,
     /// Told after every object applied.
     pub progress: Option<&'a watch::Sender<Progress>>,
+    /// Checked before each wave: this replica still leads.
+    pub fence: Option<&'a Fence>,
     /// The reconcile's comparison of these very objects with live state.
     /// An object it compared by dry-run is already validated; one in sync
     /// is not applied again (its report says Unchanged); the others are
@@ -219,6 +230,17 @@ pub async fn sync_manifests_with(
             });
         }
     };
+    let fence = async |wave, report: &SyncReport| match options.fence {
+        Some(fence) => fence.check().await.map_err(|fenced| SyncError::Fenced {
+            wave,
+            fenced,
+            applied: report.results.clone(),
+        }),
+        None => Ok(()),
+    };
+    if !foundations.is_empty() {
+        fence(0, &report).await?;
+    }
     for (id, object) in foundations {
         if let Err(error) = apply_one(applier, &prior, id, object, &mut report).await {
             return Err(error.after(&report));
@@ -238,6 +260,7 @@ pub async fn sync_manifests_with(
         if let (Some(gate), Some((done, start))) = (options.gate, previous) {
             gate.wait(done, &report.applied[start..]).await?;
         }
+        fence(wave, &report).await?;
         previous = Some((wave, report.applied.len()));
         for (id, object) in objects {
             if let Err(error) = apply_one(applier, &prior, id, object, &mut report).await {

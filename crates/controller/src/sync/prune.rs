@@ -10,6 +10,7 @@ use tether_core::prune::{Breaker, KeepReason, PruneDecision, PruneFate, PruneOpt
 use tether_core::tracking::AppRef;
 
 use crate::api::application::{InventoryEntry, PrunePropagation};
+use crate::lease::{Fence, Fenced};
 use crate::observe::live::LiveCache;
 
 /// Where prune looks and deletes: the watch caches of managed objects, the
@@ -18,6 +19,8 @@ pub struct Cluster<'a> {
     pub live: &'a LiveCache,
     pub resources: &'a Resources,
     pub applier: &'a Applier,
+    /// Checked once before the first deletion: this replica still leads.
+    pub fence: Option<&'a Fence>,
 }
 
 /// What prune found and did.
@@ -73,11 +76,22 @@ pub async fn prune(
         breaker: plan.breaker.clone(),
         ..PruneReport::default()
     };
+    let deletes = plan
+        .orphans
+        .iter()
+        .any(|(_, decision)| *decision == PruneDecision::Delete);
+    let fenced = match cluster.fence {
+        Some(fence) if deletes => fence.check().await.err(),
+        _ => None,
+    };
     for (id, decision) in &plan.orphans {
         let fate = match decision {
-            PruneDecision::Delete => match delete(applier, id, &live, propagation).await {
-                Ok(()) => PruneFate::Deleted,
-                Err(error) => PruneFate::deletion_failed(error),
+            PruneDecision::Delete => match &fenced {
+                Some(fenced) => PruneFate::deletion_failed(DeleteError::Fenced(fenced.clone())),
+                None => match delete(applier, id, &live, propagation).await {
+                    Ok(()) => PruneFate::Deleted,
+                    Err(error) => PruneFate::deletion_failed(error),
+                },
             },
             PruneDecision::Keep(reason) => PruneFate::kept(reason),
         };
@@ -135,4 +149,6 @@ enum DeleteError {
     NotCached { object: ObjectRef },
     #[error(transparent)]
     Cluster(#[from] ClusterError),
+    #[error(transparent)]
+    Fenced(Fenced),
 }
