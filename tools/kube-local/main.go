@@ -21,6 +21,9 @@ Usage:
                 [--exec-image IMAGE=PATH]... [--port PORT] [--audit-log FILE]
       Start etcd and kube-apiserver on 127.0.0.1, write DIR/kubeconfig and
       print "READY <kubeconfig>". Stops on SIGTERM, SIGINT or stdin EOF.
+      SIGUSR1 restarts kube-apiserver, SIGUSR2 restarts etcd (keeping its
+      data), as a fault test needs; each restart, once the API server is
+      ready again, appends the component's name to DIR/restarts.
       --controller-manager  also run kube-controller-manager
       --fake-kubelet        also run a fake kubelet with one Ready node
       --exec-image IMAGE=PATH

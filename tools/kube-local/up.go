@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -89,13 +90,36 @@ func runUp(args []string) error {
 	fmt.Printf("READY %s\n", plane.kubeconfig())
 	fmt.Fprintf(os.Stderr, "kube-local: ready in %.1fs\n", time.Since(started).Seconds())
 
-	select {
-	case reason := <-stop:
-		fmt.Fprintf(os.Stderr, "kube-local: stopping (%s)\n", reason)
-		return nil
-	case exited := <-plane.exited:
-		return fmt.Errorf("%s exited unexpectedly; see %s", exited, plane.logPath(exited))
+	restarts := make(chan os.Signal, 4)
+	signal.Notify(restarts, syscall.SIGUSR1, syscall.SIGUSR2)
+	for {
+		select {
+		case reason := <-stop:
+			fmt.Fprintf(os.Stderr, "kube-local: stopping (%s)\n", reason)
+			return nil
+		case exited := <-plane.exited:
+			return fmt.Errorf("%s exited unexpectedly; see %s", exited, plane.logPath(exited))
+		case signal := <-restarts:
+			name := restartedBy(signal)
+			began := time.Now()
+			if err := plane.restart(name); err != nil {
+				return fmt.Errorf("restarting %s: %w", name, err)
+			}
+			fmt.Fprintf(os.Stderr, "kube-local: restarted %s in %.1fs\n", name, time.Since(began).Seconds())
+			if err := plane.recordRestart(name); err != nil {
+				return err
+			}
+		}
 	}
+}
+
+// restartedBy is the component a restart signal names: SIGUSR2 etcd,
+// SIGUSR1 (or anything else) the API server.
+func restartedBy(signal os.Signal) string {
+	if signal == syscall.SIGUSR2 {
+		return "etcd"
+	}
+	return "apiserver"
 }
 
 // stopSignals reports SIGTERM, SIGINT and, when stdin is a pipe or terminal,
@@ -136,8 +160,11 @@ type controlPlane struct {
 
 type child struct {
 	name string
+	args []string
 	cmd  *exec.Cmd
 	done chan struct{}
+	// Set before a restart stops it: its exit is expected.
+	restarting atomic.Bool
 }
 
 func (p *controlPlane) kubeconfig() string         { return filepath.Join(p.dir, "kubeconfig") }
@@ -329,13 +356,77 @@ func checkExecImages(images execImages, fakeKubelet bool) error {
 // kills the child if this process dies (Pdeathsig), so nothing is left
 // behind even after a SIGKILL of the supervisor.
 func (p *controlPlane) spawn(name string, args ...string) error {
-	self, err := os.Executable()
+	c, err := p.launch(name, os.O_TRUNC, args...)
 	if err != nil {
 		return err
 	}
-	logFile, err := os.Create(p.logPath(name))
+	p.mu.Lock()
+	p.children = append(p.children, c)
+	p.mu.Unlock()
+	return nil
+}
+
+// restart stops the child name (SIGTERM, then SIGKILL after stopGrace) and
+// starts it again with the same arguments in its place, then waits until
+// the API server is ready. etcd keeps its data directory and the API
+// server its port, so clients find the same cluster again, as after a real
+// restart.
+func (p *controlPlane) restart(name string) error {
+	p.mu.Lock()
+	index := -1
+	for i, c := range p.children {
+		if c.name == name {
+			index = i
+		}
+	}
+	if index < 0 {
+		p.mu.Unlock()
+		return fmt.Errorf("no %s is running", name)
+	}
+	old := p.children[index]
+	p.mu.Unlock()
+	old.restarting.Store(true)
+	_ = old.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-old.done:
+	case <-time.After(stopGrace):
+		_ = old.cmd.Process.Kill()
+		<-old.done
+	}
+	c, err := p.launch(name, os.O_APPEND, old.args...)
 	if err != nil {
 		return err
+	}
+	p.mu.Lock()
+	p.children[index] = c
+	p.mu.Unlock()
+	return p.waitReady()
+}
+
+// recordRestart appends name to DIR/restarts, for whoever asked for it.
+func (p *controlPlane) recordRestart(name string) error {
+	file, err := os.OpenFile(filepath.Join(p.dir, "restarts"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(file, name)
+	if closeErr := file.Close(); err == nil {
+		err = closeErr
+	}
+	return err
+}
+
+// launch starts one child (see spawn); its output goes to DIR/logs/NAME.log,
+// opened with logMode (os.O_TRUNC for a first start, os.O_APPEND across
+// restarts).
+func (p *controlPlane) launch(name string, logMode int, args ...string) (*child, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.OpenFile(p.logPath(name), logMode|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
 	}
 	cmd := exec.Command(self, append([]string{name}, args...)...)
 	cmd.Stdout = logFile
@@ -343,9 +434,9 @@ func (p *controlPlane) spawn(name string, args ...string) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
-		return fmt.Errorf("starting %s: %w", name, err)
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	c := &child{name: name, cmd: cmd, done: make(chan struct{})}
+	c := &child{name: name, args: args, cmd: cmd, done: make(chan struct{})}
 	// The channel of this attempt: a child stopped by a retry must not
 	// report its exit to the next one.
 	exited := p.exited
@@ -353,12 +444,11 @@ func (p *controlPlane) spawn(name string, args ...string) error {
 		_ = cmd.Wait()
 		logFile.Close()
 		close(c.done)
-		exited <- name
+		if !c.restarting.Load() {
+			exited <- name
+		}
 	}()
-	p.mu.Lock()
-	p.children = append(p.children, c)
-	p.mu.Unlock()
-	return nil
+	return c, nil
 }
 
 // stopGrace is how long a child has to exit after SIGTERM.

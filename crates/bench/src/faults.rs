@@ -3,11 +3,13 @@
 //! plane, and the table: how many runs converged, the time from the end of
 //! the fault to Synced at the latest commit (median and p99), the API
 //! requests and LISTs of the recovery (median), the request rate while the
-//! fault lasted (median), and every "lost" column summed over the runs.
+//! fault lasted (median), every "lost" column summed over the runs, and
+//! the records written twice (restarts).
 
 use std::future::Future;
 use std::time::Duration;
 
+use tether_testkit::Component;
 use tether_testkit::faults::{self, Outcome};
 
 /// How long each fault lasts in the full runs.
@@ -32,6 +34,8 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
     );
     rows.push(repeat(settings.runs, || faults::throttle_storm(503, None, fault)).await);
     rows.push(repeat(settings.runs, || faults::api_outage(fault)).await);
+    rows.push(repeat(settings.runs, || faults::restart(Component::ApiServer)).await);
+    rows.push(repeat(settings.runs, || faults::restart(Component::Etcd)).await);
     rows.push(
         repeat(settings.runs, || {
             faults::watch_cuts(Duration::from_secs(60), Duration::from_secs(3))
@@ -54,7 +58,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
         settings.runs, settings.fault, settings.git_outage
     );
     println!(
-        "{:<28} {:>4} {:>9} {:>10} {:>10} {:>9} {:>6} {:>9} {:>6} {:>8} {:>7} {:>5}",
+        "{:<28} {:>4} {:>9} {:>10} {:>10} {:>9} {:>6} {:>9} {:>6} {:>8} {:>7} {:>6} {:>5}",
         "scenario",
         "runs",
         "converged",
@@ -66,6 +70,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
         "lost",
         "deleted",
         "records",
+        "twice",
         "held"
     );
     for outcomes in &rows {
@@ -108,7 +113,7 @@ fn print_row(outcomes: &[Outcome]) {
     };
     let p99 = times[((times.len() * 99).div_ceil(100)).saturating_sub(1)];
     println!(
-        "{:<28} {:>4} {:>9} {:>9.1}s {:>9.1}s {:>9.0} {:>6.0} {:>9.1} {:>6} {:>8} {:>7} {:>5}",
+        "{:<28} {:>4} {:>9} {:>9.1}s {:>9.1}s {:>9.0} {:>6.0} {:>9.1} {:>6} {:>8} {:>7} {:>6} {:>5}",
         first.scenario,
         outcomes.len(),
         outcomes.iter().filter(|o| o.converged).count(),
@@ -130,6 +135,7 @@ fn print_row(outcomes: &[Outcome]) {
         outcomes.iter().map(|o| o.objects_lost).sum::<usize>(),
         outcomes.iter().map(|o| o.wrongly_deleted).sum::<usize>(),
         outcomes.iter().map(|o| o.records_lost).sum::<usize>(),
+        outcomes.iter().map(|o| o.duplicates).sum::<usize>(),
         outcomes.iter().filter(|o| o.said_and_held).count(),
     );
 }

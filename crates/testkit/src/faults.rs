@@ -14,14 +14,15 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, PostParams};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
 use tether_controller::api::{Application, ApplicationStatus};
 use tether_controller::{Config, install};
 use tether_core::drift::FlapPolicy;
 
 use crate::fault_proxy::{Fault, FaultProxy, TcpGate, Verb};
-use crate::{GitDaemon, Repo, TestNamespace, application, status_where};
+use crate::{Component, GitDaemon, Repo, TestNamespace, application, status_where};
 
 /// What one run of a scenario measured.
 #[derive(Clone, Debug)]
@@ -43,6 +44,9 @@ pub struct Outcome {
     pub wrongly_deleted: usize,
     /// Revisions synced before the fault that the history no longer has.
     pub records_lost: usize,
+    /// History entries or Events recorded twice for the same sync (the
+    /// restart scenarios count them; 0 elsewhere).
+    pub duplicates: usize,
     /// The fault was said where users look (a condition naming it) and
     /// the last good state held while it lasted; true where the scenario
     /// does not check it.
@@ -243,9 +247,48 @@ impl Stage {
                 .iter()
                 .filter(|revision| !history.contains(&revision.as_str()))
                 .count(),
+            duplicates: 0,
             said_and_held: true,
             note: String::new(),
         }
+    }
+
+    /// History entries and Events about the app recorded more than once
+    /// for the sync of `revision`: entries beyond the first with that
+    /// revision, and repeats (Event objects, or a series' count) of an
+    /// Event whose note names it.
+    async fn duplicates(&self, revision: &str) -> usize {
+        let status = self.status().await;
+        let entries = status
+            .history
+            .iter()
+            .filter(|h| h.revision == revision)
+            .count();
+        let events: Api<Event> = self.ns.api();
+        let mut told: std::collections::HashMap<(String, String), usize> = Default::default();
+        for event in events
+            .list(&ListParams::default())
+            .await
+            .expect("events")
+            .items
+        {
+            let about_app = event
+                .regarding
+                .as_ref()
+                .is_some_and(|r| r.kind.as_deref() == Some("Application"));
+            let note = event.note.clone().unwrap_or_default();
+            if !about_app || !note.contains(revision) {
+                continue;
+            }
+            let times = event
+                .series
+                .as_ref()
+                .map_or(1, |series| series.count.max(1) as usize);
+            *told
+                .entry((event.reason.clone().unwrap_or_default(), note))
+                .or_default() += times;
+        }
+        entries.saturating_sub(1) + told.values().map(|n| n - 1).sum::<usize>()
     }
 
     /// Git's objects missing from the cluster or with other values.
@@ -320,6 +363,77 @@ pub async fn api_outage(outage: Duration) -> Outcome {
     stage
         .outcome("API server gone, then back", (start, end), &before)
         .await
+}
+
+/// The API server (or etcd) really restarts, keeping the cluster's data,
+/// while a commit waits to be synced. Tether must resume its watches (a
+/// relist at most once per watch, no storm), sync the commit once, record
+/// it once in history and in Events, and still heal a change made after.
+/// Restarts the control plane of this process: run it where no other test
+/// shares it.
+pub async fn restart(component: Component) -> Outcome {
+    let stage = Stage::new("faults-restart", false).await;
+    let before = vec![stage.head()];
+    let start = Instant::now();
+    let restarted = crate::control_plane().restart(component);
+    // The commit lands once the cluster stops taking writes (reads may be
+    // served from the API server's cache while etcd is down), so it waits
+    // for the restart to end.
+    let commit = async {
+        let probes: Api<ConfigMap> = stage.ns.api();
+        let down = async {
+            for n in 0.. {
+                let probe = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "restart-probe"}, "data": {"n": n.to_string()}});
+                let params = kube::api::PatchParams::apply("restart-probe").force();
+                let written = tokio::time::timeout(
+                    Duration::from_secs(2),
+                    probes.patch("restart-probe", &params, &kube::api::Patch::Apply(&probe)),
+                )
+                .await;
+                if !matches!(written, Ok(Ok(_))) {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        };
+        let _ = tokio::time::timeout(crate::PATIENCE, down).await;
+        stage.commit("two");
+        Instant::now()
+    };
+    let ((), down) = tokio::join!(restarted, commit);
+    let end = Instant::now();
+    let scenario = match component {
+        Component::ApiServer => "API server restarted",
+        Component::Etcd => "etcd restarted",
+    };
+    let mut outcome = stage.outcome(scenario, (start, end), &before).await;
+    // Recovery began when the cluster went down: the watches resumed (or
+    // relisted) as soon as it was back, maybe before the restart ended.
+    let recovery = stage.proxy.seen_since(down);
+    outcome.requests_in_recovery = recovery.len();
+    outcome.lists_in_recovery = recovery.iter().filter(|s| s.verb == Verb::List).count();
+    outcome.duplicates = stage.duplicates(&stage.head()).await;
+    // The watches resumed: a scale behind Git's back is healed.
+    let scaled = Instant::now();
+    stage
+        .ns
+        .kubectl_ok(&["scale", "deployment/web", "--replicas=5"]);
+    let healed = tokio::time::timeout(crate::PATIENCE / 2, async {
+        while stage.ns.jsonpath("deployment/web", "{.spec.replicas}") != "2" {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .is_ok();
+    outcome.objects_lost += usize::from(!healed);
+    outcome.note = format!(
+        "down for {:?} of a {:?} restart; a scale after it healed in {:?}",
+        end - down,
+        end - start,
+        scaled.elapsed()
+    );
+    outcome
 }
 
 /// For `period`, the watch streams are cut every `every` while someone
@@ -476,6 +590,7 @@ pub async fn crash(tether: &std::path::Path, kills: u64) -> Outcome {
         objects_lost: 0,
         wrongly_deleted: 0,
         records_lost: 0,
+        duplicates: 0,
         said_and_held: true,
         note: String::new(),
     };

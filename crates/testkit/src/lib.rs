@@ -53,7 +53,7 @@ pub use modules::ModuleGraph;
 pub use namespace::{TestNamespace, client_for};
 #[cfg(feature = "controller")]
 pub use notice::notice;
-pub use plane::{ControlPlane, Launch, control_plane, repo_root};
+pub use plane::{Component, ControlPlane, Launch, control_plane, repo_root};
 pub use receiver::{Answer, Received, Receiver};
 pub use repo::Repo;
 pub use requests::{Requests, recording_client};

@@ -124,6 +124,56 @@ impl ControlPlane {
     }
 }
 
+/// A component of the local control plane that can be restarted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Component {
+    /// kube-apiserver: same port, same etcd.
+    ApiServer,
+    /// etcd: same data directory, same ports.
+    Etcd,
+}
+
+impl Component {
+    fn signal(self) -> &'static str {
+        match self {
+            Component::ApiServer => "-USR1",
+            Component::Etcd => "-USR2",
+        }
+    }
+}
+
+impl ControlPlane {
+    /// Stops `component` and starts it again with the same data and ports
+    /// (`kube-local up` does so on SIGUSR1/SIGUSR2), as a real restart
+    /// would; returns once the API server is ready again. Only for a plane
+    /// this process started.
+    pub async fn restart(&self, component: Component) {
+        let Started { dir, _child, .. } = self
+            .started
+            .as_ref()
+            .expect("restarts need a control plane started by this process");
+        let record = dir.join("restarts");
+        let count = |record: &Path| {
+            std::fs::read_to_string(record)
+                .map(|text| text.lines().count())
+                .unwrap_or(0)
+        };
+        let before = count(&record);
+        let pid = _child.lock().expect("lock").id();
+        run_ok(Command::new("kill").args([component.signal(), &pid.to_string()]));
+        let deadline = std::time::Instant::now() + START_TIMEOUT;
+        while count(&record) == before {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "kube-local did not restart {component:?} within {}s; logs in {}/logs",
+                START_TIMEOUT.as_secs(),
+                dir.display()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
 /// The repository's root directory.
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
