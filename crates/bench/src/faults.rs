@@ -10,12 +10,13 @@ use std::future::Future;
 use std::time::Duration;
 
 use tether_testkit::Component;
-use tether_testkit::faults::{self, Outcome};
+use tether_testkit::faults::{self, DiskTrouble, Outcome};
 
 /// How long each fault lasts in the full runs.
 pub struct Settings {
     pub runs: usize,
-    /// `tether`, for the crash scenario (`tether run` killed with -9).
+    /// `tether`, for the crash scenario (`tether run` killed with -9) and
+    /// the disk scenarios (`tether run` in a mount namespace).
     pub tether: std::path::PathBuf,
     /// Kills per crash run.
     pub kills: u64,
@@ -47,9 +48,12 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
     if settings.tether.exists() {
         let (tether, kills) = (settings.tether.clone(), settings.kills);
         rows.push(repeat(settings.runs, || faults::crash(&tether, kills)).await);
+        for trouble in [DiskTrouble::Full, DiskTrouble::ReadOnly] {
+            rows.push(repeat(settings.runs, || faults::disk(&tether, trouble)).await);
+        }
     } else {
         eprintln!(
-            "[faults] no {} beside tether-bench: the crash scenario is left out (scripts/bench.sh builds it)",
+            "[faults] no {} beside tether-bench: the crash and disk scenarios are left out (scripts/bench.sh builds it)",
             settings.tether.display()
         );
     }

@@ -645,3 +645,156 @@ pub async fn crash(tether: &std::path::Path, kills: u64) -> Outcome {
     outcome.note = format!("{kills} kills; the slowest convergence after a kill is the time shown");
     outcome
 }
+
+/// What goes wrong with the controller's cache directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiskTrouble {
+    /// The file system is full.
+    Full,
+    /// The file system turned read-only.
+    ReadOnly,
+}
+
+/// `tether run` (the binary at `tether`) with its cache directory on a
+/// 64 MiB tmpfs of its own mount namespace; once the app is synced the
+/// file system fills up (or turns read-only) and a commit arrives. Tether
+/// must keep the last good state and say why in a condition naming the
+/// problem; once the file system is writable again it must sync the commit
+/// from a cache that `git fsck` finds sound. `said_and_held` covers the
+/// condition and the kept state; `objects_lost` counts Git's objects not
+/// in the cluster at the end and a cache `git fsck` refuses.
+pub async fn disk(tether: &std::path::Path, trouble: DiskTrouble) -> Outcome {
+    let ns = TestNamespace::create("faults-disk").await;
+    install::install(ns.client.clone(), &ns.name)
+        .await
+        .expect("installed");
+    let repo = Repo::new();
+    repo.commit(&files("one"), "one");
+    let apps = application("shop", &ns.name, &repo.url(), "app")
+        .interval("1s")
+        .apply(&ns.client)
+        .await;
+    let cache = ns.cache_dir().join("disk");
+    std::fs::create_dir_all(&cache).expect("cache directory");
+    let mut controller = std::process::Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(r#"mount -t tmpfs -o size=64m tmpfs "$0" && exec "$@""#)
+        .arg(&cache)
+        .arg(tether)
+        .args([
+            "run",
+            "--lease-namespace",
+            &ns.name,
+            "--watch-namespace",
+            &ns.name,
+        ])
+        .args([
+            "--identity",
+            "disk",
+            "--resync-seconds",
+            "30",
+            "--cache-dir",
+        ])
+        .arg(&cache)
+        .env("TETHER_KUBECONFIG", &ns.kubeconfig)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("tether run starts in a mount namespace of its own");
+    // A shell in the controller's mount namespace, with the cache as $0.
+    let pid = controller.id().to_string();
+    let inside = |script: &str| {
+        crate::run_ok(
+            std::process::Command::new("nsenter")
+                .args(["--target", &pid, "--mount", "sh", "-c", script])
+                .arg(&cache),
+        )
+    };
+    let synced = |what: &'static str| {
+        let head = repo.head();
+        status_where(&apps, what, move |s| {
+            s.sync.status == "Synced" && s.sync.revision.as_deref() == Some(head.as_str())
+        })
+    };
+    synced("Synced at the first commit").await;
+    let before = repo.head();
+    let (trouble_script, heal_script, saying, scenario) = match trouble {
+        DiskTrouble::Full => (
+            r#"dd if=/dev/zero of="$0/filler" bs=64k 2>/dev/null; true"#,
+            r#"rm -f "$0/filler""#,
+            "No space left on device",
+            "cache file system full",
+        ),
+        DiskTrouble::ReadOnly => (
+            r#"mount -o remount,ro "$0""#,
+            r#"mount -o remount,rw "$0""#,
+            "Read-only file system",
+            "cache file system read-only",
+        ),
+    };
+    inside(trouble_script);
+    let start = Instant::now();
+    repo.commit(&files("two"), "two");
+    let said = tokio::time::timeout(
+        crate::PATIENCE,
+        status_where(&apps, "the cache trouble reported", move |s| {
+            s.conditions
+                .iter()
+                .any(|c| c.status == "False" && c.message.contains(saying))
+        }),
+    )
+    .await;
+    let held = said
+        .as_ref()
+        .is_ok_and(|status| status.sync.revision.as_deref() == Some(before.as_str()));
+    let message = said
+        .as_ref()
+        .ok()
+        .and_then(|s| s.conditions.iter().find(|c| c.message.contains(saying)))
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    inside(heal_script);
+    let end = Instant::now();
+    let converged = tokio::time::timeout(crate::PATIENCE, synced("Synced after the cache healed"))
+        .await
+        .is_ok();
+    let to_converge = end.elapsed();
+    // Every Git store in the cache is sound.
+    let sound = std::process::Command::new("nsenter")
+        .args(["--target", &pid, "--mount", "sh", "-c"])
+        .arg(
+            r#"find "$0" -name objects -type d -prune | while read -r objects; do git --git-dir "$(dirname "$objects")" fsck --no-progress >/dev/null 2>&1 || echo "$objects"; done"#,
+        )
+        .arg(&cache)
+        .output()
+        .expect("nsenter runs");
+    let unsound = String::from_utf8_lossy(&sound.stdout).trim().to_string();
+    let _ = controller.kill();
+    let _ = controller.wait();
+    let settings = ns
+        .api::<ConfigMap>()
+        .get_opt("settings")
+        .await
+        .expect("get")
+        .and_then(|cm| cm.data)
+        .and_then(|data| data.get("greeting").cloned());
+    Outcome {
+        scenario,
+        converged,
+        to_converge,
+        requests_in_recovery: 0,
+        lists_in_recovery: 0,
+        rate_during_fault: 0.0,
+        objects_lost: usize::from(settings.as_deref() != Some("two"))
+            + usize::from(!unsound.is_empty()),
+        wrongly_deleted: 0,
+        records_lost: 0,
+        duplicates: 0,
+        said_and_held: held,
+        note: format!(
+            "said after {:?}: {message}; unsound stores: {}",
+            start.elapsed().min(end - start),
+            if unsound.is_empty() { "none" } else { &unsound }
+        ),
+    }
+}
