@@ -2,7 +2,8 @@
 //! short form of `tether-bench --faults`' crash scenario,
 //! `tether_testkit::faults::crash`): the controller started again brings
 //! every object to the commit (none left at the one before), leaves no
-//! operation at Running, and records the sync in the history.
+//! operation at Running, records the sync in the history, and reports the
+//! objects a killed sync left behind as Accidental drift.
 
 use std::path::Path;
 
@@ -20,5 +21,9 @@ async fn a_controller_killed_mid_sync_converges_every_object_to_the_commit_once_
     assert_eq!(
         outcome.records_lost, 0,
         "an operation stuck at Running or a sync missing from the history: {outcome:?}"
+    );
+    assert!(
+        outcome.said_and_held,
+        "a sync killed half-way not reported as Accidental drift: {outcome:?}"
     );
 }

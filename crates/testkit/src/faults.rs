@@ -523,9 +523,12 @@ pub async fn git_outage(outage: Duration) -> Outcome {
 /// `kill -9` of `tether` (the binary at `tether`, run as `tether run`) at
 /// `kills` points of a 200-object sync, each followed by a new commit; the
 /// controller started again must bring every object to that commit, leave
-/// no operation at Running and record the sync. `to_converge` is the
-/// slowest convergence after a kill; `objects_lost` counts objects left at
-/// an older commit.
+/// no operation at Running and record the sync. Each kill comes at a
+/// point spread over the sync once it is under way; where the operation
+/// was left Running, the objects still at the old commit must be reverted
+/// as Accidental drift and said so in an Event (`said_and_held`).
+/// `to_converge` is the slowest convergence after a kill; `objects_lost`
+/// counts objects left at an older commit.
 pub async fn crash(tether: &std::path::Path, kills: u64) -> Outcome {
     const OBJECTS: usize = 200;
     let objects = |revision: &str| -> Vec<(String, String)> {
@@ -594,14 +597,37 @@ pub async fn crash(tether: &std::path::Path, kills: u64) -> Outcome {
         said_and_held: true,
         note: String::new(),
     };
+    let (mut interrupted, mut reported_accidental) = (0, 0);
     for kill in 1..=kills {
         let revision = format!("r{kill}");
         repo.commit(&objects(&revision), &revision);
         let head = repo.head();
-        tokio::time::sleep(Duration::from_millis((kill * 7919 + 311) % 1500)).await;
+        // Once the sync toward the commit is under way (or, if it was too
+        // quick to be seen, done), kill at a point spread over it.
+        let expected = head.clone();
+        let _ = tokio::time::timeout(
+            Duration::from_secs(20),
+            status_where(&apps, "the sync under way", move |s| {
+                s.operation_state
+                    .as_ref()
+                    .is_some_and(|op| op.revision == expected)
+            }),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis((kill * 7919 + 311) % 400)).await;
         let _ = controller.kill();
         let _ = controller.wait();
         let killed = Instant::now();
+        let killed_at = k8s_openapi::jiff::Timestamp::now();
+        // Killed mid-sync: the operation toward the commit is Running.
+        let interrupted_sync = apps
+            .get("shop")
+            .await
+            .ok()
+            .and_then(|app| app.status?.operation_state)
+            .is_some_and(|op| {
+                op.phase == tether_core::OperationPhase::Running && op.revision == head
+            });
         controller = start();
         let expected = head.clone();
         let synced = tokio::time::timeout(
@@ -622,6 +648,24 @@ pub async fn crash(tether: &std::path::Path, kills: u64) -> Outcome {
             .is_none_or(|op| op.phase == tether_core::OperationPhase::Running);
         let recorded = status.history.iter().any(|h| h.revision == head);
         outcome.records_lost += usize::from(stuck || !recorded);
+        if interrupted_sync {
+            interrupted += 1;
+            // The objects the killed sync left at the old commit were
+            // reverted as Accidental drift, and said so in an Event.
+            let events: Vec<Event> = ns.list().await;
+            let reported = events.iter().any(|event| {
+                event.reason.as_deref() == Some("DriftReverted")
+                    && event
+                        .note
+                        .as_deref()
+                        .is_some_and(|n| n.contains("(Accidental)"))
+                    && match &event.series {
+                        Some(series) => series.last_observed_time.0 >= killed_at,
+                        None => event.event_time.as_ref().is_some_and(|t| t.0 >= killed_at),
+                    }
+            });
+            reported_accidental += usize::from(reported);
+        }
         let configmaps: Vec<ConfigMap> = ns.list().await;
         outcome.objects_lost += configmaps
             .iter()
@@ -642,7 +686,10 @@ pub async fn crash(tether: &std::path::Path, kills: u64) -> Outcome {
     let _ = controller.kill();
     let _ = controller.wait();
     let _ = std::fs::remove_dir_all(&cache);
-    outcome.note = format!("{kills} kills; the slowest convergence after a kill is the time shown");
+    outcome.said_and_held = reported_accidental == interrupted;
+    outcome.note = format!(
+        "{kills} kills, {interrupted} of them mid-sync, {reported_accidental} of those reported as Accidental drift; the slowest convergence after a kill is the time shown"
+    );
     outcome
 }
 
