@@ -121,29 +121,63 @@ pub fn pending(app: &Application, requested_at: &str) -> bool {
         .is_some_and(|value| value == requested_at)
 }
 
-/// Removes the handled `tether sync` annotations from the Application.
+/// Removes the handled `tether sync` annotations from the Application:
+/// only those it still carries with the values this reconcile read from
+/// `app`. A request made meanwhile (a second `tether sync`, another
+/// revision) changed them, so the patch's tests fail and that request
+/// stays for the next reconcile, which its own annotation change wakes.
 pub async fn clear(client: &Client, app: &Application) {
+    let Some(patch) = clearing(app) else {
+        return;
+    };
+    let api: Api<Application> =
+        Api::namespaced(client.clone(), &app.namespace().unwrap_or_default());
+    match api
+        .patch(
+            &app.name_any(),
+            &PatchParams::default(),
+            &Patch::Json::<()>(patch),
+        )
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 422 || status.code == 409 => {
+            tracing::debug!(app = %app.name_any(), "a newer sync request arrived; kept for the next reconcile");
+        }
+        Err(error) => {
+            tracing::warn!(app = %app.name_any(), %error, "clearing the sync request failed");
+        }
+    }
+}
+
+/// The JSON patch that removes the request annotations `app` carries,
+/// each only if it still has the value read: a `test` then a `remove` per
+/// annotation. `None` when there is no request to clear.
+fn clearing(app: &Application) -> Option<json_patch::Patch> {
     let annotations = app.annotations();
     if !annotations.contains_key(SYNC_REQUEST_ANNOTATION)
         && !annotations.contains_key(ALLOW_MASS_PRUNE_ANNOTATION)
     {
-        return;
+        return None;
     }
-    let api: Api<Application> =
-        Api::namespaced(client.clone(), &app.namespace().unwrap_or_default());
-    let patch = serde_json::json!({"metadata": {"annotations": {
-        SYNC_REQUEST_ANNOTATION: null, ALLOW_MASS_PRUNE_ANNOTATION: null,
-        SYNC_REVISION_ANNOTATION: null}}});
-    if let Err(error) = api
-        .patch(
-            &app.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-    {
-        tracing::warn!(app = %app.name_any(), %error, "clearing the sync request failed");
+    let mut operations = Vec::new();
+    for name in [
+        SYNC_REQUEST_ANNOTATION,
+        ALLOW_MASS_PRUNE_ANNOTATION,
+        SYNC_REVISION_ANNOTATION,
+    ] {
+        let Some(value) = annotations.get(name) else {
+            continue;
+        };
+        // RFC 6901: `~` and `/` in a key are escaped.
+        let path = format!(
+            "/metadata/annotations/{}",
+            name.replace('~', "~0").replace('/', "~1")
+        );
+        operations.push(serde_json::json!({"op": "test", "path": path, "value": value}));
+        operations.push(serde_json::json!({"op": "remove", "path": path}));
     }
+    serde_json::from_value(serde_json::Value::Array(operations)).ok()
 }
 
 #[cfg(test)]
@@ -159,6 +193,43 @@ mod tests {
                      "syncPolicy": {"automated": automated}}
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn clearing_removes_each_request_annotation_only_if_it_still_has_the_value_handled() {
+        let mut handled = app(false);
+        handled.annotations_mut().extend([
+            (
+                SYNC_REQUEST_ANNOTATION.to_string(),
+                "2026-12-05T08:00:00Z".to_string(),
+            ),
+            (SYNC_REVISION_ANNOTATION.to_string(), "v1".to_string()),
+        ]);
+        let patch = serde_json::to_value(clearing(&handled).unwrap()).unwrap();
+        let request = format!(
+            "/metadata/annotations/{}",
+            SYNC_REQUEST_ANNOTATION.replace('/', "~1")
+        );
+        assert_eq!(
+            patch[0],
+            serde_json::json!({"op": "test", "path": request, "value": "2026-12-05T08:00:00Z"})
+        );
+        assert_eq!(
+            patch[1],
+            serde_json::json!({"op": "remove", "path": request})
+        );
+        assert_eq!(patch.as_array().unwrap().len(), 4);
+        // A newer request (another stamp) makes the test fail: applying the
+        // patch to the app as it is now leaves the request in place.
+        let mut now = serde_json::to_value(&handled).unwrap();
+        now["metadata"]["annotations"][SYNC_REQUEST_ANNOTATION] = "2026-12-05T08:00:01Z".into();
+        let patch = clearing(&handled).unwrap();
+        assert!(json_patch::patch(&mut now, &patch).is_err());
+        assert_eq!(
+            now["metadata"]["annotations"][SYNC_REQUEST_ANNOTATION],
+            "2026-12-05T08:00:01Z"
+        );
+        assert!(clearing(&app(false)).is_none());
     }
 
     #[test]

@@ -10,7 +10,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
-use support::{Repo, create_app, start_controller, status_where, web, web_app};
+use support::{Repo, create_app, create_app_with, start_controller, status_where, web, web_app};
 use tether_controller::api::Application;
 use tether_controller::install;
 use tether_core::Action;
@@ -372,4 +372,53 @@ async fn a_commit_changing_one_object_of_twenty_costs_one_dry_run_and_one_apply(
 
 fn as_refs(files: &[(String, String)]) -> Vec<(&str, String)> {
     files.iter().map(|(p, t)| (p.as_str(), t.clone())).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sync_request_made_while_another_is_handled_is_never_dropped() {
+    use tether_controller::request::{self, SyncRequest};
+    let ns = TestNamespace::create("requests").await;
+    let repo = Repo::new();
+    let one = repo.commit(&web(1, "one"), "one");
+    let two = repo.commit(&web(1, "two"), "two");
+    start_controller(&ns).await;
+    let apps = create_app_with(&ns, &repo, json!({"automated": false})).await;
+    let ask = |revision: &str| {
+        let client = ns.client.clone();
+        let (namespace, revision) = (ns.name.clone(), revision.to_string());
+        async move {
+            let asked = SyncRequest {
+                revision: Some(revision),
+                ..SyncRequest::default()
+            };
+            request::request_sync_with(client, &namespace, "shop", &asked)
+                .await
+                .unwrap()
+        }
+    };
+    // Two requests in a row, the second while the controller handles the
+    // first: the second is the one that stands, whatever the timing.
+    for (round, pause) in [0, 15, 30, 50, 80, 120, 170, 250].into_iter().enumerate() {
+        let (first, last) = if round % 2 == 0 {
+            (&one, &two)
+        } else {
+            (&two, &one)
+        };
+        ask(first).await;
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+        let stamp = ask(last).await;
+        let greeting = if last == &two { "two" } else { "one" };
+        eventually("the last request handled", || async {
+            let app = apps.get("shop").await.ok()?;
+            let synced = app.status.as_ref()?.sync.revision.as_deref() == Some(last.as_str());
+            (synced && !request::pending(&app, &stamp)).then_some(())
+        })
+        .await;
+        let config: ConfigMap = ns.get("settings").await;
+        assert_eq!(
+            config.data.unwrap()["greeting"],
+            greeting,
+            "round {round}: the sync to {last} did not stand"
+        );
+    }
 }
