@@ -602,6 +602,22 @@ pub struct OperationState {
     /// Outcomes left out of `changes` to keep status small.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub changes_omitted: usize,
+    /// Set while a sync with `waitForWaves` waits for a wave to become
+    /// healthy: the sync resumes at the next reconcile (no worker is held
+    /// meanwhile), and gives up `waveTimeoutSeconds` after `since`.
+    pub waiting: Option<WaveWait>,
+}
+
+/// The wave a running sync waits for.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WaveWait {
+    /// The wave applied and not yet healthy.
+    pub wave: i32,
+    /// The first object holding it back, and its health.
+    pub object: String,
+    /// When the wait began (RFC 3339).
+    pub since: String,
 }
 
 /// One object's outcome in a sync.

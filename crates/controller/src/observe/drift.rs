@@ -109,13 +109,15 @@ pub struct Policy<'a> {
 /// Whether the last sync toward `revision` stopped half-way: it failed
 /// after applying some objects, or it was still `Running` when this
 /// reconcile began (the controller stopped mid-sync: a reconcile of an
-/// app never overlaps its own sync, so a `Running` left behind is stale).
+/// app never overlaps its own sync, so a `Running` left behind is stale)
+/// without waiting for a wave (a sync that waits resumes where it was:
+/// the waves after it are not applied yet, not lost).
 pub fn interrupted(status: Option<&ApplicationStatus>, revision: &str) -> bool {
     let Some(operation) = status.and_then(|s| s.operation_state.as_ref()) else {
         return false;
     };
     operation.revision == revision
-        && (operation.phase == OperationPhase::Running
+        && (operation.phase == OperationPhase::Running && operation.waiting.is_none()
             || operation.phase == OperationPhase::Failed && !operation.changes.is_empty())
 }
 
@@ -239,6 +241,7 @@ mod tests {
                     })
                     .collect(),
                 changes_omitted: 0,
+                waiting: None,
             }),
             ..ApplicationStatus::default()
         }
@@ -250,6 +253,19 @@ mod tests {
             Some(&status(OperationPhase::Running, "b", 0)),
             "b"
         ));
+    }
+
+    #[test]
+    fn a_sync_waiting_for_a_wave_was_not_interrupted() {
+        let mut waiting = status(OperationPhase::Running, "b", 1);
+        if let Some(operation) = waiting.operation_state.as_mut() {
+            operation.waiting = Some(crate::api::application::WaveWait {
+                wave: 0,
+                object: "Deployment shop/db: Progressing".into(),
+                since: "2026-12-05T08:00:00Z".into(),
+            });
+        }
+        assert!(!interrupted(Some(&waiting), "b"));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use tether_core::{Initiator, ObjectRef, OperationPhase};
 use tether_source::{Manifest, Rendered};
 
 use super::Pass;
-use super::operation::{mark_running, sync_operation};
+use super::operation::{mark_running, resumed_wait, sync_operation};
 use super::report::now;
 use crate::api::application::{
     ALLOW_MASS_PRUNE_ANNOTATION, CREATED_FOR_ANNOTATION, MANAGED_BY_LABEL, SYNC_REQUEST_ANNOTATION,
@@ -66,7 +66,12 @@ pub async fn sync(
     if !may_sync && !requested {
         return None;
     }
-    let started_at = now();
+    // A sync that waited for a wave resumes: same operation, same start.
+    let resumed = resumed_wait(app, &desired.commit).is_some();
+    let started_at = match app.status.as_ref().and_then(|s| s.operation_state.as_ref()) {
+        Some(operation) if resumed => operation.started_at.clone(),
+        _ => now(),
+    };
     let started = Instant::now();
     if policy.create_namespace
         && let Err(error) = create_namespace(pass).await
@@ -86,18 +91,20 @@ pub async fn sync(
         } else {
             Initiator::Automated
         };
-        publish(
-            &pass.ctx.recorder,
-            app,
-            EventType::Normal,
-            "SyncStarted",
-            format!(
-                "{initiator} sync of {} object(s) to {}",
-                desired.manifests.len(),
-                &desired.commit
-            ),
-        )
-        .await;
+        if !resumed {
+            publish(
+                &pass.ctx.recorder,
+                app,
+                EventType::Normal,
+                "SyncStarted",
+                format!(
+                    "{initiator} sync of {} object(s) to {}",
+                    desired.manifests.len(),
+                    &desired.commit
+                ),
+            )
+            .await;
+        }
         // A new revision does not overwrite what an open break-glass
         // window keeps: those objects wait for the window to end.
         let manifests: Vec<Manifest> = desired
@@ -149,6 +156,8 @@ pub async fn sync(
                 memo.remember_applied(applied);
             }
         }
+        // Waiting for a wave is no failure: no back-off, resumed next pass.
+        Err(error) if error.is_waiting() => {}
         Err(error) => {
             memo.fail(&desired.commit, missing(error));
         }
@@ -176,6 +185,8 @@ async fn still_leading(pass: &Pass<'_>) -> Result<(), SyncError> {
 fn finished<T>(pass: &Pass<'_>, result: &Result<T, SyncError>, started: Instant) {
     let phase = match result {
         Ok(_) => OperationPhase::Succeeded,
+        // Not finished: it resumes at the next reconcile.
+        Err(error) if error.is_waiting() => return,
         Err(_) => OperationPhase::Failed,
     };
     pass.ctx

@@ -141,7 +141,13 @@ async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
     pass.memo.lock().expect("lock").failed_passes = 0;
     let next = report::findings(pass, &findings).await?;
     let revision = &desired.commit;
-    Ok(report::look_again(pass, next, &windows, &drift, revision))
+    Ok(report::look_again(
+        pass,
+        next,
+        (&windows, &drift),
+        sync.as_ref(),
+        revision,
+    ))
 }
 
 /// One reconcile of one Application: what every step needs.

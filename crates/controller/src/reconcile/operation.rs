@@ -4,7 +4,7 @@
 //! `status.operationState` (phase Running), at most once a second, so
 //! `tether sync` can show it. Short syncs write nothing extra.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
@@ -67,6 +67,7 @@ pub async fn sync_operation(
         judge: &judge,
         resources: &ctx.resources,
         timeout: policy.wave_timeout(),
+        resumed: resumed_wait(app, revision),
     };
     let (progress, seen) = watch::channel(Progress::default());
     let options = SyncOptions {
@@ -86,6 +87,18 @@ pub async fn sync_operation(
         write_progress(pass, revision, started_at, seen, &done)
     );
     result
+}
+
+/// The wave wait an earlier pass of the sync toward `revision` left in
+/// status: its wave and when it began.
+pub fn resumed_wait(app: &Application, revision: &str) -> Option<(i32, SystemTime)> {
+    let operation = app.status.as_ref()?.operation_state.as_ref()?;
+    if operation.phase != OperationPhase::Running || operation.revision != revision {
+        return None;
+    }
+    let waiting = operation.waiting.as_ref()?;
+    let since: k8s_openapi::jiff::Timestamp = waiting.since.parse().ok()?;
+    Some((waiting.wave, SystemTime::from(since)))
 }
 
 /// Writes the latest progress once a second until `done`; never cancelled
@@ -138,5 +151,6 @@ fn running(message: &str, revision: &str, started_at: &str) -> Value {
         "startedAt": started_at,
         "finishedAt": null,
         "changes": null,
+        "waiting": null,
     }}})
 }

@@ -13,6 +13,7 @@ use tether_core::revision::RevisionChange;
 use tether_source::Rendered;
 
 use super::{Pass, ReconcileError};
+use crate::api::application::WaveWait;
 use crate::api::{Application, StoredApplication};
 use crate::break_glass::OpenWindow;
 use crate::context::Context;
@@ -74,18 +75,57 @@ pub async fn findings(pass: &Pass<'_>, found: &Findings<'_>) -> Result<Next, Rec
             .result
             .as_ref()
             .map_err(|error| (error.to_string(), error.applied())),
+        waiting: sync.result.as_ref().err().and_then(wave_wait),
     });
     let failure = match found.sync {
-        Some(ran) => ran.result.as_ref().err().map(|error| Failure {
-            step: step_of(error),
-            message: error.to_string(),
-        }),
+        Some(ran) => ran
+            .result
+            .as_ref()
+            .err()
+            .filter(|error| !error.is_waiting())
+            .map(|error| Failure {
+                step: step_of(error),
+                message: error.to_string(),
+            }),
         None => failure_in_force(app, &desired.commit, found.compared),
     };
     let next = status(pass, Some(&observed), run.as_ref(), failure.as_ref()).await?;
-    request::clear(&ctx.client, app).await;
+    // A request stands until its sync is over, not while it waits.
+    if !waiting(found.sync) {
+        request::clear(&ctx.client, app).await;
+    }
     Ok(next)
 }
+
+/// Whether the sync of this pass waits for a wave, to resume later.
+fn waiting(sync: Option<&Ran>) -> bool {
+    sync.is_some_and(|sync| sync.result.as_ref().is_err_and(SyncError::is_waiting))
+}
+
+/// What status records of a sync waiting for a wave.
+fn wave_wait(error: &SyncError) -> Option<WaveWait> {
+    let SyncError::Waiting {
+        object,
+        wave,
+        message,
+        since,
+        ..
+    } = error
+    else {
+        return None;
+    };
+    Some(WaveWait {
+        wave: *wave,
+        object: format!("{object}: {message}"),
+        since: k8s_openapi::jiff::Timestamp::try_from(*since)
+            .map(|time| time.to_string())
+            .unwrap_or_default(),
+    })
+}
+
+/// How soon a sync waiting for a wave looks again when no watch event
+/// wakes it first.
+const WAVE_RECHECK: Duration = Duration::from_secs(3);
 
 /// How often a failed sync checks whether the namespace it found missing
 /// exists now.
@@ -94,12 +134,13 @@ const AWAIT_POLL: Duration = Duration::from_secs(5);
 /// When to look again: after about the resync interval (`next`), or sooner
 /// — when the first open break-glass window ends, when a flap-guard
 /// back-off ends, or when a failed sync of `revision` may be retried (and
-/// every few seconds while the namespace it found missing does not exist).
+/// every few seconds while the namespace it found missing does not exist),
+/// or a few seconds after a sync that waits for a wave.
 pub fn look_again(
     pass: &Pass<'_>,
     next: Next,
-    windows: &[OpenWindow],
-    drift: &[Assessed],
+    (windows, drift): (&[OpenWindow], &[Assessed]),
+    sync: Option<&Ran>,
     revision: &str,
 ) -> Next {
     let now = SystemTime::now();
@@ -130,7 +171,8 @@ pub fn look_again(
         .and_then(|status| status.sync.not_synced_since.as_deref())
         .and_then(|since| alert::due_in(Some(since), &self::now(), pass.alert_after()))
         .map(|due| due + ALERT_MARGIN);
-    match [window_ends, back_off_ends, retry, alert_due]
+    let resume = waiting(sync).then_some(WAVE_RECHECK);
+    match [window_ends, back_off_ends, retry, alert_due, resume]
         .into_iter()
         .flatten()
         .min()

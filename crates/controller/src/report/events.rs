@@ -113,6 +113,10 @@ pub async fn announce(
             )
             .await
         }
+        // Not over: it resumes at the next reconcile (status says so).
+        Some(Ran {
+            result: Err(error), ..
+        }) if error.is_waiting() => {}
         Some(Ran {
             result: Err(error), ..
         }) => {

@@ -17,7 +17,7 @@ use tether_core::{Action, Initiator, ObjectRef, OperationPhase, OperationalState
 
 use crate::api::application::{
     ApplicationStatus, Change, Condition, DriftEntry, GeneratedEntry, HealthInfo, HistoryEntry,
-    InventoryEntry, OperationState, OrphanStatus, OtherWriterEntry, ResourceStatus,
+    InventoryEntry, OperationState, OrphanStatus, OtherWriterEntry, ResourceStatus, WaveWait,
 };
 use crate::observe::compare::{Compared, ObjectState};
 use crate::observe::drift::{Assessed, Response};
@@ -108,6 +108,9 @@ pub struct SyncRun<'a> {
     pub started_at: &'a str,
     /// The report, or the error and what was applied before it.
     pub outcome: Result<&'a SyncReport, Stopped<'a>>,
+    /// Set when the sync is not over but waits for a wave (its outcome is
+    /// then why, and what it applied so far).
+    pub waiting: Option<WaveWait>,
 }
 
 /// A failed sync: why, and the objects it had applied before it stopped.
@@ -254,7 +257,10 @@ fn record_sync(
                 .collect(),
         ),
         Err((message, applied)) => (
-            OperationPhase::Failed,
+            match sync.waiting {
+                Some(_) => OperationPhase::Running,
+                None => OperationPhase::Failed,
+            },
             message.clone(),
             applied
                 .iter()
@@ -265,15 +271,26 @@ fn record_sync(
                 .collect(),
         ),
     };
+    let changes = match status.operation_state.as_ref() {
+        Some(earlier)
+            if earlier.waiting.is_some()
+                && earlier.phase == OperationPhase::Running
+                && earlier.revision == sync.revision =>
+        {
+            resumed_changes(&earlier.changes, changes)
+        }
+        _ => changes,
+    };
     let (changes, changes_omitted) = bound_changes(changes);
     status.operation_state = Some(OperationState {
         phase,
         message,
         revision: sync.revision.to_string(),
         started_at: sync.started_at.to_string(),
-        finished_at: Some(now.to_string()),
+        finished_at: sync.waiting.is_none().then(|| now.to_string()),
         changes,
         changes_omitted,
+        waiting: sync.waiting.clone(),
     });
     let Ok(report) = &sync.outcome else {
         return;
@@ -439,6 +456,22 @@ fn bound_resources(status: &mut ApplicationStatus) {
 
 /// Cuts a sync's outcomes to [`RESOURCES_LIMIT`], changes before
 /// `unchanged`; returns them and how many were left out.
+/// The changes of a sync that resumed after waiting for a wave: what the
+/// earlier passes did, in their order, then what this pass did to other
+/// objects. An object an earlier pass changed keeps that change (this pass
+/// found it in sync: `unchanged` says nothing about the operation).
+fn resumed_changes(earlier: &[Change], now: Vec<Change>) -> Vec<Change> {
+    let mut changes = earlier.to_vec();
+    for change in now {
+        match changes.iter_mut().find(|c| c.object == change.object) {
+            Some(known) if known.action == Action::Unchanged => known.action = change.action,
+            Some(_) => {}
+            None => changes.push(change),
+        }
+    }
+    changes
+}
+
 fn bound_changes(mut changes: Vec<Change>) -> (Vec<Change>, usize) {
     let total = changes.len();
     if total <= RESOURCES_LIMIT {
@@ -935,6 +968,26 @@ mod tests {
             (RESOURCES_LIMIT, 20_000 - RESOURCES_LIMIT)
         );
         assert_eq!(kept[0].action, Action::Configured);
+    }
+
+    #[test]
+    fn a_resumed_sync_keeps_what_its_earlier_passes_changed_in_their_order() {
+        let change = |object: &str, action: Action| Change {
+            object: object.into(),
+            action,
+        };
+        let earlier = [change("Deployment shop/db", Action::Created)];
+        let now = vec![
+            change("Deployment shop/db", Action::Unchanged),
+            change("ConfigMap shop/after", Action::Created),
+        ];
+        assert_eq!(
+            resumed_changes(&earlier, now),
+            [
+                change("Deployment shop/db", Action::Created),
+                change("ConfigMap shop/after", Action::Created),
+            ]
+        );
     }
 
     fn not_synced_alert(status: &ApplicationStatus) -> Option<&Condition> {

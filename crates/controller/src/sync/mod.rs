@@ -129,6 +129,17 @@ pub enum SyncError {
         waited: Duration,
         message: String,
     },
+    /// Wave `wave` is not healthy yet: the sync yields its worker and
+    /// resumes at the next reconcile (not a failure).
+    #[error("waiting for wave {wave} to be healthy before the next: {object}: {message}")]
+    Waiting {
+        object: ObjectRef,
+        wave: i32,
+        message: String,
+        /// When the wait for this wave began.
+        since: std::time::SystemTime,
+        applied: Vec<(ObjectRef, Action)>,
+    },
 }
 
 impl SyncError {
@@ -139,14 +150,34 @@ impl SyncError {
                 source,
                 applied: report.results.clone(),
             },
+            SyncError::Waiting {
+                object,
+                wave,
+                message,
+                since,
+                ..
+            } => SyncError::Waiting {
+                object,
+                wave,
+                message,
+                since,
+                applied: report.results.clone(),
+            },
             other => other,
         }
+    }
+
+    /// Whether the sync only yields, waiting for a wave, to resume later.
+    pub fn is_waiting(&self) -> bool {
+        matches!(self, SyncError::Waiting { .. })
     }
 
     /// The objects applied before the failure (empty unless half-way).
     pub fn applied(&self) -> &[(ObjectRef, Action)] {
         match self {
-            SyncError::HalfWay { applied, .. } | SyncError::Fenced { applied, .. } => applied,
+            SyncError::HalfWay { applied, .. }
+            | SyncError::Fenced { applied, .. }
+            | SyncError::Waiting { applied, .. } => applied,
             _ => &[],
         }
     }
@@ -258,7 +289,9 @@ pub async fn sync_manifests_with(
     let mut previous: Option<(i32, usize)> = None;
     for (wave, objects) in waves(&rest) {
         if let (Some(gate), Some((done, start))) = (options.gate, previous) {
-            gate.wait(done, &report.applied[start..]).await?;
+            gate.wait(done, &report.applied[start..])
+                .await
+                .map_err(|error| error.after(&report))?;
         }
         fence(wave, &report).await?;
         previous = Some((wave, report.applied.len()));

@@ -4,10 +4,14 @@
 //! Health is judged exactly as status judges it (the Application's health
 //! rules over the shipped ones), on live objects from the watch caches, so
 //! waiting costs no API request: the gate looks again whenever a watch
-//! reports a change, and gives up after the policy's timeout, naming the
+//! reports a change. It holds the reconcile's worker for at most
+//! [`WAVE_HOLD`]; a wave that takes longer ends the pass with
+//! [`SyncError::Waiting`] (the status says so, and the next reconcile, woken
+//! by the objects' changes or a timer, resumes the sync where it was), and
+//! the sync gives up `waveTimeoutSeconds` after the wait began, naming the
 //! object that held the wave back.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 use tether_cluster::Resources;
@@ -19,6 +23,10 @@ use crate::observe::health::Judge;
 use crate::observe::live::LiveCache;
 use crate::observe::memo::AppliedObject;
 
+/// The longest a sync holds its worker waiting for one wave; then it
+/// yields and resumes at a later reconcile.
+pub const WAVE_HOLD: Duration = Duration::from_secs(2);
+
 /// Waits for a wave's objects to be healthy before the next wave.
 pub struct WaveGate<'a> {
     pub live: &'a LiveCache,
@@ -26,22 +34,37 @@ pub struct WaveGate<'a> {
     pub resources: &'a Resources,
     /// How long one wave may take to become healthy.
     pub timeout: Duration,
+    /// The wait an earlier pass of this sync left off at: its wave, and
+    /// when the wait began.
+    pub resumed: Option<(i32, SystemTime)>,
 }
 
 impl WaveGate<'_> {
     /// Returns once every object of wave `wave` (as just applied) is
-    /// healthy; fails naming the first one that is not, after the timeout.
+    /// healthy. Fails with [`SyncError::Waiting`] when it is not after
+    /// [`WAVE_HOLD`], and with [`SyncError::Unhealthy`], naming the first
+    /// object that is not, once the timeout since the wait began is over.
     pub async fn wait(&self, wave: i32, applied: &[AppliedObject]) -> Result<(), SyncError> {
+        let since = match self.resumed {
+            Some((resumed, since)) if resumed == wave => since,
+            _ => SystemTime::now(),
+        };
+        let left = (since + self.timeout)
+            .duration_since(SystemTime::now())
+            .unwrap_or_default();
         let mut changes = self.live.changes();
-        let deadline = tokio::time::Instant::now() + self.timeout;
+        let hold = tokio::time::Instant::now() + left.min(WAVE_HOLD);
         loop {
             changes.borrow_and_update();
             let observed = self.observe(applied).await?;
             let Some((object, message)) = blocking(&observed) else {
                 return Ok(());
             };
-            let woken = tokio::time::timeout_at(deadline, changes.changed()).await;
-            if !matches!(woken, Ok(Ok(()))) {
+            let woken = tokio::time::timeout_at(hold, changes.changed()).await;
+            if matches!(woken, Ok(Ok(()))) {
+                continue;
+            }
+            if left <= WAVE_HOLD {
                 return Err(SyncError::Unhealthy {
                     object: object.clone(),
                     wave,
@@ -49,6 +72,13 @@ impl WaveGate<'_> {
                     message,
                 });
             }
+            return Err(SyncError::Waiting {
+                object: object.clone(),
+                wave,
+                message,
+                since,
+                applied: Vec::new(),
+            });
         }
     }
 
