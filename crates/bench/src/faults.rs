@@ -22,40 +22,60 @@ pub struct Settings {
     pub kills: u64,
     pub fault: Duration,
     pub git_outage: Duration,
+    /// Only these scenarios (names of [`SCENARIOS`]); all when empty.
+    pub only: Vec<String>,
+}
+
+/// The scenarios' short names, for `--only`.
+pub const SCENARIOS: [&str; 7] = [
+    "throttle", "outage", "restart", "cuts", "git", "crash", "disk",
+];
+
+impl Settings {
+    fn runs(&self, scenario: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|only| only == scenario)
+    }
 }
 
 pub async fn run(settings: &Settings) -> anyhow::Result<()> {
     let mut rows = Vec::new();
     let fault = settings.fault;
-    rows.push(
-        repeat(settings.runs, || {
-            faults::throttle_storm(429, Some(2), fault)
-        })
-        .await,
-    );
-    rows.push(repeat(settings.runs, || faults::throttle_storm(503, None, fault)).await);
-    rows.push(repeat(settings.runs, || faults::api_outage(fault)).await);
-    rows.push(repeat(settings.runs, || faults::restart(Component::ApiServer)).await);
-    rows.push(repeat(settings.runs, || faults::restart(Component::Etcd)).await);
-    rows.push(
-        repeat(settings.runs, || {
-            faults::watch_cuts(Duration::from_secs(60), Duration::from_secs(3))
-        })
-        .await,
-    );
-    let git = settings.git_outage;
-    rows.push(repeat(settings.runs, || faults::git_outage(git)).await);
-    if settings.tether.exists() {
-        let (tether, kills) = (settings.tether.clone(), settings.kills);
-        rows.push(repeat(settings.runs, || faults::crash(&tether, kills)).await);
-        for trouble in [DiskTrouble::Full, DiskTrouble::ReadOnly] {
-            rows.push(repeat(settings.runs, || faults::disk(&tether, trouble)).await);
-        }
-    } else {
+    let runs = settings.runs;
+    if settings.runs("throttle") {
+        rows.push(repeat(runs, || faults::throttle_storm(429, Some(2), fault)).await);
+        rows.push(repeat(runs, || faults::throttle_storm(503, None, fault)).await);
+    }
+    if settings.runs("outage") {
+        rows.push(repeat(runs, || faults::api_outage(fault)).await);
+    }
+    if settings.runs("restart") {
+        rows.push(repeat(runs, || faults::restart(Component::ApiServer)).await);
+        rows.push(repeat(runs, || faults::restart(Component::Etcd)).await);
+    }
+    if settings.runs("cuts") {
+        let (period, every) = (Duration::from_secs(60), Duration::from_secs(3));
+        rows.push(repeat(runs, || faults::watch_cuts(period, every)).await);
+    }
+    if settings.runs("git") {
+        let git = settings.git_outage;
+        rows.push(repeat(runs, || faults::git_outage(git)).await);
+    }
+    let tether = settings.tether.clone();
+    if !tether.exists() && (settings.runs("crash") || settings.runs("disk")) {
         eprintln!(
             "[faults] no {} beside tether-bench: the crash and disk scenarios are left out (scripts/bench.sh builds it)",
-            settings.tether.display()
+            tether.display()
         );
+    } else {
+        if settings.runs("crash") {
+            let kills = settings.kills;
+            rows.push(repeat(runs, || faults::crash(&tether, kills)).await);
+        }
+        if settings.runs("disk") {
+            for trouble in [DiskTrouble::Full, DiskTrouble::ReadOnly] {
+                rows.push(repeat(runs, || faults::disk(&tether, trouble)).await);
+            }
+        }
     }
     println!(
         "fault scenarios ({} runs each; faults of {:?}, Git outage {:?})",

@@ -110,6 +110,10 @@ struct Options {
     /// How long the Git server is down with `--faults` (seconds).
     #[arg(long, default_value_t = 300)]
     git_outage_seconds: u64,
+    /// With `--faults`, only these scenarios (comma-separated): throttle,
+    /// outage, restart, cuts, git, crash, disk.
+    #[arg(long, value_delimiter = ',', value_parser = faults::SCENARIOS)]
+    only: Vec<String>,
     /// Runs of each side with `--overhead-baseline` or `--impersonation`.
     #[arg(long, default_value_t = 2)]
     rounds: usize,
@@ -126,6 +130,7 @@ async fn main() -> anyhow::Result<()> {
             kills: options.kills,
             fault: Duration::from_secs(options.fault_seconds),
             git_outage: Duration::from_secs(options.git_outage_seconds),
+            only: options.only.clone(),
         })
         .await;
     }
