@@ -543,39 +543,13 @@ pub async fn crash(tether: &std::path::Path, kills: u64) -> Outcome {
             })
             .collect()
     };
-    let ns = TestNamespace::create("faults-crash").await;
-    install::install(ns.client.clone(), &ns.name)
-        .await
-        .expect("installed");
-    let repo = Repo::new();
-    repo.commit(&objects("r0"), "r0");
-    let apps = application("shop", &ns.name, &repo.url(), "app")
-        .interval("1s")
-        .apply(&ns.client)
-        .await;
+    let (ns, repo, apps) = own_app("faults-crash", &objects("r0")).await;
     let cache = ns.cache_dir().join("crash");
     let start = || {
-        std::process::Command::new(tether)
-            .args([
-                "run",
-                "--lease-namespace",
-                &ns.name,
-                "--watch-namespace",
-                &ns.name,
-            ])
-            .args([
-                "--identity",
-                "crash",
-                "--resync-seconds",
-                "30",
-                "--cache-dir",
-            ])
-            .arg(&cache)
-            .env("TETHER_KUBECONFIG", &ns.kubeconfig)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("tether run starts")
+        spawn(
+            std::process::Command::new(tether).args(run_args(&ns, "crash", &cache)),
+            &ns,
+        )
     };
     let mut controller = start();
     let head = repo.head();
@@ -583,20 +557,7 @@ pub async fn crash(tether: &std::path::Path, kills: u64) -> Outcome {
         s.sync.status == "Synced" && s.sync.revision.as_deref() == Some(head.as_str())
     })
     .await;
-    let mut outcome = Outcome {
-        scenario: "kill -9 during a sync",
-        converged: true,
-        to_converge: Duration::ZERO,
-        requests_in_recovery: 0,
-        lists_in_recovery: 0,
-        rate_during_fault: 0.0,
-        objects_lost: 0,
-        wrongly_deleted: 0,
-        records_lost: 0,
-        duplicates: 0,
-        said_and_held: true,
-        note: String::new(),
-    };
+    let mut outcome = Outcome::new("kill -9 during a sync");
     let (mut interrupted, mut reported_accidental) = (0, 0);
     for kill in 1..=kills {
         let revision = format!("r{kill}");
@@ -693,6 +654,74 @@ pub async fn crash(tether: &std::path::Path, kills: u64) -> Outcome {
     outcome
 }
 
+impl Outcome {
+    /// A run of `scenario` that converged at once and lost nothing, for a
+    /// scenario to fill in what it measured.
+    fn new(scenario: &'static str) -> Outcome {
+        Outcome {
+            scenario,
+            converged: true,
+            to_converge: Duration::ZERO,
+            requests_in_recovery: 0,
+            lists_in_recovery: 0,
+            rate_during_fault: 0.0,
+            objects_lost: 0,
+            wrongly_deleted: 0,
+            records_lost: 0,
+            duplicates: 0,
+            said_and_held: true,
+            note: String::new(),
+        }
+    }
+}
+
+/// A new namespace with Tether installed and app `shop` for a new
+/// repository holding `files`, polled every second; for scenarios that run
+/// `tether run` as a process of its own.
+async fn own_app(
+    prefix: &str,
+    files: &[(impl AsRef<str>, impl AsRef<str>)],
+) -> (TestNamespace, Repo, Api<Application>) {
+    let ns = TestNamespace::create(prefix).await;
+    install::install(ns.client.clone(), &ns.name)
+        .await
+        .expect("installed");
+    let repo = Repo::new();
+    repo.commit(files, "one");
+    let apps = application("shop", &ns.name, &repo.url(), "app")
+        .interval("1s")
+        .apply(&ns.client)
+        .await;
+    (ns, repo, apps)
+}
+
+/// The arguments of `tether run` for `ns` as replica `identity` with its
+/// cache in `cache`.
+fn run_args(
+    ns: &TestNamespace,
+    identity: &str,
+    cache: &std::path::Path,
+) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = ["run", "--lease-namespace", &ns.name]
+        .into_iter()
+        .chain(["--watch-namespace", &ns.name, "--identity", identity])
+        .chain(["--resync-seconds", "30", "--cache-dir"])
+        .map(Into::into)
+        .collect();
+    args.push(cache.into());
+    args
+}
+
+/// Starts `command` with `ns`'s kubeconfig, its output dropped.
+fn spawn(command: &mut std::process::Command, ns: &TestNamespace) -> std::process::Child {
+    command
+        .env("TETHER_KUBECONFIG", &ns.kubeconfig)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("tether run starts")
+}
+
 /// What goes wrong with the controller's cache directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DiskTrouble {
@@ -711,43 +740,18 @@ pub enum DiskTrouble {
 /// condition and the kept state; `objects_lost` counts Git's objects not
 /// in the cluster at the end and a cache `git fsck` refuses.
 pub async fn disk(tether: &std::path::Path, trouble: DiskTrouble) -> Outcome {
-    let ns = TestNamespace::create("faults-disk").await;
-    install::install(ns.client.clone(), &ns.name)
-        .await
-        .expect("installed");
-    let repo = Repo::new();
-    repo.commit(&files("one"), "one");
-    let apps = application("shop", &ns.name, &repo.url(), "app")
-        .interval("1s")
-        .apply(&ns.client)
-        .await;
+    let (ns, repo, apps) = own_app("faults-disk", &files("one")).await;
     let cache = ns.cache_dir().join("disk");
     std::fs::create_dir_all(&cache).expect("cache directory");
-    let mut controller = std::process::Command::new("unshare")
-        .args(["--mount", "--propagation", "private", "sh", "-c"])
-        .arg(r#"mount -t tmpfs -o size=64m tmpfs "$0" && exec "$@""#)
-        .arg(&cache)
-        .arg(tether)
-        .args([
-            "run",
-            "--lease-namespace",
-            &ns.name,
-            "--watch-namespace",
-            &ns.name,
-        ])
-        .args([
-            "--identity",
-            "disk",
-            "--resync-seconds",
-            "30",
-            "--cache-dir",
-        ])
-        .arg(&cache)
-        .env("TETHER_KUBECONFIG", &ns.kubeconfig)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("tether run starts in a mount namespace of its own");
+    let mut controller = spawn(
+        std::process::Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sh", "-c"])
+            .arg(r#"mount -t tmpfs -o size=64m tmpfs "$0" && exec "$@""#)
+            .arg(&cache)
+            .arg(tether)
+            .args(run_args(&ns, "disk", &cache)),
+        &ns,
+    );
     // A shell in the controller's mount namespace, with the cache as $0.
     let pid = controller.id().to_string();
     let inside = |script: &str| {
@@ -826,22 +830,16 @@ pub async fn disk(tether: &std::path::Path, trouble: DiskTrouble) -> Outcome {
         .and_then(|cm| cm.data)
         .and_then(|data| data.get("greeting").cloned());
     Outcome {
-        scenario,
         converged,
         to_converge,
-        requests_in_recovery: 0,
-        lists_in_recovery: 0,
-        rate_during_fault: 0.0,
         objects_lost: usize::from(settings.as_deref() != Some("two"))
             + usize::from(!unsound.is_empty()),
-        wrongly_deleted: 0,
-        records_lost: 0,
-        duplicates: 0,
         said_and_held: held,
         note: format!(
             "said after {:?}: {message}; unsound stores: {}",
             start.elapsed().min(end - start),
             if unsound.is_empty() { "none" } else { &unsound }
         ),
+        ..Outcome::new(scenario)
     }
 }
