@@ -204,7 +204,7 @@ pub struct Context {
     pub connection: Option<tether_cluster::Connection>,
     /// Checked before each wave of a sync while leading (set with
     /// [`Context::fenced_by`]); none outside leader election.
-    pub fence: Option<crate::lease::Fence>,
+    pub fence: Option<crate::fence::Fence>,
     pub config: Config,
     memos: Mutex<HashMap<AppKey, Arc<Mutex<AppMemo>>>>,
 }
@@ -268,7 +268,7 @@ impl Context {
     }
 
     /// This context, fencing each sync wave with `fence`.
-    pub fn fenced_by(self, fence: crate::lease::Fence) -> Self {
+    pub fn fenced_by(self, fence: crate::fence::Fence) -> Self {
         Context {
             fence: Some(fence),
             ..self

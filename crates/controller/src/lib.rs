@@ -24,6 +24,7 @@ pub mod api;
 pub mod break_glass;
 pub mod context;
 pub mod credentials;
+pub mod fence;
 pub mod install;
 pub mod lease;
 pub mod metrics;

@@ -212,9 +212,9 @@ async fn lead(
         .notifying(notifier)
         .watching_projects((projects, projects_ready))
         .impersonating_with(connection)
-        .fenced_by(lease::Fence::new(
+        .fenced_by(crate::fence::Fence::new(
             &client,
-            &config.lease_namespace,
+            (&config.lease_namespace, lease::LEASE_NAME),
             &config.identity,
             leading.clone(),
         )),

@@ -169,7 +169,7 @@ pub async fn sync(
     })
 }
 
-/// Ok unless this replica lost the Lease (see [`crate::lease::Fence`]).
+/// Ok unless this replica lost the Lease (see [`crate::fence::Fence`]).
 async fn still_leading(pass: &Pass<'_>) -> Result<(), SyncError> {
     match &pass.ctx.fence {
         Some(fence) => fence.check().await.map_err(|fenced| SyncError::Fenced {

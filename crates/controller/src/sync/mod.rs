@@ -36,7 +36,7 @@ use tether_core::{Action, Initiator, ObjectRef};
 use tether_source::Manifest;
 use tokio::sync::watch;
 
-use crate::lease::Fence;
+use crate::fence::Fence;
 use crate::observe::compare::{Compared, ObjectState};
 pub use crate::observe::memo::AppliedObject;
 use waves::WaveGate;
@@ -107,7 +107,7 @@ pub enum SyncError {
     #[error("stopped before wave {wave}: {fenced}")]
     Fenced {
         wave: i32,
-        fenced: crate::lease::Fenced,
+        fenced: crate::fence::Fenced,
         applied: Vec<(ObjectRef, Action)>,
     },
     #[error("apply failed: {0}")]

@@ -10,7 +10,7 @@ use tether_core::prune::{Breaker, KeepReason, PruneDecision, PruneFate, PruneOpt
 use tether_core::tracking::AppRef;
 
 use crate::api::application::{InventoryEntry, PrunePropagation};
-use crate::lease::{Fence, Fenced};
+use crate::fence::{Fence, Fenced};
 use crate::observe::live::LiveCache;
 
 /// Where prune looks and deletes: the watch caches of managed objects, the
