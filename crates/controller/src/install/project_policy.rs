@@ -68,7 +68,13 @@ pub fn manifests() -> Vec<Value> {
     };
     let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
     "metadata": {"name": PROJECT_POLICY},
-    "spec": {"failurePolicy": "Fail",
+    // Ignore, not Fail: this policy only makes the controller's refusals
+    // immediate, and when the API server cannot evaluate it (right after it
+    // restarts, its mapper does not know the Project kind for a few seconds:
+    // "failed to find resource referenced by paramKind") refusing every
+    // Application write would stop users for no reason. The controller
+    // judges every Application against its Project anyway.
+    "spec": {"failurePolicy": "Ignore",
         "paramKind": {"apiVersion": "tether.dev/v1alpha1", "kind": "Project"},
         "matchConstraints": {"resourceRules": [{"apiGroups": ["tether.dev"], "apiVersions": ["*"],
             "operations": ["CREATE", "UPDATE"], "resources": ["applications"]}]},
