@@ -18,6 +18,8 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
 use tether_controller::api::{Application, ApplicationStatus};
+use tether_controller::lease::LeaseError;
+use tether_controller::run::RunError;
 use tether_controller::{Config, install};
 use tether_core::drift::FlapPolicy;
 
@@ -133,9 +135,17 @@ impl Stage {
         )
         .client()
         .expect("client builds");
+        // A controller that lost its Lease (the API server away longer than
+        // the Lease lasts) stops, and its pod would start it again.
         let controller = tokio::spawn(async move {
-            if let Err(error) = tether_controller::run(client, config).await {
-                panic!("controller stopped: {error}");
+            loop {
+                match tether_controller::run(client.clone(), config.clone()).await {
+                    Err(RunError::Lease(LeaseError::Lost)) => {
+                        tracing::warn!("the controller lost its Lease; starting it again");
+                    }
+                    Err(error) => panic!("controller stopped: {error}"),
+                    Ok(()) => return,
+                }
             }
         });
         let (url, daemon) = if gated {
