@@ -32,9 +32,9 @@ pub enum ObjectError {
     MissingField(&'static str),
     #[error("field `{field}` must be a non-empty string")]
     NotAString { field: &'static str },
-    #[error("apiVersion {0:?} is not of the form `group/version` or `version`")]
+    #[error("apiVersion {} is not of the form `group/version` or `version`", crate::metadata::quoted(.0))]
     BadApiVersion(String),
-    #[error("{field} {value:?} is not a valid name: {reason}")]
+    #[error("{field} {} is not a valid name: {reason}", crate::metadata::quoted(.value))]
     BadName {
         field: &'static str,
         value: String,

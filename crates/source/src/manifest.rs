@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tether_core::ObjectRef;
+use tether_core::metadata::{MetadataError, check_metadata};
 
 use crate::limits::{Budget, Limits, TooLarge, path_line};
 
@@ -75,6 +76,15 @@ pub enum ManifestError {
         origin: Origin,
         #[source]
         source: tether_core::object::ObjectError,
+    },
+    /// An object the API server would refuse for its name, labels or
+    /// annotations; `object` is its identity when that is printable.
+    #[error("{origin}: {object}{source}")]
+    Metadata {
+        origin: Origin,
+        object: String,
+        #[source]
+        source: tether_core::metadata::MetadataError,
     },
     #[error("{id} is declared twice: at {first} and at {second}")]
     Duplicate {
@@ -184,7 +194,18 @@ pub fn identify(objects: Vec<(Origin, Value)>) -> Result<Vec<Manifest>, Manifest
     objects
         .into_iter()
         .map(|(origin, object)| match ObjectRef::from_object(&object) {
-            Ok(id) => Ok(Manifest { id, object, origin }),
+            Ok(id) => match check_metadata(&id, &object) {
+                Ok(()) => Ok(Manifest { id, object, origin }),
+                Err(source) => Err(ManifestError::Metadata {
+                    origin,
+                    // A name that is itself the problem is shown quoted, in the message.
+                    object: match source {
+                        MetadataError::Name { .. } => String::new(),
+                        _ => format!("{id}: "),
+                    },
+                    source,
+                }),
+            },
             Err(source) => Err(ManifestError::NotAnObject { origin, source }),
         })
         .collect()
