@@ -266,8 +266,10 @@ impl Repositories {
         };
         let render_tree = || -> Result<Vec<Manifest>, SourceError> {
             let mut files = match &source.renderer {
-                Renderer::Directory(_) => prefixed(store.read_tree(tree)?, &source.path),
-                _ => store.read_tree(root)?,
+                Renderer::Directory(_) => {
+                    prefixed(store.read_tree(tree, &self.sandbox.limits)?, &source.path)
+                }
+                _ => store.read_tree(root, &self.sandbox.limits)?,
             };
             if let Renderer::Helm(_) = &source.renderer {
                 // Dependencies the chart does not vendor; pinned by its

@@ -11,6 +11,7 @@
 //! of one render, and all-or-nothing.
 
 mod helm;
+mod helm_cluster_calls;
 mod jsonnet;
 mod kustomize;
 mod process;

@@ -8,6 +8,7 @@
 
 mod corpus;
 mod generated;
+mod huge;
 mod run;
 
 use corpus::corpus;
