@@ -421,7 +421,7 @@ impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
 
 /// The first line of a YAML error, without the parser's advice to its
 /// programmer (`set DuplicateKeyPolicy in Options if acceptable`).
-fn yaml_message(text: &str) -> String {
+pub(crate) fn yaml_message(text: &str) -> String {
     first_line(text).replace(", set DuplicateKeyPolicy in Options if acceptable", "")
 }
 

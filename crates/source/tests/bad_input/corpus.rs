@@ -30,9 +30,12 @@ pub enum Input {
         headers: BTreeMap<String, String>,
         body: Vec<u8>,
         secret: String,
-        /// Sign `body` with `secret` into this header (`X-Hub-Signature-256`,
-        /// `X-Gitea-Signature`), as a genuine sender would.
+        /// Sign `body` with `secret` (or `signing_secret`) into this header
+        /// (`X-Hub-Signature-256`, `X-Gitea-Signature`), as a sender would.
         sign: Option<String>,
+        signing_secret: Option<String>,
+        /// Bytes added to the body after it was signed (a tampered replay).
+        appended: Vec<u8>,
     },
 }
 
@@ -74,6 +77,8 @@ struct RawCase {
     body: Option<String>,
     secret: Option<String>,
     sign: Option<String>,
+    signing_secret: Option<String>,
+    appended: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -133,6 +138,8 @@ fn read_cases(layer: &str, path: &Path) -> Vec<Case> {
                     body: raw.body.unwrap_or_default().into_bytes(),
                     secret: raw.secret.or(defaults.secret.clone()).unwrap_or_default(),
                     sign: raw.sign.or(defaults.sign.clone()).filter(|s| !s.is_empty()),
+                    signing_secret: raw.signing_secret,
+                    appended: raw.appended.unwrap_or_default().into_bytes(),
                 }
             } else {
                 let mut files = defaults.files.clone();

@@ -45,4 +45,5 @@ fn every_bad_input_case_is_refused_with_its_expected_error() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     println!("bad-input: {counted} cases, all refused as expected");
+    assert!(counted >= 300, "the corpus has only {counted} cases");
 }

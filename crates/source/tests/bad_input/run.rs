@@ -54,10 +54,13 @@ pub fn run_case(case: &Case) -> Outcome {
             body,
             secret,
             sign,
+            signing_secret,
+            appended,
         } => {
             let mut headers = headers.clone();
             if let Some(header) = sign {
-                let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+                let key = signing_secret.as_ref().unwrap_or(secret);
+                let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).unwrap();
                 mac.update(body);
                 let digest = hex::encode(mac.finalize().into_bytes());
                 let value = if header.eq_ignore_ascii_case("X-Hub-Signature-256") {
@@ -73,7 +76,8 @@ pub fn run_case(case: &Case) -> Outcome {
                     .find(|(key, _)| key.eq_ignore_ascii_case(name))
                     .map(|(_, value)| value.clone())
             };
-            match parse_push(header, body, secret.as_bytes()) {
+            let body = [body.as_slice(), appended].concat();
+            match parse_push(header, &body, secret.as_bytes()) {
                 Ok(push) => Outcome::Accepted(format!("{push:?}")),
                 Err(error) => Outcome::Refused(error.to_string()),
             }
