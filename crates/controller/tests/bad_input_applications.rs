@@ -112,6 +112,32 @@ fn bad_apps() -> Vec<BadApp> {
             expect: "remote/kustomization.yaml: resources[0]: github.com/org/repo//base is a remote base",
         },
         BadApp {
+            name: "unknown-kind",
+            files: vec![
+                ("unknown/a.yaml", first.clone()),
+                (
+                    "unknown/b.yaml",
+                    "apiVersion: example.com/v1\nkind: Frobnicator\nmetadata:\n  name: web\n"
+                        .to_string(),
+                ),
+            ],
+            renderer: json!({"directory": {}}),
+            expect: "validation failed, nothing applied: Frobnicator web: the API server does not serve example.com/v1 Frobnicator",
+        },
+        BadApp {
+            name: "foreign-namespace",
+            files: vec![
+                ("foreign/a.yaml", first.clone()),
+                (
+                    "foreign/b.yaml",
+                    config_map("web", "")
+                        .replace("  name: web\n", "  name: web\n  namespace: kube-system\n"),
+                ),
+            ],
+            renderer: json!({"directory": {}}),
+            expect: "ConfigMap kube-system/web is outside the destination namespace",
+        },
+        BadApp {
             name: "helm-lookup",
             files: vec![
                 ("lookup/Chart.yaml", chart),
@@ -148,6 +174,9 @@ async fn bad_apps_get_conditions_naming_the_input_and_the_good_app_keeps_syncing
     }
     for BadApp { name, expect, .. } in &bad {
         let message = failure(&ns, name).await;
+        if std::env::var_os("BAD_INPUT_SHOW").is_some() {
+            eprintln!("{name} | {message}");
+        }
         assert!(message.contains(expect), "{name}: {message}");
         assert_eq!(message.lines().count(), 1, "{name}: {message}");
     }
