@@ -128,7 +128,7 @@ impl Repositories {
         let root = store.tree_at(resolved.commit, "")?;
         Ok((
             resolved.commit.to_string(),
-            store.read_tree(root, &self.sandbox.limits)?,
+            store.read_tree(root, &self.sandbox.limits, &source.path)?,
         ))
     }
 }

@@ -94,6 +94,12 @@ impl Budget {
         Ok(())
     }
 
+    /// How many more objects the render may hold: a file with more
+    /// documents than this is refused without parsing the rest.
+    pub(crate) fn objects_left(&self) -> usize {
+        self.limits.max_objects.saturating_sub(self.objects)
+    }
+
     /// How many nodes aliases may still expand to.
     pub(crate) fn alias_nodes_left(&self) -> usize {
         self.limits.max_alias_nodes.saturating_sub(self.alias_nodes)

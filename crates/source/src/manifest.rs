@@ -272,6 +272,10 @@ fn yaml_documents(
         if !value.is_null() {
             documents.push((first_content, value));
         }
+        // One document over the object limit is enough for the error.
+        if documents.len() > budget.objects_left() {
+            break;
+        }
     }
     Ok(documents)
 }
@@ -335,6 +339,9 @@ fn json_documents(
                 budget.document(path, line, &value, false)?;
                 if !value.is_null() {
                     documents.push((line, value));
+                }
+                if documents.len() > budget.objects_left() {
+                    return Ok(documents);
                 }
             }
             Some(Err(error)) => {

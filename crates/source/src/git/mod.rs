@@ -73,6 +73,17 @@ pub enum GitError {
     PathNotFound { commit: String, path: String },
     #[error("object {id}: {message}")]
     Object { id: String, message: String },
+    /// The application's tree holds a submodule, which Tether does not
+    /// fetch.
+    #[error(
+        "{url}: {path} is a Git submodule (commit {commit}); Tether does not fetch \
+         submodules: vendor its files or make it a source of its own"
+    )]
+    Submodule {
+        url: String,
+        path: String,
+        commit: String,
+    },
     /// The tree to render is larger than [`Limits`] allow; nothing of it
     /// was kept.
     #[error("{url}: tree {tree}: {message}")]
@@ -84,6 +95,20 @@ pub enum GitError {
 }
 
 impl GitError {
+    /// The error of a read of the subtree at `dir`, with the paths it names
+    /// made paths of the repository.
+    pub fn under(self, dir: &str) -> GitError {
+        let dir = dir.trim_matches('/');
+        match self {
+            GitError::Submodule { url, path, commit } if !dir.is_empty() => GitError::Submodule {
+                url,
+                path: format!("{dir}/{path}"),
+                commit,
+            },
+            other => other,
+        }
+    }
+
     /// Whether trying again later may succeed without any change.
     pub fn is_retryable(&self) -> bool {
         matches!(self, GitError::Unreachable { .. } | GitError::Fetch { .. })
@@ -397,8 +422,16 @@ impl Store {
     /// Every file and symlink under `tree`, read from the object store,
     /// unless there are more of them, or more bytes, than `limits` allow:
     /// the sizes are read from the objects' headers before any content,
-    /// so a huge tree costs no more memory than its listing.
-    pub fn read_tree(&self, tree: ObjectId, limits: &Limits) -> Result<Files, GitError> {
+    /// so a huge tree costs no more memory than its listing. A submodule
+    /// under `within` (a `/`-separated path in `tree`, `""` for all) is
+    /// refused: its files are not fetched, so rendering without them would
+    /// quietly drop (and prune) what they declare.
+    pub fn read_tree(
+        &self,
+        tree: ObjectId,
+        limits: &Limits,
+        within: &str,
+    ) -> Result<Files, GitError> {
         let repo = self.repo.to_thread_local();
         let mut recorder = gix::traverse::tree::Recorder::default();
         repo.find_tree(tree)
@@ -415,6 +448,18 @@ impl Store {
                 .iter()
                 .filter(|e| !(e.mode.is_tree() || e.mode.is_commit()))
         };
+        let within = within.trim_matches('/');
+        if let Some(submodule) = recorder.records.iter().find(|e| {
+            let path = e.filepath.to_str_lossy();
+            e.mode.is_commit()
+                && (within.is_empty() || path == within || path.starts_with(&format!("{within}/")))
+        }) {
+            return Err(GitError::Submodule {
+                url: redact_url(&self.url),
+                path: submodule.filepath.to_string(),
+                commit: submodule.oid.to_string(),
+            });
+        }
         let count = blobs().count();
         if count > limits.max_tree_files {
             return Err(too_large(format!(

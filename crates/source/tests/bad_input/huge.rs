@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use serde_json::json;
 use tether_source::files::{Entry, Files};
 use tether_source::git::Update;
 use tether_source::render::Limits;
@@ -291,5 +292,46 @@ fn a_commit_of_100k_manifests_is_refused_at_the_object_limit() {
         started.elapsed(),
         grew / MIB
     );
+    let _ = std::fs::remove_dir_all(repo.root());
+}
+
+#[test]
+fn a_submodule_in_the_applications_tree_is_refused_naming_it() {
+    let repo = Repo::new();
+    repo.write(
+        "app/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+    );
+    repo.write(
+        "other/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n",
+    );
+    let first = repo.commit_all("plain files");
+    // A gitlink, as `git submodule add` records one, without its files.
+    for path in ["app/lib", "other/lib"] {
+        repo.git(&[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{first},{path}"),
+        ]);
+    }
+    repo.git(&["commit", "-q", "-m", "submodules"]);
+    for renderer in [json!({"directory": {}}), json!({"kustomize": {}})] {
+        let mut fetched = fetch(&repo, "app", Limits::default());
+        fetched.source.renderer = serde_json::from_value(renderer).unwrap();
+        let error = fetched.render().unwrap_err();
+        assert!(
+            error.contains(&format!(
+                "app/lib is a Git submodule (commit {first}); Tether does not fetch submodules"
+            )),
+            "{error}"
+        );
+    }
+    // A submodule elsewhere in the repository is not the application's.
+    let other = fetch(&repo, "other", Limits::default())
+        .render()
+        .unwrap_err();
+    assert!(other.contains("other/lib is a Git submodule"), "{other}");
     let _ = std::fs::remove_dir_all(repo.root());
 }
