@@ -17,6 +17,7 @@ pub mod drift;
 pub mod generated;
 pub mod health;
 pub mod identity;
+pub mod metadata;
 pub mod notice;
 pub mod object;
 pub mod order;

@@ -32,9 +32,11 @@ pub enum ObjectError {
     MissingField(&'static str),
     #[error("field `{field}` must be a non-empty string")]
     NotAString { field: &'static str },
-    #[error("apiVersion {0:?} is not of the form `group/version` or `version`")]
+    #[error("field `{0}` must be a mapping")]
+    NotAMappingField(&'static str),
+    #[error("apiVersion {} is not of the form `group/version` or `version`", crate::metadata::quoted(.0))]
     BadApiVersion(String),
-    #[error("{field} {value:?} is not a valid name: {reason}")]
+    #[error("{field} {} is not a valid name: {reason}", crate::metadata::quoted(.value))]
     BadName {
         field: &'static str,
         value: String,
@@ -106,9 +108,13 @@ impl ObjectRef {
         let map = object.as_object().ok_or(ObjectError::NotAMapping)?;
         let api_version = required_str(map.get("apiVersion"), "apiVersion")?;
         let kind = required_str(map.get("kind"), "kind")?;
-        let metadata = map
-            .get("metadata")
-            .ok_or(ObjectError::MissingField("metadata"))?;
+        let metadata = match map.get("metadata") {
+            None | Some(Value::Null) => return Err(ObjectError::MissingField("metadata")),
+            Some(metadata) if !metadata.is_object() => {
+                return Err(ObjectError::NotAMappingField("metadata"));
+            }
+            Some(metadata) => metadata,
+        };
         let name = match (metadata.get("name"), metadata.get("generateName")) {
             (None | Some(Value::Null), Some(generate_name)) => {
                 let prefix = required_str(Some(generate_name), "metadata.generateName")?;

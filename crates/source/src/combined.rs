@@ -126,6 +126,9 @@ impl Repositories {
         let (store, resolved) = self.resolved(source, &update)?;
         verify(&store, source, &resolved)?;
         let root = store.tree_at(resolved.commit, "")?;
-        Ok((resolved.commit.to_string(), store.read_tree(root)?))
+        Ok((
+            resolved.commit.to_string(),
+            store.read_tree(root, &self.sandbox.limits, &source.path)?,
+        ))
     }
 }

@@ -23,6 +23,12 @@ pub struct Limits {
     /// The YAML documents that use aliases (`*name`) may expand to at most
     /// this many nodes in total, per source.
     pub max_alias_nodes: usize,
+    /// The Git tree a source renders from (the application's directory, or
+    /// the whole repository for renderers that may reach outside it) may
+    /// hold at most this many files and links...
+    pub max_tree_files: usize,
+    /// ...of at most this many bytes together: it is read into memory.
+    pub max_tree_bytes: usize,
 }
 
 impl Default for Limits {
@@ -32,6 +38,8 @@ impl Default for Limits {
             max_rendered_bytes: 64 * MIB,
             max_objects: 10_000,
             max_alias_nodes: 200_000,
+            max_tree_files: 200_000,
+            max_tree_bytes: 512 * MIB,
         }
     }
 }
@@ -84,6 +92,12 @@ impl Budget {
             ));
         }
         Ok(())
+    }
+
+    /// How many more objects the render may hold: a file with more
+    /// documents than this is refused without parsing the rest.
+    pub(crate) fn objects_left(&self) -> usize {
+        self.limits.max_objects.saturating_sub(self.objects)
     }
 
     /// How many nodes aliases may still expand to.

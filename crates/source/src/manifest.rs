@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tether_core::ObjectRef;
+use tether_core::metadata::{MetadataError, check_metadata};
 
 use crate::limits::{Budget, Limits, TooLarge, path_line};
 
@@ -75,6 +76,15 @@ pub enum ManifestError {
         origin: Origin,
         #[source]
         source: tether_core::object::ObjectError,
+    },
+    /// An object the API server would refuse for its name, labels or
+    /// annotations; `object` is its identity when that is printable.
+    #[error("{origin}: {object}{source}")]
+    Metadata {
+        origin: Origin,
+        object: String,
+        #[source]
+        source: tether_core::metadata::MetadataError,
     },
     #[error("{id} is declared twice: at {first} and at {second}")]
     Duplicate {
@@ -184,7 +194,18 @@ pub fn identify(objects: Vec<(Origin, Value)>) -> Result<Vec<Manifest>, Manifest
     objects
         .into_iter()
         .map(|(origin, object)| match ObjectRef::from_object(&object) {
-            Ok(id) => Ok(Manifest { id, object, origin }),
+            Ok(id) => match check_metadata(&id, &object) {
+                Ok(()) => Ok(Manifest { id, object, origin }),
+                Err(source) => Err(ManifestError::Metadata {
+                    origin,
+                    // A name that is itself the problem is shown quoted, in the message.
+                    object: match source {
+                        MetadataError::Name { .. } => String::new(),
+                        _ => format!("{id}: "),
+                    },
+                    source,
+                }),
+            },
             Err(source) => Err(ManifestError::NotAnObject { origin, source }),
         })
         .collect()
@@ -236,7 +257,7 @@ fn yaml_documents(
                     .location()
                     .map(|l| chunk.start + l.line() as usize - 1)
                     .unwrap_or(first_content);
-                let message = first_line(&error.to_string());
+                let message = yaml_message(&error.to_string());
                 if message.contains("alias replay limit") {
                     budget.alias_limit_error(path, line).into()
                 } else {
@@ -250,6 +271,10 @@ fn yaml_documents(
         budget.document(path, first_content, &value, aliased)?;
         if !value.is_null() {
             documents.push((first_content, value));
+        }
+        // One document over the object limit is enough for the error.
+        if documents.len() > budget.objects_left() {
+            break;
         }
     }
     Ok(documents)
@@ -302,18 +327,21 @@ fn json_documents(
     budget: &mut Budget,
 ) -> Result<Vec<(usize, Value)>, ManifestError> {
     let mut documents = Vec::new();
-    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<UniqueKeys>();
     let mut offset = 0;
     loop {
         let start = offset + (text[offset..].len() - text[offset..].trim_start().len());
         match stream.next() {
             None => return Ok(documents),
-            Some(Ok(value)) => {
+            Some(Ok(UniqueKeys(value))) => {
                 offset = stream.byte_offset();
                 let line = line_of_offset(text.as_bytes(), start);
                 budget.document(path, line, &value, false)?;
                 if !value.is_null() {
                     documents.push((line, value));
+                }
+                if documents.len() > budget.objects_left() {
+                    return Ok(documents);
                 }
             }
             Some(Err(error)) => {
@@ -325,6 +353,83 @@ fn json_documents(
             }
         }
     }
+}
+
+/// A JSON value whose objects have no key twice: `serde_json` keeps the
+/// last of duplicate keys, which would let `{"kind": "ConfigMap", "kind":
+/// "Secret"}` mean something other than what a reader of the file sees.
+struct UniqueKeys(Value);
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_any(UniqueKeysVisitor)
+            .map(UniqueKeys)
+    }
+}
+
+struct UniqueKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(UniqueKeys(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let UniqueKeys(value) = map.next_value()?;
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format!("duplicate key {key:?}")));
+            }
+            object.insert(key, value);
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+/// The first line of a YAML error, without the parser's advice to its
+/// programmer (`set DuplicateKeyPolicy in Options if acceptable`).
+pub(crate) fn yaml_message(text: &str) -> String {
+    first_line(text).replace(", set DuplicateKeyPolicy in Options if acceptable", "")
 }
 
 fn line_of_offset(bytes: &[u8], offset: usize) -> usize {
@@ -422,6 +527,20 @@ mod tests {
     #[test]
     fn duplicate_mapping_keys_are_an_error() {
         let error = parse_file(Path::new("d.yaml"), b"kind: A\nkind: B\n").unwrap_err();
-        assert!(error.to_string().starts_with("d.yaml:"), "{error}");
+        assert!(
+            error
+                .to_string()
+                .starts_with("d.yaml:2: duplicate mapping key: kind"),
+            "{error}"
+        );
+        assert!(!error.to_string().contains("DuplicateKeyPolicy"), "{error}");
+        let error =
+            parse_file(Path::new("d.json"), b"{\"kind\": \"A\",\n \"kind\": \"B\"}").unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("d.json:2: duplicate key \"kind\""),
+            "{error}"
+        );
     }
 }

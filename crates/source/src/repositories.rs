@@ -266,8 +266,13 @@ impl Repositories {
         };
         let render_tree = || -> Result<Vec<Manifest>, SourceError> {
             let mut files = match &source.renderer {
-                Renderer::Directory(_) => prefixed(store.read_tree(tree)?, &source.path),
-                _ => store.read_tree(root)?,
+                Renderer::Directory(_) => {
+                    let files = store
+                        .read_tree(tree, &self.sandbox.limits, "")
+                        .map_err(|error| error.under(&source.path))?;
+                    prefixed(files, &source.path)
+                }
+                _ => store.read_tree(root, &self.sandbox.limits, &source.path)?,
             };
             if let Renderer::Helm(_) = &source.renderer {
                 // Dependencies the chart does not vendor; pinned by its

@@ -332,7 +332,7 @@ fn kustomize_paths_that_leave_the_repository_are_refused() {
         &[],
     );
     assert!(
-        error.starts_with("kustomize: apps/prod/kustomization.yaml: ")
+        error.starts_with("kustomize: apps/prod/kustomization.yaml:5: ")
             && error.contains("alias replay limit exceeded"),
         "{error}"
     );

@@ -325,6 +325,38 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_oversized_webhook_body_is_refused_and_wakes_nothing() {
+        // Signed, so only the size can refuse it: 3 MB of padding inside a
+        // valid push, over axum's 2 MB body limit.
+        let padding = "x".repeat(3 * 1024 * 1024);
+        let body = format!(
+            r#"{{"ref":"refs/heads/main","pad":"{padding}","repository":{{"clone_url":"https://github.com/shop/site.git"}}}}"#
+        );
+        let mut mac = Hmac::<Sha256>::new_from_slice(SECRET).unwrap();
+        mac.update(body.as_bytes());
+        let signature = hex::encode(mac.finalize().into_bytes());
+        let request = Request::post("/webhook/github")
+            .header("X-GitHub-Event", "push")
+            .header("X-Hub-Signature-256", format!("sha256={signature}"))
+            .body(Body::from(body))
+            .unwrap();
+        assert_eq!(
+            answer(Some(SECRET), request).await,
+            (StatusCode::PAYLOAD_TOO_LARGE, None)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_webhook_for_an_unknown_provider_is_refused() {
+        let mut request = push(SECRET);
+        *request.uri_mut() = "/webhook/bitbucket".parse().unwrap();
+        assert_eq!(
+            answer(Some(SECRET), request).await,
+            (StatusCode::NOT_FOUND, None)
+        );
+    }
+
+    #[tokio::test]
     async fn without_a_secret_there_is_no_webhook_route() {
         assert_eq!(answer(None, push(b"")).await, (StatusCode::NOT_FOUND, None));
     }

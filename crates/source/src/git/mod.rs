@@ -22,6 +22,7 @@ pub use url::repo_key;
 
 use crate::credentials::Credentials;
 use crate::files::{Entry, Files};
+use crate::limits::Limits;
 
 /// What the remote advertised in one ls-refs exchange.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -72,9 +73,42 @@ pub enum GitError {
     PathNotFound { commit: String, path: String },
     #[error("object {id}: {message}")]
     Object { id: String, message: String },
+    /// The application's tree holds a submodule, which Tether does not
+    /// fetch.
+    #[error(
+        "{url}: {path} is a Git submodule (commit {commit}); Tether does not fetch \
+         submodules: vendor its files or make it a source of its own"
+    )]
+    Submodule {
+        url: String,
+        path: String,
+        commit: String,
+    },
+    /// The tree to render is larger than [`Limits`] allow; nothing of it
+    /// was kept.
+    #[error("{url}: tree {tree}: {message}")]
+    TreeTooLarge {
+        url: String,
+        tree: String,
+        message: String,
+    },
 }
 
 impl GitError {
+    /// The error of a read of the subtree at `dir`, with the paths it names
+    /// made paths of the repository.
+    pub fn under(self, dir: &str) -> GitError {
+        let dir = dir.trim_matches('/');
+        match self {
+            GitError::Submodule { url, path, commit } if !dir.is_empty() => GitError::Submodule {
+                url,
+                path: format!("{dir}/{path}"),
+                commit,
+            },
+            other => other,
+        }
+    }
+
     /// Whether trying again later may succeed without any change.
     pub fn is_retryable(&self) -> bool {
         matches!(self, GitError::Unreachable { .. } | GitError::Fetch { .. })
@@ -385,13 +419,68 @@ impl Store {
         Ok(entries)
     }
 
-    /// Every file and symlink under `tree`, read from the object store.
-    pub fn read_tree(&self, tree: ObjectId) -> Result<Files, GitError> {
+    /// Every file and symlink under `tree`, read from the object store,
+    /// unless there are more of them, or more bytes, than `limits` allow:
+    /// the sizes are read from the objects' headers before any content,
+    /// so a huge tree costs no more memory than its listing. A submodule
+    /// under `within` (a `/`-separated path in `tree`, `""` for all) is
+    /// refused: its files are not fetched, so rendering without them would
+    /// quietly drop (and prune) what they declare.
+    pub fn read_tree(
+        &self,
+        tree: ObjectId,
+        limits: &Limits,
+        within: &str,
+    ) -> Result<Files, GitError> {
         let repo = self.repo.to_thread_local();
         let mut recorder = gix::traverse::tree::Recorder::default();
         repo.find_tree(tree)
             .and_then(|t| t.traverse().breadthfirst(&mut recorder))
             .map_err(|e| object_error(tree, e))?;
+        let too_large = |message: String| GitError::TreeTooLarge {
+            url: redact_url(&self.url),
+            tree: tree.to_string(),
+            message,
+        };
+        let blobs = || {
+            recorder
+                .records
+                .iter()
+                .filter(|e| !(e.mode.is_tree() || e.mode.is_commit()))
+        };
+        let within = within.trim_matches('/');
+        if let Some(submodule) = recorder.records.iter().find(|e| {
+            let path = e.filepath.to_str_lossy();
+            e.mode.is_commit()
+                && (within.is_empty() || path == within || path.starts_with(&format!("{within}/")))
+        }) {
+            return Err(GitError::Submodule {
+                url: redact_url(&self.url),
+                path: submodule.filepath.to_string(),
+                commit: submodule.oid.to_string(),
+            });
+        }
+        let count = blobs().count();
+        if count > limits.max_tree_files {
+            return Err(too_large(format!(
+                "{count} files, more than the limit of {} per source",
+                limits.max_tree_files
+            )));
+        }
+        let mut bytes: u64 = 0;
+        for entry in blobs() {
+            let header = repo
+                .find_header(entry.oid)
+                .map_err(|e| object_error(entry.oid, e))?;
+            bytes = bytes.saturating_add(header.size());
+            if bytes > limits.max_tree_bytes as u64 {
+                return Err(too_large(format!(
+                    "its files are more than the limit of {} per source (at {})",
+                    crate::limits::size(limits.max_tree_bytes),
+                    entry.filepath
+                )));
+            }
+        }
         let mut files = Files::default();
         for entry in recorder.records {
             let mode = entry.mode;

@@ -30,6 +30,7 @@ pub(super) fn render(
     sandbox: &Sandbox,
     budget: &mut Budget,
 ) -> Result<Vec<Manifest>, RenderError> {
+    super::helm_cluster_calls::check(target.repository, target.path)?;
     let program = find_program("helm", sandbox).ok_or_else(|| RenderError::NotInstalled {
         renderer: "helm".into(),
         tried: "`helm`".into(),

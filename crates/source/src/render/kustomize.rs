@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::RenderError;
 use crate::files::{Entry, Files};
+use crate::manifest::yaml_message;
 
 const KUSTOMIZATION_FILES: &[&str] = &["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
@@ -45,12 +46,13 @@ pub fn check(repository: &Files, path: &str) -> Result<(), RenderError> {
         // A file that cannot be checked is not handed to kustomize.
         let value =
             serde_saphyr::from_str_with_options::<Value>(&text, options()).map_err(|error| {
+                let at = error
+                    .location()
+                    .map(|l| format!("{file}:{}", l.line()))
+                    .unwrap_or_else(|| file.clone());
                 RenderError::Failed {
                     renderer: "kustomize".into(),
-                    message: format!(
-                        "{file}: {}",
-                        error.to_string().lines().next().unwrap_or_default()
-                    ),
+                    message: format!("{at}: {}", yaml_message(&error.to_string())),
                 }
             })?;
         let checker = Checker {
@@ -67,6 +69,7 @@ pub fn check(repository: &Files, path: &str) -> Result<(), RenderError> {
 /// much in this process.
 fn options() -> serde_saphyr::Options {
     serde_saphyr::options! {
+        with_snippet: false,
         alias_limits: serde_saphyr::alias_limits! {
             max_total_replayed_events: 10_000,
         },

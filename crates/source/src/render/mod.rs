@@ -11,6 +11,7 @@
 //! of one render, and all-or-nothing.
 
 mod helm;
+mod helm_cluster_calls;
 mod jsonnet;
 mod kustomize;
 mod process;
@@ -24,7 +25,7 @@ use crate::directory::{check_duplicates, render_files};
 use crate::files::Files;
 pub use crate::limits::Limits;
 use crate::limits::{Budget, size};
-use crate::manifest::{Manifest, ManifestError, identify, parse_output};
+use crate::manifest::{Manifest, ManifestError, Origin, identify, parse_output};
 use crate::spec::Renderer;
 pub use tether_core::capabilities::Capabilities;
 
@@ -246,7 +247,39 @@ fn run_binary(
     };
     let output = process::run(&run, sandbox)?;
     let name = PathBuf::from(format!("{path} ({renderer} output)"));
-    Ok(identify(parse_output(&name, &output, budget)?)?)
+    let mut objects = parse_output(&name, &output, budget)?;
+    if renderer == "helm" {
+        helm_sources(&mut objects, &output, path);
+    }
+    Ok(identify(objects)?)
+}
+
+/// Names each object of `helm template`'s output after the template it
+/// came from (helm's `# Source: CHART/templates/x.yaml` comment), as a
+/// path in the repository (`apps/web/templates/x.yaml`), so an error in a
+/// rendered object points at a file someone can open. The output's line
+/// is dropped: it is not a line of that file.
+fn helm_sources(objects: &mut [(Origin, serde_json::Value)], output: &[u8], path: &str) {
+    let text = String::from_utf8_lossy(output);
+    let sources: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .filter_map(|(index, line)| Some((index + 1, line.strip_prefix("# Source: ")?.trim())))
+        .collect();
+    for (origin, _) in objects.iter_mut() {
+        let Some((_, source)) = sources.iter().rev().find(|(line, _)| *line < origin.line) else {
+            continue;
+        };
+        // The first component is the chart's name, not a directory.
+        let in_chart = source.split_once('/').map_or(*source, |(_, rest)| rest);
+        let file = if path.is_empty() {
+            in_chart.to_string()
+        } else {
+            format!("{path}/{in_chart}")
+        };
+        origin.file = PathBuf::from(format!("{file} (helm output)"));
+        origin.line = 0;
+    }
 }
 
 /// Writes `repository` into a new private temporary directory, refusing
