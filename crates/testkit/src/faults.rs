@@ -141,7 +141,7 @@ impl Stage {
             loop {
                 match tether_controller::run(client.clone(), config.clone()).await {
                     Err(RunError::Lease(LeaseError::Lost)) => {
-                        tracing::warn!("the controller lost its Lease; starting it again");
+                        eprintln!("[faults] the controller lost its Lease; starting it again");
                     }
                     Err(error) => panic!("controller stopped: {error}"),
                     Ok(()) => return,
