@@ -186,3 +186,16 @@ fn a_field_below_a_scalar_cannot_be_written_and_says_where() {
     assert_eq!(error.line, 2, "{error}");
     assert!(error.to_string().contains("spec.x"), "{error}");
 }
+
+#[test]
+fn a_null_inside_a_flow_mapping_becomes_a_flow_mapping_not_block_lines() {
+    // Found by the adopt editor's fuzz target (tests/fuzz.rs): block lines
+    // written into `{…}` broke the file.
+    check(
+        "flow-null",
+        "yaml",
+        0,
+        None,
+        &[("data.key", Some(json!("7")))],
+    );
+}

@@ -25,6 +25,7 @@ pub mod fault_proxy;
 pub mod faults;
 mod files;
 mod fixtures;
+pub mod fuzz;
 pub mod git_server;
 mod hostile;
 #[cfg(feature = "controller")]

@@ -317,7 +317,14 @@ impl Editor<'_, '_> {
             return Err((Some(node.start), "is a YAML alias; edit it by hand".into()));
         }
         let inline = !node.is_block() && !node.is_null();
-        if inline || self.flavor == Flavor::Json {
+        // Inside a flow collection (`{…}`, `[…]`) only flow text fits, even
+        // where a null is replaced by a mapping (found by fuzzing: block
+        // lines there broke the file).
+        let in_flow = match slot {
+            Slot::Entry(parent, _) | Slot::Item(parent, _) => !parent.is_block(),
+            Slot::Root => false,
+        };
+        if inline || in_flow || self.flavor == Flavor::Json {
             let text = match &node.kind {
                 Kind::Scalar { style, .. } => scalar::replacing(value, *style, self.flavor),
                 _ => scalar::flow(value, self.flavor),

@@ -246,12 +246,24 @@ fn run_binary(
         memory_limited: false,
     };
     let output = process::run(&run, sandbox)?;
+    Ok(read_output(renderer, path, &output, budget)?)
+}
+
+/// What `renderer` (`kustomize`, `helm`, …) printed for the app at `path`,
+/// read as the objects it declares: one YAML stream held to the rest of
+/// `budget`, each object named after where it came from.
+pub fn read_output(
+    renderer: &str,
+    path: &str,
+    output: &[u8],
+    budget: &mut Budget,
+) -> Result<Vec<Manifest>, ManifestError> {
     let name = PathBuf::from(format!("{path} ({renderer} output)"));
-    let mut objects = parse_output(&name, &output, budget)?;
+    let mut objects = parse_output(&name, output, budget)?;
     if renderer == "helm" {
-        helm_sources(&mut objects, &output, path);
+        helm_sources(&mut objects, output, path);
     }
-    Ok(identify(objects)?)
+    identify(objects)
 }
 
 /// Names each object of `helm template`'s output after the template it
