@@ -386,13 +386,7 @@ func (p *controlPlane) restart(name string) error {
 	old := p.children[index]
 	p.mu.Unlock()
 	old.restarting.Store(true)
-	_ = old.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-old.done:
-	case <-time.After(stopGrace):
-		_ = old.cmd.Process.Kill()
-		<-old.done
-	}
+	old.terminate(stopGrace)
 	c, err := p.launch(name, os.O_APPEND, old.args...)
 	if err != nil {
 		return err
@@ -451,6 +445,23 @@ func (p *controlPlane) launch(name string, logMode int, args ...string) (*child,
 	return c, nil
 }
 
+// terminate ends the child: SIGTERM, then SIGKILL after grace (at once
+// when grace is 0); returns once it has exited.
+func (c *child) terminate(grace time.Duration) {
+	if grace == 0 {
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		return
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(grace):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+}
+
 // stopGrace is how long a child has to exit after SIGTERM.
 const stopGrace = 10 * time.Second
 
@@ -464,18 +475,7 @@ func (p *controlPlane) stop(grace time.Duration) {
 	p.mu.Unlock()
 	for i := len(children) - 1; i >= 0; i-- {
 		c := children[i]
-		if grace == 0 {
-			_ = c.cmd.Process.Kill()
-			<-c.done
-			continue
-		}
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-c.done:
-		case <-time.After(grace):
-			_ = c.cmd.Process.Kill()
-			<-c.done
-		}
+		c.terminate(grace)
 	}
 	if p.etcdDir != "" {
 		_ = os.RemoveAll(p.etcdDir)

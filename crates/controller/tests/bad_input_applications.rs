@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ApiResource, DynamicObject};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use support::{Repo, app, start_controller};
+use support::{Repo, app, greeting_is, start_controller};
 use tether_controller::api::Application;
 use tether_testkit::{TestNamespace, eventually};
 
@@ -43,15 +43,6 @@ async fn failure(ns: &TestNamespace, name: &str) -> String {
             .map(str::to_string)
     })
     .await
-}
-
-async fn greeting_is(ns: &TestNamespace, text: &str) {
-    let config_maps: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
-    eventually(&format!("greeting {text:?}"), || async {
-        let found = config_maps.get_opt("greeting").await.ok()??;
-        (found.data?.get("text")? == text).then_some(())
-    })
-    .await;
 }
 
 /// A bad app of the corpus: its name, files, renderer and expected text.

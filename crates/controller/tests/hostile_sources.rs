@@ -6,10 +6,9 @@
 
 mod support;
 
-use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use serde_json::{Value, json};
-use support::{Repo, app, start_controller};
+use support::{Repo, app, greeting_is, start_controller};
 use tether_controller::api::Application;
 use tether_testkit::{TestNamespace, alias_bomb, condition, eventually};
 
@@ -44,15 +43,6 @@ async fn failure(ns: &TestNamespace, name: &str) -> String {
             .map(|c| c.message.clone())
     })
     .await
-}
-
-async fn greeting_is(ns: &TestNamespace, text: &str) {
-    let config_maps: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
-    eventually(&format!("greeting {text:?}"), || async {
-        let found = config_maps.get_opt("greeting").await.ok()??;
-        (found.data?.get("text")? == text).then_some(())
-    })
-    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

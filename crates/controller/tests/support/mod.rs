@@ -144,3 +144,15 @@ pub async fn replicas(ns: &TestNamespace) -> i32 {
         .replicas
         .unwrap()
 }
+
+/// Waits until ConfigMap `greeting` in `ns` says `text` (the hostile-input
+/// tests' bystander app keeps syncing).
+pub async fn greeting_is(ns: &TestNamespace, text: &str) {
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(ns.client.clone(), &ns.name);
+    tether_testkit::eventually(&format!("greeting {text:?}"), || async {
+        let found = config_maps.get_opt("greeting").await.ok()??;
+        (found.data?.get("text")? == text).then_some(())
+    })
+    .await;
+}
