@@ -387,6 +387,7 @@ func (p *controlPlane) restart(name string) error {
 	p.mu.Unlock()
 	old.restarting.Store(true)
 	old.terminate(stopGrace)
+	p.stayDown(name)
 	c, err := p.launch(name, os.O_APPEND, old.args...)
 	if err != nil {
 		return err
@@ -395,6 +396,26 @@ func (p *controlPlane) restart(name string) error {
 	p.children[index] = c
 	p.mu.Unlock()
 	return p.waitReady()
+}
+
+// stayDown keeps a stopped child down for as long as DIR/down-NAME says
+// (a Go duration, e.g. "20s"), then removes that file: an outage of that
+// length rather than a quick restart. A missing or malformed file means
+// no wait.
+func (p *controlPlane) stayDown(name string) {
+	path := filepath.Join(p.dir, "down-"+name)
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	_ = os.Remove(path)
+	down, err := time.ParseDuration(strings.TrimSpace(string(text)))
+	if err != nil || down <= 0 {
+		fmt.Fprintf(os.Stderr, "kube-local: ignoring %s: %q is not a duration\n", path, text)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "kube-local: %s stays down for %s\n", name, down)
+	time.Sleep(down)
 }
 
 // recordRestart appends name to DIR/restarts, for whoever asked for it.

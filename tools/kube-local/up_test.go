@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestFreePortsAreDistinct(t *testing.T) {
@@ -88,5 +89,27 @@ func TestLostPortRace(t *testing.T) {
 	write("etcd", "some other failure\n")
 	if p.lostPortRace("etcd", false) {
 		t.Error("a failure other than a bind conflict counted as a port race")
+	}
+}
+
+func TestAnOutageFileKeepsAComponentDownThatLongOnceAndIsThenRemoved(t *testing.T) {
+	dir := t.TempDir()
+	plane := &controlPlane{dir: dir}
+	path := filepath.Join(dir, "down-apiserver")
+	if err := os.WriteFile(path, []byte("300ms\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	plane.stayDown("apiserver")
+	if waited := time.Since(began); waited < 300*time.Millisecond {
+		t.Errorf("stayed down %s, want 300ms", waited)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the outage file is still there: %v", err)
+	}
+	began = time.Now()
+	plane.stayDown("apiserver")
+	if waited := time.Since(began); waited > 100*time.Millisecond {
+		t.Errorf("no file, yet stayed down %s", waited)
 	}
 }

@@ -61,6 +61,11 @@ impl Connection {
         }
     }
 
+    /// The API server's URL.
+    pub fn server(&self) -> String {
+        self.config.cluster_url.to_string()
+    }
+
     /// A client with the connection's own identity.
     pub fn client(&self) -> Result<Client, ClusterError> {
         self.build(self.config.clone())

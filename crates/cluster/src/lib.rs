@@ -9,6 +9,7 @@ pub mod apply;
 pub mod capabilities;
 pub mod connect;
 pub mod error;
+pub mod remote;
 pub mod requests;
 pub mod resources;
 pub mod wait;

@@ -10,18 +10,16 @@ use kube::runtime::events::Reporter;
 
 use crate::recorder::Recorder;
 use kube::runtime::reflector::Store;
-use tether_cluster::Resources;
-use tether_cluster::capabilities::CachedCapabilities;
 use tether_core::drift::{FlapGuard, FlapPolicy};
-use tether_core::identity::Identity;
 use tether_source::Repositories;
 
 use crate::api::{BreakGlass, Project};
 use crate::break_glass::audit::AuditLog;
 use crate::break_glass::key::AuditKey;
+use crate::clusters::Clusters;
 use crate::metrics::Metrics;
 use crate::observe::health::HealthRules;
-use crate::observe::live::{AppKey, LiveCache};
+use crate::observe::live::AppKey;
 use crate::observe::memo::AppMemo;
 use crate::report::writes::StatusWrites;
 
@@ -99,64 +97,7 @@ impl Default for Config {
     }
 }
 
-/// Whether a watched store has had its first list, as a `watch` channel,
-/// which wakes every waiter. `Store::wait_until_ready` keeps a single
-/// waker: when several reconciles wait on it at once, all but the last are
-/// never woken (seen twice: see `live.rs`).
-#[derive(Clone)]
-pub struct Ready(tokio::sync::watch::Receiver<bool>);
-
-impl Ready {
-    /// Readiness of `store`, and the one future that waits for it; run that
-    /// future exactly once, from one task.
-    pub fn of<K>(store: Store<K>) -> (Ready, impl std::future::Future<Output = ()>)
-    where
-        K: kube::runtime::reflector::Lookup + Clone + 'static,
-        K::DynamicType: Eq + std::hash::Hash + Clone,
-    {
-        let (tx, rx) = tokio::sync::watch::channel(false);
-        let waiter = async move {
-            if store.wait_until_ready().await.is_ok() {
-                tx.send_replace(true);
-            }
-            // Keep the sender: a dropped one would read as "never ready".
-            std::future::pending::<()>().await;
-        };
-        (Ready(rx), waiter)
-    }
-
-    /// Readiness of every one of `stores` (see [`Ready::of`]).
-    pub fn of_all<K>(stores: Vec<Store<K>>) -> (Ready, impl std::future::Future<Output = ()>)
-    where
-        K: kube::runtime::reflector::Lookup + Clone + 'static,
-        K::DynamicType: Eq + std::hash::Hash + Clone,
-    {
-        let (tx, rx) = tokio::sync::watch::channel(false);
-        let waiter = async move {
-            let lists = stores.iter().map(|store| store.wait_until_ready());
-            if futures::future::join_all(lists)
-                .await
-                .iter()
-                .all(Result::is_ok)
-            {
-                tx.send_replace(true);
-            }
-            std::future::pending::<()>().await;
-        };
-        (Ready(rx), waiter)
-    }
-
-    /// A store that will never be listed.
-    pub fn never() -> Ready {
-        Ready(tokio::sync::watch::channel(false).1)
-    }
-
-    /// Waits until the store has its first list; `false` if it never will.
-    pub async fn wait(&self) -> bool {
-        let mut rx = self.0.clone();
-        rx.wait_for(|ready| *ready).await.is_ok()
-    }
-}
+pub use crate::ready::Ready;
 
 /// How this replica signs its events.
 pub fn reporter(config: &Config) -> Reporter {
@@ -168,13 +109,13 @@ pub fn reporter(config: &Config) -> Reporter {
 
 /// Shared by all reconciles.
 pub struct Context {
+    /// The client of the cluster Tether runs in, where Applications,
+    /// windows, Events and audit records live.
     pub client: Client,
-    pub resources: Resources,
+    /// The clusters Applications deploy to: this one and registered ones,
+    /// each with its own clients, watch caches and capabilities.
+    pub clusters: Clusters,
     pub repositories: Arc<Repositories>,
-    /// The cluster's version and API versions, for Helm's `.Capabilities`:
-    /// discovered at most every few minutes, not per render.
-    pub capabilities: CachedCapabilities,
-    pub live: LiveCache,
     /// Health rules: shipped, the cluster's, and each Application's.
     pub health: Arc<HealthRules>,
     /// Events, aggregated (shared with the break-glass windows' loop).
@@ -199,9 +140,6 @@ pub struct Context {
     /// listed.
     pub projects: Store<Project>,
     pub projects_ready: Ready,
-    /// Makes the clients that impersonate Applications' ServiceAccounts
-    /// (set with [`Context::impersonating_with`]).
-    pub connection: Option<tether_cluster::Connection>,
     /// Checked before each wave of a sync while leading (set with
     /// [`Context::fenced_by`]); none outside leader election.
     pub fence: Option<crate::fence::Fence>,
@@ -212,7 +150,7 @@ pub struct Context {
 impl Context {
     pub fn new(
         client: Client,
-        live: LiveCache,
+        clusters: Clusters,
         (windows, windows_ready): (Store<BreakGlass>, Ready),
         (secrets, secrets_ready): (crate::credentials::RepositorySecrets, Ready),
         audit_key: AuditKey,
@@ -221,20 +159,15 @@ impl Context {
     ) -> Self {
         let reporter = reporter(&config);
         Context {
-            resources: Resources::new(client.clone()),
             repositories: Arc::new(
                 Repositories::new(config.cache_dir.join("repositories"))
                     .with_sandbox(config.sandbox.clone()),
-            ),
-            capabilities: CachedCapabilities::new(
-                client.clone(),
-                tether_cluster::capabilities::MAX_AGE,
             ),
             recorder: Arc::new(Recorder::new(client.clone(), reporter)),
             status_writes: StatusWrites::new(client.clone()),
             notifier: crate::notify::Notifier::disabled(),
             client,
-            live,
+            clusters,
             health: Arc::default(),
             windows,
             windows_ready,
@@ -246,7 +179,6 @@ impl Context {
             projects: kube::runtime::reflector::store().0,
             projects_ready: Ready::never(),
             metrics,
-            connection: None,
             fence: None,
             config,
             memos: Mutex::default(),
@@ -273,26 +205,6 @@ impl Context {
             fence: Some(fence),
             ..self
         }
-    }
-
-    /// This context, impersonating through `connection`.
-    pub fn impersonating_with(self, connection: Option<tether_cluster::Connection>) -> Self {
-        Context { connection, ..self }
-    }
-
-    /// The served kinds, reached as `identity`: the controller's own
-    /// client, or one impersonating an Application's ServiceAccount.
-    pub fn resources_as(&self, identity: &Identity) -> Result<Resources, String> {
-        let Some(user) = identity.user() else {
-            return Ok(self.resources.clone());
-        };
-        let connection = self.connection.as_ref().ok_or_else(|| {
-            format!("{identity}: this controller was started without a connection it can impersonate with")
-        })?;
-        let client = connection
-            .client_as(&user)
-            .map_err(|error| format!("{identity}: {error}"))?;
-        Ok(self.resources.with_client(client))
     }
 
     /// What this controller remembers about the Application with `uid`:

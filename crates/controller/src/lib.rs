@@ -22,6 +22,7 @@
 pub mod adopt;
 pub mod api;
 pub mod break_glass;
+pub mod clusters;
 pub mod context;
 pub mod credentials;
 pub mod fence;
@@ -30,6 +31,7 @@ pub mod lease;
 pub mod metrics;
 pub mod notify;
 pub mod observe;
+pub mod ready;
 pub mod reconcile;
 pub mod recorder;
 pub mod report;

@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use crate::api::{BreakGlass, Project, StoredApplication};
 use crate::break_glass::lifecycle::{self, WindowContext};
 use crate::break_glass::{audit, key};
+use crate::clusters::{Clusters, Target};
 use crate::context::{Config, Context, Ready};
 use crate::credentials;
 use crate::lease;
@@ -25,6 +26,7 @@ use crate::reconcile::{error_policy, reconcile};
 use crate::serve::poll;
 use crate::serve::probe::Probe;
 use crate::serve::trigger::Trigger;
+use tether_cluster::remote::CLUSTER_LABEL;
 
 /// Why the controller stopped.
 #[derive(Debug, thiserror::Error)]
@@ -199,10 +201,19 @@ async fn lead(
         notifications.await;
         std::future::pending::<()>().await
     };
+    // Registered clusters: Secrets labelled as such in the controller's namespace.
+    let (cluster_secrets, cluster_secrets_watch) = watch_cluster_secrets(&client, &config);
+    let (cluster_secrets_ready, cluster_secrets_waiter) = Ready::of(cluster_secrets.clone());
+    let clusters = Clusters::new(
+        Target::local(client.clone(), live, connection),
+        &config.lease_namespace,
+        (cluster_secrets, cluster_secrets_ready),
+        wake_tx.clone(),
+    );
     let context = Arc::new(
         Context::new(
             client.clone(),
-            live,
+            clusters,
             (windows.store(), windows_ready),
             (secrets, secrets_ready),
             audit_key.clone(),
@@ -211,7 +222,6 @@ async fn lead(
         )
         .notifying(notifier)
         .watching_projects((projects, projects_ready))
-        .impersonating_with(connection)
         .fenced_by(crate::fence::Fence::new(
             &client,
             (&config.lease_namespace, lease::LEASE_NAME),
@@ -276,6 +286,7 @@ async fn lead(
         config.max_window_ttl,
     );
     let controller = Controller::for_stream(app_events, apps_store);
+    let apps_seen = controller.store();
     trigger.wire(controller.store(), wake_tx.clone());
     // Poll each repository for apps whose revision moved.
     let polls = poll::poll(context.clone(), controller.store(), wake_tx);
@@ -314,6 +325,7 @@ async fn lead(
         }
     };
     let deferred_status = context.status_writes.run_deferred();
+    let cluster_sweep = sweep_clusters(context.clone(), apps_seen);
     let event_series = context.recorder.run_flush();
     tokio::select! {
         () = controller => Ok(()),
@@ -323,6 +335,9 @@ async fn lead(
         () = notifications => Ok(()),
         () = windows => Ok(()),
         () = secrets_watch => Ok(()),
+        () = cluster_secrets_watch => Ok(()),
+        () = cluster_secrets_waiter => Ok(()),
+        () = cluster_sweep => Ok(()),
         () = windows_waiter => Ok(()),
         () = secrets_waiter => Ok(()),
         () = projects_waiter => Ok(()),
@@ -382,6 +397,43 @@ fn watch_repository_secrets(
     };
     (secrets, watch)
 }
+
+/// The cluster Secrets (labelled [`CLUSTER_LABEL`]) in the controller's
+/// namespace, and the future that keeps them watched.
+fn watch_cluster_secrets(
+    client: &Client,
+    config: &Config,
+) -> (
+    reflector::Store<Secret>,
+    impl std::future::Future<Output = ()> + use<>,
+) {
+    let api: Api<Secret> = Api::namespaced(client.clone(), &config.lease_namespace);
+    let labelled = watcher::Config::default().labels(&format!("{CLUSTER_LABEL}=true"));
+    let (store, writer) = reflector::store();
+    let watch = reflector::reflector(writer, watcher(api, labelled).default_backoff()).for_each(
+        |event| async move {
+            if let Err(error) = event {
+                tracing::warn!(%error, "the cluster Secret watch was interrupted; retrying");
+            }
+        },
+    );
+    (store, watch)
+}
+
+/// Drops the registered clusters' caches once no app deploys there any
+/// more (apps deleted are not reconciled, so they are looked for here).
+async fn sweep_clusters(context: Arc<Context>, apps: reflector::Store<StoredApplication>) {
+    loop {
+        tokio::time::sleep(CLUSTER_SWEEP).await;
+        context
+            .clusters
+            .sweep(|(namespace, name)| apps.get(&ObjectRef::new(name).within(namespace)).is_some())
+            .await;
+    }
+}
+
+/// How often apps that are gone are looked for.
+const CLUSTER_SWEEP: Duration = Duration::from_secs(30);
 
 /// The audit key, created on first use; retried while the API server
 /// fails, refused (stopping the controller) if the Secret is malformed.

@@ -47,6 +47,12 @@ impl AppFixture {
         self
     }
 
+    /// `spec.destination.cluster`: a registered cluster.
+    pub fn cluster(mut self, name: &str) -> AppFixture {
+        self.manifest["spec"]["destination"]["cluster"] = json!(name);
+        self
+    }
+
     /// `spec.source.renderer`.
     pub fn renderer(mut self, renderer: Value) -> AppFixture {
         self.manifest["spec"]["source"]["renderer"] = renderer;

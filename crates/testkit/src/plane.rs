@@ -174,6 +174,53 @@ impl ControlPlane {
     }
 }
 
+impl ControlPlane {
+    /// Stops `component` and keeps it down for `down` before starting it
+    /// again (see [`ControlPlane::restart`]); returns at once, with what
+    /// [`ControlPlane::wait_restarted`] waits for.
+    pub fn outage(&self, component: Component, down: Duration) -> usize {
+        let Started { dir, _child, .. } = self
+            .started
+            .as_ref()
+            .expect("outages need a control plane started by this process");
+        let before = restarts(dir);
+        let name = match component {
+            Component::ApiServer => "apiserver",
+            Component::Etcd => "etcd",
+        };
+        std::fs::write(
+            dir.join(format!("down-{name}")),
+            format!("{}ms", down.as_millis()),
+        )
+        .expect("writing the outage file");
+        let pid = _child.lock().expect("lock").id();
+        run_ok(Command::new("kill").args([component.signal(), &pid.to_string()]));
+        before
+    }
+
+    /// Waits until the restart after `before` restarts is done and the
+    /// API server ready again.
+    pub async fn wait_restarted(&self, before: usize) {
+        let Started { dir, .. } = self.started.as_ref().expect("a started plane");
+        let deadline = std::time::Instant::now() + START_TIMEOUT * 2;
+        while restarts(dir) == before {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "kube-local did not come back; logs in {}/logs",
+                dir.display()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// How many restarts kube-local in `dir` recorded.
+fn restarts(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("restarts"))
+        .map(|text| text.lines().count())
+        .unwrap_or(0)
+}
+
 /// The repository's root directory.
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -4,6 +4,7 @@ mod adopt;
 mod app;
 mod app_delete;
 mod break_glass;
+mod cluster;
 mod columns;
 mod dashboard;
 mod diff;
@@ -51,6 +52,7 @@ pub enum Command {
     Adopt(adopt::AdoptArgs),
     App(app::AppArgs),
     BreakGlass(break_glass::BreakGlassArgs),
+    Cluster(cluster::ClusterArgs),
     Dashboard(dashboard::DashboardArgs),
     Diff(diff::DiffArgs),
     Drift(drift::DriftArgs),
@@ -68,6 +70,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Adopt(args) => adopt::run(args).await,
         Command::App(args) => app::run(args).await,
         Command::BreakGlass(args) => break_glass::run(args).await,
+        Command::Cluster(args) => cluster::run(args).await,
         Command::Dashboard(args) => dashboard::run(args).await,
         Command::Diff(args) => diff::run(args).await,
         Command::Drift(args) => drift::run(args).await,

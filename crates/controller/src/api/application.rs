@@ -149,6 +149,12 @@ impl HealthSpec {
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Destination {
+    /// The registered cluster the objects go to (a Secret labelled
+    /// `tether.dev/cluster: "true"` in the controller's namespace; see
+    /// `tether cluster add`). None: the cluster Tether runs in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub cluster: Option<String>,
     /// Namespace for objects that do not name one.
     #[schemars(length(min = 1))]
     pub namespace: String,

@@ -46,6 +46,7 @@ pub(crate) fn project_rules(_: &mut SchemaGenerator) -> Schema {
             "applicationNamespaces": patterns("Namespaces whose Applications belong to this project (patterns: * within a path segment, ** across)."),
             "sourceRepos": patterns("Repository URLs its Applications may be synced from (patterns); none if empty."),
             "destinationNamespaces": patterns("Namespaces its Applications may change (patterns); empty means each Application's own namespace only."),
+            "destinationClusters": patterns("Registered clusters its Applications may deploy to (patterns, matched against spec.destination.cluster); empty means only the cluster Tether runs in."),
             "clusterResources": scope("Cluster-scoped kinds: allow (unset: none) and deny."),
             "namespacedResources": scope("Namespaced kinds: allow (unset: all) and deny."),
             "allowFileSources": {"type": "boolean",
@@ -267,7 +268,7 @@ mod tests {
         let mut declared_paths = Vec::new();
         declared(spec, "", &mut declared_paths);
         let rules = json!({"applicationNamespaces": ["a"], "sourceRepos": ["r"],
-            "destinationNamespaces": ["d"], "allowFileSources": true, "requireVerification": true,
+            "destinationNamespaces": ["d"], "destinationClusters": ["c"], "allowFileSources": true, "requireVerification": true,
             "clusterResources": {"allow": [{"group": "g", "kind": "K"}], "deny": [{"group": "g", "kind": "K"}]},
             "namespacedResources": {"allow": [{"group": "g", "kind": "K"}], "deny": [{"group": "g", "kind": "K"}]},
             "description": "d"});

@@ -17,6 +17,7 @@ use tether_source::{Manifest, Rendered};
 use super::Pass;
 use crate::api::Application;
 use crate::api::StoredApplication;
+use crate::clusters::Target;
 use crate::context::Context;
 use crate::observe::compare::Compared;
 
@@ -69,7 +70,7 @@ pub async fn ownership(pass: &Pass<'_>, compared: &[Compared]) -> Result<Admitte
     for c in compared {
         unlabelled.push(match c.live {
             Some(_) => None,
-            None => existing(ctx, c).await.unwrap_or_else(|reason| {
+            None => existing(&pass.target, c).await.unwrap_or_else(|reason| {
                 unreadable.push(Refusal::Unreadable {
                     object: c.id.clone(),
                     reason,
@@ -121,19 +122,23 @@ pub async fn ownership(pass: &Pass<'_>, compared: &[Compared]) -> Result<Admitte
 /// (one request; only for objects about to be created, and not for one the
 /// API server will name). A kind not served
 /// yet has no objects.
-async fn existing(ctx: &Context, compared: &Compared) -> Result<Option<Value>, String> {
+async fn existing(target: &Target, compared: &Compared) -> Result<Option<Value>, String> {
     // An object the API server will name cannot exist yet.
     if tether_core::generated::generate_name(&compared.desired).is_some() {
         return Ok(None);
     }
-    let Ok(served) = ctx.resources.resolve(&compared.id, &compared.desired).await else {
+    let Ok(served) = target
+        .resources
+        .resolve(&compared.id, &compared.desired)
+        .await
+    else {
         return Ok(None);
     };
     let api: Api<DynamicObject> = match &compared.id.namespace {
         Some(namespace) if served.namespaced => {
-            Api::namespaced_with(ctx.client.clone(), namespace, &served.resource)
+            Api::namespaced_with(target.client().clone(), namespace, &served.resource)
         }
-        _ => Api::all_with(ctx.client.clone(), &served.resource),
+        _ => Api::all_with(target.client().clone(), &served.resource),
     };
     let found = api
         .get_metadata_opt(&compared.id.name)

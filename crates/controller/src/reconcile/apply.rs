@@ -217,8 +217,8 @@ pub async fn prune(
         prune_adopted: policy.prune_adopted,
     };
     let cluster = Cluster {
-        live: &ctx.live,
-        resources: &ctx.resources,
+        live: &pass.target.live,
+        resources: &pass.target.resources,
         applier: &pass.applier,
         fence: ctx.fence.as_ref(),
     };
@@ -255,7 +255,7 @@ fn missing(error: &SyncError) -> Option<Awaited> {
 /// Whether what a failure waited for exists now: one GET of the namespace,
 /// or one discovery request for the kind's group/version.
 async fn appeared(pass: &Pass<'_>, awaited: &Awaited) -> bool {
-    let client = pass.ctx.client.clone();
+    let client = pass.target.client().clone();
     match awaited {
         Awaited::Namespace(name) => {
             let namespaces: Api<Namespace> = Api::all(client);

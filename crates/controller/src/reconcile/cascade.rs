@@ -24,6 +24,7 @@ use super::{Pass, ReconcileError};
 use crate::api::StoredApplication;
 use crate::api::application::CASCADE_FINALIZER;
 use crate::report::events::publish;
+use crate::report::status::Step;
 use crate::sync::prune::{Cluster, prune};
 
 /// How soon to look again while deleted objects are going away.
@@ -45,6 +46,10 @@ pub fn cascades(stored: &StoredApplication) -> bool {
 
 /// Deletes what the app owns; removes the finalizer once nothing is left.
 pub async fn delete(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
+    // Its objects are not known to be gone while their cluster is away.
+    if let Err(away) = pass.target.reachable() {
+        return pass.fail(Step::Cluster, away).await;
+    }
     let app = &pass.app;
     let policy = &app.spec.sync_policy;
     let inventory = app.inventory();
@@ -56,8 +61,8 @@ pub async fn delete(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
         prune_adopted: policy.prune_adopted,
     };
     let cluster = Cluster {
-        live: &pass.ctx.live,
-        resources: &pass.ctx.resources,
+        live: &pass.target.live,
+        resources: &pass.target.resources,
         applier: &pass.applier,
         fence: pass.ctx.fence.as_ref(),
     };

@@ -60,7 +60,8 @@ pub async fn desired(pass: &Pass<'_>) -> Result<Rendered, FetchError> {
         .map(|source| crate::credentials::for_source(&ctx.secrets, &pass.key.0, source))
         .collect::<Result<Vec<_>, _>>()?;
     let capabilities = match sources.iter().any(Source::uses_capabilities) {
-        true => ctx
+        true => pass
+            .target
             .capabilities
             .get()
             .await
@@ -96,6 +97,9 @@ pub async fn desired(pass: &Pass<'_>) -> Result<Rendered, FetchError> {
     // A CRD this app declares and discovery has not seen: the next Helm
     // render (of any app) discovers again.
     let objects = rendered.manifests.iter().map(|manifest| &manifest.object);
-    ctx.capabilities.forget_unless_serving(objects).await;
+    pass.target
+        .capabilities
+        .forget_unless_serving(objects)
+        .await;
     Ok(rendered)
 }

@@ -67,10 +67,10 @@ async fn created_for(
     if let Some(entry) = entry {
         return Some(entry.name.clone());
     }
-    let ctx = pass.ctx;
-    let served = ctx.resources.resolve(&id, &manifest.object).await.ok()?;
+    let target = &pass.target;
+    let served = target.resources.resolve(&id, &manifest.object).await.ok()?;
     let label = pass.owner.label_value();
-    let live: Vec<Value> = ctx
+    let live: Vec<Value> = target
         .live
         .labelled_in(&served, id.namespace.as_deref(), &label)
         .await

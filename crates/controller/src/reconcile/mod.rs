@@ -33,6 +33,7 @@ use tether_core::revision::revision_change;
 use tether_core::tracking::AppRef;
 
 use crate::api::{Application, StoredApplication};
+use crate::clusters::Target;
 use crate::context::Context;
 use crate::observe::live::AppKey;
 use crate::observe::memo::{AppMemo, RetryPolicy};
@@ -62,9 +63,9 @@ pub async fn reconcile(
 ) -> Result<Next, ReconcileError> {
     let deleting = stored.metadata.deletion_timestamp.is_some();
     match &stored.decoded {
-        Ok(app) if cascade::cascades(&stored) => cascade::delete(&Pass::new(&ctx, app)).await,
+        Ok(app) if cascade::cascades(&stored) => cascade::delete(&Pass::new(&ctx, app).await).await,
         Ok(_) if deleting => Ok(Next::await_change()),
-        Ok(app) => reconcile_app(&Pass::new(&ctx, app)).await,
+        Ok(app) => reconcile_app(&Pass::new(&ctx, app).await).await,
         Err(invalid) => invalid::report(&ctx, &stored, invalid)
             .await
             .map_err(ReconcileError::Invalid),
@@ -88,6 +89,10 @@ async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
         Err(refused) => return pass.fail(Step::Project, refused).await,
     };
     let _ = pass.project.set(membership.name().map(str::to_string));
+    // Its cluster answers, or the app waits, known to be Unknown.
+    if let Err(away) = pass.target.reachable() {
+        return pass.fail(Step::Cluster, away).await;
+    }
     // Fetch the desired state.
     let desired = match fetch::desired(pass).await {
         Ok(desired) => desired,
@@ -157,6 +162,8 @@ pub struct Pass<'a> {
     pub app: Arc<Application>,
     pub key: AppKey,
     pub owner: AppRef,
+    /// The cluster its objects go to (`spec.destination.cluster`).
+    pub target: Arc<Target>,
     /// Whom this app's changes are made as, or why they may not be made.
     pub identity: Result<Identity, String>,
     /// Applies to the destination namespace, as [`Pass::identity`] (the
@@ -170,10 +177,14 @@ pub struct Pass<'a> {
 }
 
 impl<'a> Pass<'a> {
-    fn new(ctx: &'a Context, app: &Arc<Application>) -> Pass<'a> {
+    async fn new(ctx: &'a Context, app: &Arc<Application>) -> Pass<'a> {
         let key = (app.namespace().unwrap_or_default(), app.name_any());
         let owner = AppRef::new(&key.0, &key.1);
-        ctx.live.register_owner(owner.label_value(), key.clone());
+        let target = ctx
+            .clusters
+            .target(app.spec.destination.cluster.as_deref(), &key)
+            .await;
+        target.live.register_owner(owner.label_value(), key.clone());
         let memo = ctx.memo_of(&key, app.metadata.uid.as_deref());
         let app = with_written_status(app, &memo);
         let identity = identity(
@@ -185,11 +196,11 @@ impl<'a> Pass<'a> {
         let resources = identity
             .as_ref()
             .ok()
-            .map(|identity| ctx.resources_as(identity));
+            .map(|identity| target.resources_as(identity));
         let (identity, resources) = match resources {
             Some(Ok(resources)) => (identity, resources),
-            Some(Err(error)) => (Err(error), ctx.resources.clone()),
-            None => (identity, ctx.resources.clone()),
+            Some(Err(error)) => (Err(error), target.resources.clone()),
+            None => (identity, target.resources.clone()),
         };
         let applier = Applier::new(resources, app.spec.destination.namespace.clone());
         Pass {
@@ -197,6 +208,7 @@ impl<'a> Pass<'a> {
             app,
             key,
             owner,
+            target,
             identity,
             applier,
             project: std::sync::OnceLock::new(),
@@ -227,7 +239,11 @@ impl<'a> Pass<'a> {
     /// Reports that `step` failed with `error`, and ends the reconcile. A
     /// pending `tether sync` request is answered by this failure: it is
     /// dropped once the status says why, so the command can show it.
-    async fn fail(&self, step: Step, error: impl Display) -> Result<Next, ReconcileError> {
+    pub(crate) async fn fail(
+        &self,
+        step: Step,
+        error: impl Display,
+    ) -> Result<Next, ReconcileError> {
         let failure = Failure {
             step,
             message: error.to_string(),

@@ -19,8 +19,8 @@ use crate::observe::drift::{self, Assessed, Policy};
 pub async fn compare(pass: &Pass<'_>, desired: &Rendered) -> Result<Vec<Compared>, ClusterError> {
     let ctx = pass.ctx;
     let observer = Observer {
-        live: &ctx.live,
-        resources: &ctx.resources,
+        live: &pass.target.live,
+        resources: &pass.target.resources,
         mask: ctx.audit_key.secret_mask(),
     };
     compare_all(

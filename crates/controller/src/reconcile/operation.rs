@@ -63,9 +63,9 @@ pub async fn sync_operation(
     let policy = &app.spec.sync_policy;
     let judge = ctx.health.for_app(&pass.key, &app.spec.health.rules);
     let gate = WaveGate {
-        live: &ctx.live,
+        live: &pass.target.live,
         judge: &judge,
-        resources: &ctx.resources,
+        resources: &pass.target.resources,
         timeout: policy.wave_timeout(),
         resumed: resumed_wait(app, revision),
     };

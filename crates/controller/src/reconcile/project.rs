@@ -65,6 +65,7 @@ pub fn admit_source<'p>(
                     namespace,
                     repo_url: &source.repo_url,
                     destination: &spec.destination.namespace,
+                    cluster: spec.destination.cluster.as_deref(),
                     verifies: source.verify.mode != VerifyMode::None,
                 },
             )

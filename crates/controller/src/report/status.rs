@@ -68,6 +68,9 @@ tether_core::vocabulary! {
         /// before any was applied (or their sync waves were malformed).
         Validate = "ValidationFailed",
         Apply = "ApplyFailed",
+        /// Reaching the destination cluster (`spec.destination.cluster`):
+        /// not registered, or not answering.
+        Cluster = "ClusterUnreachable",
     }
 }
 
@@ -175,6 +178,15 @@ pub fn next_status(
     }
     if let Some(sync) = sync {
         record_sync(&mut status, sync, observed, now);
+    }
+    // An app whose cluster is away is neither known Synced nor Healthy;
+    // what it last saw there (resources, drift, history) stays.
+    if let Some(away) = failure.filter(|failure| failure.step == Step::Cluster) {
+        status.sync.status = SyncStatus::Unknown;
+        status.health = HealthInfo {
+            status: HealthStatus::Unknown,
+            message: away.message.clone(),
+        };
     }
     if let Some(observed) = observed {
         let healed = sync.is_some_and(|sync| sync.outcome.is_ok());

@@ -73,6 +73,11 @@ pub struct Rules {
     /// app's own namespace.
     #[serde(default)]
     pub destination_namespaces: Vec<String>,
+    /// Registered clusters (patterns) its apps may deploy to
+    /// (`spec.destination.cluster`); empty means only the cluster Tether
+    /// runs in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub destination_clusters: Vec<String>,
     #[serde(default)]
     pub cluster_resources: KindRules,
     #[serde(default)]
@@ -93,6 +98,11 @@ impl Rules {
             true => namespace == app_namespace,
             false => glob::any(&self.destination_namespaces, namespace),
         }
+    }
+
+    /// Whether its apps may deploy to registered cluster `cluster`.
+    pub fn cluster_allowed(&self, cluster: &str) -> bool {
+        glob::any(&self.destination_clusters, cluster)
     }
 
     fn destinations(&self, app_namespace: &str) -> String {
@@ -158,6 +168,11 @@ pub enum Violation {
         project: String,
         namespace: String,
         allowed: String,
+    },
+    Cluster {
+        project: String,
+        cluster: String,
+        allowed: Vec<String>,
     },
     Object {
         project: String,
@@ -263,6 +278,19 @@ impl fmt::Display for Violation {
                 "destination namespace {namespace} is not allowed by Project {project} \
                  (destinationNamespaces: {allowed})"
             ),
+            Violation::Cluster {
+                project,
+                cluster,
+                allowed,
+            } => write!(
+                f,
+                "destination cluster {cluster} is not allowed by Project {project} \
+                 (destinationClusters: {})",
+                match allowed.is_empty() {
+                    true => "none: only the cluster Tether runs in".to_string(),
+                    false => allowed.join(", "),
+                }
+            ),
             Violation::Object {
                 project,
                 object,
@@ -360,6 +388,8 @@ pub struct AppSource<'a> {
     pub repo_url: &'a str,
     /// `spec.destination.namespace`.
     pub destination: &'a str,
+    /// `spec.destination.cluster` (`None`: the cluster Tether runs in).
+    pub cluster: Option<&'a str>,
     /// Whether the source verifies commit signatures.
     pub verifies: bool,
 }
@@ -393,6 +423,15 @@ pub fn admit_source(membership: Membership<'_>, app: AppSource<'_>) -> Vec<Viola
             project: project.clone(),
             namespace: app.destination.into(),
             allowed: rules.destinations(app.namespace),
+        });
+    }
+    if let Some(cluster) = app.cluster
+        && !rules.cluster_allowed(cluster)
+    {
+        violations.push(Violation::Cluster {
+            project: project.clone(),
+            cluster: cluster.into(),
+            allowed: rules.destination_clusters.clone(),
         });
     }
     if rules.require_verification && !app.verifies {

@@ -38,6 +38,7 @@ fn source<'a>(namespace: &'a str, url: &'a str) -> AppSource<'a> {
         namespace,
         repo_url: url,
         destination: namespace,
+        cluster: None,
         verifies: false,
     }
 }
@@ -262,4 +263,43 @@ fn an_unrestricted_app_is_never_refused() {
     );
     assert!(admit_objects(Membership::Unrestricted, "x", [&binding]).is_empty());
     assert!(admit_source(Membership::Unrestricted, source("x", "file:///x")).is_empty());
+}
+
+#[test]
+fn a_project_lets_its_apps_deploy_only_to_the_clusters_it_lists() {
+    let rules = Rules {
+        application_namespaces: vec!["team-a".into()],
+        source_repos: vec!["https://git.example/*".into()],
+        destination_clusters: vec!["staging-*".into()],
+        ..Rules::default()
+    };
+    let member = Membership::Project {
+        name: "team-a",
+        rules: &rules,
+    };
+    let on = |cluster| AppSource {
+        cluster,
+        ..source("team-a", "https://git.example/shop")
+    };
+    assert!(admit_source(member, on(None)).is_empty());
+    assert!(admit_source(member, on(Some("staging-eu"))).is_empty());
+    let refused = admit_source(member, on(Some("prod")));
+    assert_eq!(
+        refused.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        [
+            "destination cluster prod is not allowed by Project team-a (destinationClusters: staging-*)"
+        ]
+    );
+    let none = Rules {
+        destination_clusters: Vec::new(),
+        ..rules.clone()
+    };
+    let member = Membership::Project {
+        name: "team-a",
+        rules: &none,
+    };
+    assert_eq!(
+        admit_source(member, on(Some("prod")))[0].to_string(),
+        "destination cluster prod is not allowed by Project team-a (destinationClusters: none: only the cluster Tether runs in)"
+    );
 }

@@ -47,6 +47,10 @@ pub struct CreateArgs {
     /// Namespace for objects that do not name one.
     #[arg(long)]
     pub dest_namespace: String,
+    /// A cluster registered with `tether cluster add` (default: the
+    /// cluster Tether runs in).
+    #[arg(long, value_name = "NAME")]
+    pub dest_cluster: Option<String>,
     /// directory | kustomize | helm | jsonnet. Default: detected from the
     /// files at --path at --revision (kustomization.yaml, kustomization.yml
     /// or Kustomization: kustomize; Chart.yaml: helm; any *.jsonnet:
@@ -415,6 +419,9 @@ fn manifest(create: &CreateArgs, namespace: &str, renderer: &Renderer) -> anyhow
             "syncPolicy": sync_policy,
         }
     });
+    if let Some(cluster) = &create.dest_cluster {
+        app["spec"]["destination"]["cluster"] = json!(cluster);
+    }
     if let Some(account) = &create.service_account {
         app["spec"]["serviceAccountName"] = json!(account);
     }

@@ -1,0 +1,328 @@
+//! One Tether, three clusters: the one it runs in (the tests' shared
+//! control plane) and two more kube-local instances registered with
+//! `tether cluster add`. Thirty apps spread over them converge; when one
+//! cluster's API server goes away only its apps go Unknown, saying which
+//! cluster and why, while drift on the others is healed as fast as before;
+//! when it comes back its apps converge with one list per watch, not a
+//! resync storm.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Value, json};
+use support::{config_map, installed, run_controller, tether_ok};
+use tether_controller::api::{Application, ApplicationStatus};
+use tether_core::{HealthStatus, SyncStatus};
+use tether_testkit::{
+    Component, ControlPlane, Launch, Repo, TestNamespace, application, client_for, eventually,
+};
+
+const APPS: usize = 30;
+/// Where the apps on the registered clusters put their objects.
+const REMOTE_NAMESPACE: &str = "shop";
+/// The user Tether acts as on a registered cluster.
+const MANAGER: &str = "system:serviceaccount:kube-system:tether-manager";
+
+/// The cluster app `i` deploys to: the local one, `b` or `c`.
+fn cluster_of(i: usize) -> Option<&'static str> {
+    [None, Some("b"), Some("c")][i % 3]
+}
+
+struct Remote {
+    name: &'static str,
+    plane: ControlPlane,
+    audit_log: PathBuf,
+    /// An administrator in the break-glass group: the single-writer
+    /// policy on c lets its edits through, and self-heal reverts them.
+    client: kube::Client,
+}
+
+fn start_remote(name: &'static str) -> (ControlPlane, PathBuf) {
+    let dir =
+        std::env::temp_dir().join(format!("tether-test-cluster-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let audit_log = dir.join("audit.log");
+    let plane = ControlPlane::start(
+        &dir.join("plane"),
+        &Launch {
+            audit_log: Some(audit_log.clone()),
+            ..Launch::default()
+        },
+    );
+    (plane, audit_log)
+}
+
+async fn remote(name: &'static str, (plane, audit_log): (ControlPlane, PathBuf)) -> Remote {
+    let operator = plane.user_kubeconfig("operator", &["system:masters", "tether:break-glass"]);
+    let client = client_for(&operator).await;
+    Remote {
+        name,
+        plane,
+        audit_log,
+        client,
+    }
+}
+
+fn app_files(i: usize) -> (String, String) {
+    (
+        format!("apps/app-{i}/settings.yaml"),
+        config_map(&format!("settings-{i}"), "hello"),
+    )
+}
+
+async fn status(apps: &Api<Application>, i: usize) -> Option<ApplicationStatus> {
+    apps.get(&format!("app-{i}")).await.ok()?.status
+}
+
+fn converged(status: &ApplicationStatus) -> bool {
+    status.sync.status == SyncStatus::Synced && status.health.status == HealthStatus::Healthy
+}
+
+/// The ConfigMap app `i` deploys, on its cluster.
+fn config_maps(i: usize, ns: &TestNamespace, remotes: &[Remote]) -> Api<ConfigMap> {
+    match cluster_of(i) {
+        None => Api::namespaced(ns.client.clone(), &ns.name),
+        Some(name) => {
+            let remote = remotes.iter().find(|r| r.name == name).unwrap();
+            Api::namespaced(remote.client.clone(), REMOTE_NAMESPACE)
+        }
+    }
+}
+
+/// Changes app `i`'s ConfigMap behind Git's back and times the heal.
+async fn drift_healed_in(i: usize, ns: &TestNamespace, remotes: &[Remote]) -> Duration {
+    let api = config_maps(i, ns, remotes);
+    let name = format!("settings-{i}");
+    let patch = json!({"data": {"greeting": "hijacked"}});
+    let began = Instant::now();
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    eventually(&format!("{name} healed"), || async {
+        let live = api.get(&name).await.ok()?;
+        (live.data?.get("greeting")? == "hello").then_some(())
+    })
+    .await;
+    began.elapsed()
+}
+
+fn p99(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[(times.len() * 99).div_ceil(100) - 1]
+}
+
+/// Requests Tether made to a registered cluster since `since` (RFC 3339):
+/// (all, lists).
+fn manager_requests(audit_log: &Path, since: &str) -> (usize, usize) {
+    let text = std::fs::read_to_string(audit_log).unwrap_or_default();
+    let mut all = 0;
+    let mut lists = 0;
+    for line in text.lines() {
+        let Ok(event) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if event["stage"] != "ResponseComplete"
+            || event["user"]["username"] != MANAGER
+            || event["requestReceivedTimestamp"].as_str().unwrap_or("") < since
+        {
+            continue;
+        }
+        all += 1;
+        if event["verb"] == "list" {
+            lists += 1;
+        }
+    }
+    (all, lists)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn thirty_apps_on_three_clusters_converge_and_an_outage_stays_with_its_cluster() {
+    // The two registered clusters start while Tether installs at home.
+    let b = std::thread::spawn(|| start_remote("b"));
+    let c = std::thread::spawn(|| start_remote("c"));
+    let ns = installed("clusters").await;
+    let remotes = vec![
+        remote("b", b.join().unwrap()).await,
+        remote("c", c.join().unwrap()).await,
+    ];
+    for remote in &remotes {
+        let kubeconfig = remote.plane.kubeconfig().to_str().unwrap();
+        let mut add = vec![
+            "cluster",
+            "add",
+            remote.name,
+            "-n",
+            &ns.name,
+            "--kubeconfig",
+            kubeconfig,
+        ];
+        if remote.name == "c" {
+            add.push("--enforce-single-writer");
+        }
+        let added = tether_ok(&ns, &add);
+        assert!(
+            added.contains(&format!(
+                "cluster {} added: https://127.0.0.1:",
+                remote.name
+            )),
+            "{added}"
+        );
+    }
+
+    // Thirty apps of one repository, a third on each cluster.
+    let repo = Repo::new();
+    let files: Vec<(String, String)> = (0..APPS).map(app_files).collect();
+    repo.commit(&files, "thirty apps");
+    for i in 0..APPS {
+        let app = application(
+            &format!("app-{i}"),
+            &ns.name,
+            &repo.url(),
+            &format!("apps/app-{i}"),
+        );
+        let app = match cluster_of(i) {
+            None => app,
+            Some(cluster) => app
+                .cluster(cluster)
+                .destination(REMOTE_NAMESPACE)
+                .sync_policy(json!({"createNamespace": true})),
+        };
+        app.apply(&ns.client).await;
+    }
+    let _controller = run_controller(&ns, "multi-cluster");
+    let apps: Api<Application> = ns.api();
+    eventually("all thirty apps Synced and Healthy", || async {
+        for i in 0..APPS {
+            if !converged(&status(&apps, i).await?) {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await;
+    let listed = tether_ok(&ns, &["cluster", "list", "-n", &ns.name]);
+    for name in ["b", "c"] {
+        let line = listed
+            .lines()
+            .find(|line| line.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("cluster {name} not listed:\n{listed}"));
+        assert!(
+            line.contains(" yes ") && line.trim_end().ends_with(" 10"),
+            "{listed}"
+        );
+    }
+    // Each registered cluster got its apps' objects, from Tether's account there.
+    for (i, remote) in [(1, &remotes[0]), (2, &remotes[1])] {
+        let live = config_maps(i, &ns, &remotes)
+            .get(&format!("settings-{i}"))
+            .await
+            .unwrap();
+        assert_eq!(
+            live.data.unwrap()["greeting"],
+            "hello",
+            "on {}",
+            remote.name
+        );
+    }
+    // The single-writer policy on c refuses its administrator's edit.
+    let refused = std::process::Command::new("kubectl")
+        .args([
+            "--kubeconfig",
+            remotes[1].plane.kubeconfig().to_str().unwrap(),
+        ])
+        .args([
+            "-n",
+            REMOTE_NAMESPACE,
+            "label",
+            "configmap/settings-2",
+            "edited=by-hand",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        !refused.status.success()
+            && String::from_utf8_lossy(&refused.stderr).contains("managed by Tether"),
+        "{refused:?}"
+    );
+
+    // Drift on the local cluster and on c, healed: before the outage…
+    let others: Vec<usize> = (0..APPS).filter(|i| cluster_of(*i) != Some("b")).collect();
+    let mut before = Vec::new();
+    for &i in others.iter().take(8) {
+        before.push(drift_healed_in(i, &ns, &remotes).await);
+    }
+    // …and while b's API server is away.
+    let b = &remotes[0];
+    let restarts = b
+        .plane
+        .outage(Component::ApiServer, Duration::from_secs(30));
+    let went = Instant::now();
+    eventually("b's apps Unknown, naming cluster b", || async {
+        for i in (0..APPS).filter(|i| cluster_of(*i) == Some("b")) {
+            let status = status(&apps, i).await?;
+            let reconciled = status.conditions.iter().find(|c| c.type_ == "Reconciled")?;
+            let says = reconciled.reason == "ClusterUnreachable"
+                && reconciled.message.contains("cluster b (https://127.0.0.1:");
+            let unknown = status.sync.status == SyncStatus::Unknown
+                && status.health.status == HealthStatus::Unknown;
+            if !(says && unknown) {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await;
+    println!(
+        "b's apps Unknown {:.1} s after its API server stopped",
+        went.elapsed().as_secs_f64()
+    );
+    let mut during = Vec::new();
+    for &i in others.iter().skip(8).take(8) {
+        during.push(drift_healed_in(i, &ns, &remotes).await);
+        // The others stay converged meanwhile.
+    }
+    for &i in &others {
+        let status = status(&apps, i).await.unwrap();
+        assert!(converged(&status), "app-{i} during b's outage: {status:?}");
+    }
+    let (before, during) = (p99(before), p99(during));
+    println!("drift healed p99: before the outage {before:?}, during it {during:?}");
+    assert!(
+        during <= before * 3 + Duration::from_millis(500),
+        "other clusters' drift slowed by b's outage: p99 {before:?} → {during:?}"
+    );
+
+    // b comes back: its apps converge, with a list per watch, not a storm.
+    let back_at = k8s_openapi::jiff::Timestamp::now().to_string();
+    b.plane.wait_restarted(restarts).await;
+    let back = Instant::now();
+    eventually("b's apps converged again", || async {
+        for i in (0..APPS).filter(|i| cluster_of(*i) == Some("b")) {
+            if !converged(&status(&apps, i).await?) {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await;
+    println!(
+        "b's apps converged {:.1} s after it was back",
+        back.elapsed().as_secs_f64()
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (requests, lists) = manager_requests(&b.audit_log, &back_at);
+    println!("requests to b after it came back: {requests}, of which lists: {lists}");
+    assert!(
+        lists <= 4,
+        "a resync storm on b: {lists} lists ({requests} requests)"
+    );
+    assert!(
+        requests <= 10 * APPS,
+        "{requests} requests to b after it came back"
+    );
+}
