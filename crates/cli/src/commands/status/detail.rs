@@ -131,6 +131,9 @@ fn source(out: &mut Text, app: &Application) {
             destination.allow_namespaces.join(", ")
         ));
     }
+    if let Some(cluster) = &destination.cluster {
+        namespaces.push_str(&format!(" on cluster {cluster}"));
+    }
     out.field("Destination", &namespaces);
     let status = app.status.as_ref();
     let project = status
