@@ -371,6 +371,9 @@ async fn on_a_registered_cluster_drift_is_attributed_a_window_holds_and_prune_ta
     })
     .await;
     let config_maps: Api<ConfigMap> = Api::namespaced(c.client.clone(), &target);
+    // `tether diff` compares with c, not with the cluster Tether runs in.
+    let same = support::tether(&ns, &["diff", "shop", "-n", &ns.name]);
+    assert_eq!(same.status.code(), Some(0), "{}", support::text(&same));
 
     // A hand edit on c: reverted, and attributed to its writer there.
     config_maps

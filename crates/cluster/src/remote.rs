@@ -34,6 +34,8 @@ pub const NAME_KEY: &str = "name";
 pub enum RemoteError {
     #[error("cluster Secret {secret}: {message}")]
     Invalid { secret: String, message: String },
+    #[error("cluster {name}: {message}")]
+    Lookup { name: String, message: String },
     #[error("cluster Secret {secret}: key {KUBECONFIG_KEY}: {cause}")]
     Kubeconfig {
         secret: String,
@@ -60,6 +62,44 @@ pub fn registered_name(secret: &k8s_openapi::api::core::v1::Secret) -> String {
         secret.metadata.name.as_deref().unwrap_or_default(),
         &secret_data(secret),
     )
+}
+
+/// A client for registered cluster `name`, found among the cluster
+/// Secrets `client` may list in any namespace (for the commands a person
+/// runs, such as `tether diff` of an app deployed there: its dry runs go to
+/// that cluster, with the credentials Tether uses there).
+pub async fn client_of(client: &kube::Client, name: &str) -> Result<kube::Client, RemoteError> {
+    use k8s_openapi::api::core::v1::Secret;
+    let lookup = |message: String| RemoteError::Lookup {
+        name: name.to_string(),
+        message,
+    };
+    let secrets: kube::Api<Secret> = kube::Api::all(client.clone());
+    let listed = secrets
+        .list(&kube::api::ListParams::default().labels(&format!("{CLUSTER_LABEL}=true")))
+        .await
+        .map_err(|error| {
+            lookup(format!(
+                "listing Secrets labelled {CLUSTER_LABEL}=true: {}",
+                crate::error::describe(&error)
+            ))
+        })?;
+    let mut matching = listed
+        .items
+        .into_iter()
+        .filter(|secret| registered_name(secret) == name);
+    let (Some(secret), None) = (matching.next(), matching.next()) else {
+        return Err(lookup(format!(
+            "not exactly one Secret labelled {CLUSTER_LABEL}=true names it"
+        )));
+    };
+    let secret_name = format!(
+        "{}/{}",
+        secret.metadata.namespace.as_deref().unwrap_or_default(),
+        secret.metadata.name.as_deref().unwrap_or_default()
+    );
+    let config = config_of(&secret_name, &secret_data(&secret)).await?;
+    kube::Client::try_from(config).map_err(|error| lookup(error.to_string()))
 }
 
 /// The name a cluster Secret registers (its `name` key, else `secret_name`).

@@ -52,6 +52,8 @@ pub enum PreviewError {
     Cluster(#[from] ClusterError),
     #[error("{object}: comparing: {error}")]
     Diff { object: ObjectRef, error: DiffError },
+    #[error(transparent)]
+    Destination(#[from] tether_cluster::remote::RemoteError),
 }
 
 /// An Application's preview, and the commit it previews.
@@ -63,7 +65,9 @@ pub struct AppPreview {
 
 /// Fetches `app`'s source (at `revision` instead of its own, if given) with
 /// its repository credentials, read with `client` (so its user's RBAC
-/// applies), and previews a sync of it with `client`: nothing is written.
+/// applies), and previews a sync of it with `client` — or, for an app
+/// deployed to a registered cluster, with that cluster's credentials, found
+/// with `client`: nothing is written.
 pub async fn preview_application(
     client: &Client,
     app: &Application,
@@ -80,8 +84,13 @@ pub async fn preview_application(
     for source in &sources {
         credentials.push(credentials::read(client, &namespace, source).await?);
     }
+    // The objects' cluster: this one, or the registered one the app names.
+    let target = match &app.spec.destination.cluster {
+        Some(name) => tether_cluster::remote::client_of(client, name).await?,
+        None => client.clone(),
+    };
     let capabilities = match sources.iter().any(Source::uses_capabilities) {
-        true => tether_cluster::capabilities::discover(client).await?,
+        true => tether_cluster::capabilities::discover(&target).await?,
         false => Capabilities::default(),
     };
     let rendered = tokio::task::spawn_blocking(move || {
@@ -97,7 +106,7 @@ pub async fn preview_application(
         .create_namespace
         .then_some(app.spec.destination.namespace.as_str());
     let applier = Applier::new(
-        Resources::new(client.clone()),
+        Resources::new(target),
         app.spec.destination.namespace.clone(),
     );
     let owner = AppRef::new(&namespace, app.name_any());
