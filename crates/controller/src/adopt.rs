@@ -302,6 +302,7 @@ mod tests {
                 },
                 service_account_name: None,
                 project: None,
+                depends_on: Vec::new(),
                 sync_policy: Default::default(),
                 ignore_differences: Vec::new(),
                 health: Default::default(),

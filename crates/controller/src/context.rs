@@ -140,6 +140,10 @@ pub struct Context {
     /// listed.
     pub projects: Store<Project>,
     pub projects_ready: Ready,
+    /// Every Application (the controller's watch cache), for what one
+    /// needs to know of others (`spec.dependsOn`); set with
+    /// [`Context::knowing_apps`].
+    pub apps: Store<crate::api::StoredApplication>,
     /// Checked before each wave of a sync while leading (set with
     /// [`Context::fenced_by`]); none outside leader election.
     pub fence: Option<crate::fence::Fence>,
@@ -178,6 +182,7 @@ impl Context {
             // No Projects until `watching_projects`: every app is refused.
             projects: kube::runtime::reflector::store().0,
             projects_ready: Ready::never(),
+            apps: kube::runtime::reflector::store().0,
             metrics,
             fence: None,
             config,
@@ -197,6 +202,11 @@ impl Context {
             projects_ready,
             ..self
         }
+    }
+
+    /// This context, knowing the Applications in `apps` (watched).
+    pub fn knowing_apps(self, apps: Store<crate::api::StoredApplication>) -> Self {
+        Context { apps, ..self }
     }
 
     /// This context, fencing each sync wave with `fence`.

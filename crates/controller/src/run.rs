@@ -201,6 +201,8 @@ async fn lead(
         notifications.await;
         std::future::pending::<()>().await
     };
+    // Applications decode one by one into this cache (below).
+    let (apps_store, apps_writer) = reflector::store();
     // Registered clusters: Secrets labelled as such in the controller's namespace.
     let (cluster_secrets, cluster_secrets_watch) = watch_cluster_secrets(&client, &config);
     let (cluster_secrets_ready, cluster_secrets_waiter) = Ready::of(cluster_secrets.clone());
@@ -222,6 +224,7 @@ async fn lead(
         )
         .notifying(notifier)
         .watching_projects((projects, projects_ready))
+        .knowing_apps(apps_store.clone())
         .fenced_by(crate::fence::Fence::new(
             &client,
             (&config.lease_namespace, lease::LEASE_NAME),
@@ -264,7 +267,6 @@ async fn lead(
     });
     // Applications decode one by one (a malformed one cannot stop the
     // list), and the watch tells the probe whether it works.
-    let (apps_store, apps_writer) = reflector::store();
     let app_events = reflector::reflector(
         apps_writer,
         watcher(apps, watcher::Config::default()).default_backoff(),
@@ -278,6 +280,16 @@ async fn lead(
         }
     })
     .applied_objects()
+    // Apps waiting for one whose sync or health moved are woken.
+    .inspect({
+        let (apps, wake) = (apps_store.clone(), wake_tx.clone());
+        let waker = crate::reconcile::dependencies::Waker::default();
+        move |app| {
+            if let Ok(app) = app {
+                waker.arrived(app, &apps, &wake);
+            }
+        }
+    })
     .predicate_filter(worth_reconciling, Default::default());
     // The per-app gauges, from the same stores, while this replica leads.
     let _reporting = metrics.lead(

@@ -12,6 +12,7 @@ pub mod attribution;
 pub mod audit;
 pub mod capabilities;
 pub mod conditions;
+pub mod dependency;
 pub mod diff;
 pub mod drift;
 pub mod generated;

@@ -80,6 +80,12 @@ pub struct ApplicationSpec {
         length(max = 253)
     )]
     pub project: Option<String>,
+    /// Applications this one waits for (as Flux's `dependsOn`): it syncs
+    /// only once each is Synced and Healthy at its current spec; until
+    /// then `Reconciled` says `WaitingForDependency` and names them. A
+    /// cycle is refused (`DependencyCycle`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<Dependency>,
     #[serde(default)]
     pub sync_policy: SyncPolicy,
     /// Fields another writer owns (e.g. `spec.replicas` under an HPA):
@@ -143,6 +149,17 @@ impl HealthSpec {
     fn is_empty(&self) -> bool {
         self.rules.is_empty()
     }
+}
+
+/// An Application another waits for.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Dependency {
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// Its namespace (default: the waiting Application's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
 }
 
 /// Where the desired objects go.

@@ -12,6 +12,7 @@ pub mod admit;
 pub mod apply;
 pub mod argocd;
 pub mod cascade;
+pub mod dependencies;
 pub mod fetch;
 pub mod generated;
 pub mod invalid;
@@ -92,6 +93,10 @@ async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
     // Its cluster answers, or the app waits, known to be Unknown.
     if let Err(away) = pass.target.reachable() {
         return pass.fail(Step::Cluster, away).await;
+    }
+    // The apps it depends on are Synced and Healthy, or it waits for them.
+    if let Err((step, waiting)) = dependencies::ready(pass) {
+        return pass.fail(step, waiting).await;
     }
     // Fetch the desired state.
     let desired = match fetch::desired(pass).await {

@@ -71,6 +71,11 @@ tether_core::vocabulary! {
         /// Reaching the destination cluster (`spec.destination.cluster`):
         /// not registered, or not answering.
         Cluster = "ClusterUnreachable",
+        /// Waiting for the apps in `spec.dependsOn` to be Synced and
+        /// Healthy (`tether_core::dependency`).
+        Dependency = "WaitingForDependency",
+        /// `spec.dependsOn` leads back to the app itself.
+        DependencyCycle = "DependencyCycle",
     }
 }
 
