@@ -28,6 +28,7 @@ pub mod project;
 pub mod prune;
 pub mod revision;
 pub mod state;
+pub mod sync_window;
 pub mod tracking;
 pub mod vocabulary;
 pub mod window;

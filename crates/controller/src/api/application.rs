@@ -247,6 +247,50 @@ pub struct SyncPolicy {
     /// `15m`, `1h`. Default: `tether run --alert-not-synced-after` (1h).
     #[schemars(regex(pattern = r"^([0-9]+[dhms])+$"))]
     pub alert_not_synced_after: Option<String>,
+    /// When automated syncs and self-heal may run (`allow`) or may not
+    /// (`deny`), as Argo CD's sync windows: inside a deny window, or
+    /// outside every allow window, drift is recorded but not reverted and
+    /// new commits wait; condition `SyncWindow` says which window and
+    /// until when.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sync_windows: Vec<SyncWindowSpec>,
+}
+
+/// One sync window.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SyncWindowSpec {
+    /// `allow` or `deny`.
+    #[schemars(schema_with = "super::schema::window_kind")]
+    pub kind: String,
+    /// Cron schedule (minute hour day-of-month month day-of-week) of when
+    /// the window opens, e.g. `0 18 * * 5`.
+    pub schedule: String,
+    /// How long it stays open: `1h`, `90m`, `2h30m`.
+    pub duration: String,
+    /// IANA time zone of the schedule, e.g. `Europe/Berlin` (default UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    /// Let `tether sync` run while this window blocks (default false).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub manual_sync: bool,
+}
+
+impl SyncWindowSpec {
+    /// The window as `tether_core::sync_window` judges it.
+    pub fn window(&self) -> tether_core::sync_window::SyncWindow {
+        use tether_core::sync_window::{SyncWindow, WindowKind};
+        SyncWindow {
+            kind: match self.kind.as_str() {
+                "allow" => WindowKind::Allow,
+                _ => WindowKind::Deny,
+            },
+            schedule: self.schedule.clone(),
+            duration: self.duration.clone(),
+            time_zone: self.time_zone.clone(),
+            manual_sync: self.manual_sync,
+        }
+    }
 }
 
 impl SyncPolicy {
@@ -306,6 +350,9 @@ pub enum PrunePropagation {
 pub const RECONCILED_CONDITION: &str = "Reconciled";
 /// Condition raised while the flap guard keeps Tether from reverting.
 pub const BACK_OFF_CONDITION: &str = "SelfHealBackOff";
+/// Condition raised while a sync window keeps automated syncs and
+/// self-heal from running; its message names the window and until when.
+pub const SYNC_WINDOW_CONDITION: &str = "SyncWindow";
 /// Condition raised while a prune circuit breaker holds deletions back.
 pub const PRUNE_BLOCKED_CONDITION: &str = "PruneBlocked";
 /// Condition raised while objects carry Argo CD annotations Tether does not
@@ -354,6 +401,7 @@ impl Default for SyncPolicy {
             prune_adopted: false,
             create_namespace: false,
             alert_not_synced_after: None,
+            sync_windows: Vec::new(),
         }
     }
 }

@@ -162,6 +162,11 @@ pub(crate) fn health_rules(generator: &mut SchemaGenerator) -> Schema {
     })
 }
 
+/// A sync window's `kind`: `allow` or `deny`.
+pub(crate) fn window_kind(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "string", "enum": ["allow", "deny"]})
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};

@@ -47,8 +47,11 @@ pub async fn sync(
         .iter()
         .filter(|d| d.response == Response::Heal)
         .collect();
-    let everything = requested || change == RevisionChange::New && policy.automated;
-    if !everything && (heal.is_empty() || !policy.automated) {
+    // Inside a deny window (or outside every allow window) nothing runs
+    // on its own; a `tether sync` got here only if a window lets it.
+    let automated = policy.automated && super::schedule::automated(pass.sync_window());
+    let everything = requested || change == RevisionChange::New && automated;
+    if !everything && (heal.is_empty() || !automated) {
         return None;
     }
     let awaited = pass.memo.lock().expect("lock").awaiting().cloned();

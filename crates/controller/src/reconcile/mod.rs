@@ -20,6 +20,7 @@ pub mod observe;
 pub mod operation;
 pub mod project;
 pub mod report;
+pub mod schedule;
 pub mod windows;
 
 use std::fmt::Display;
@@ -98,6 +99,18 @@ async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
     if let Err((step, waiting)) = dependencies::ready(pass) {
         return pass.fail(step, waiting).await;
     }
+    // Its sync windows say whether automated syncs and self-heal may run.
+    let sync_window = match schedule::verdict(pass) {
+        Ok(verdict) => verdict,
+        Err(malformed) => return pass.fail(Step::SyncWindow, malformed).await,
+    };
+    if pass.requested() && !schedule::manual(sync_window.as_ref()) {
+        let blocked = sync_window.map(|v| v.to_string()).unwrap_or_default();
+        return pass
+            .fail(Step::SyncWindow, format!("tether sync refused: {blocked}"))
+            .await;
+    }
+    let _ = pass.sync_window.set(sync_window);
     // Fetch the desired state.
     let desired = match fetch::desired(pass).await {
         Ok(desired) => desired,
@@ -147,6 +160,7 @@ async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
         sync: sync.as_ref(),
         pruned: &pruned,
         unsupported: &unsupported,
+        sync_window: pass.sync_window(),
     };
     pass.memo.lock().expect("lock").failed_passes = 0;
     let next = report::findings(pass, &findings).await?;
@@ -179,6 +193,9 @@ pub struct Pass<'a> {
     /// (`None` inside: no Project applies).
     pub project: std::sync::OnceLock<Option<String>>,
     pub memo: Arc<Mutex<AppMemo>>,
+    /// What the app's sync windows say, once [`schedule`] has judged them
+    /// (`None` inside: no windows).
+    pub sync_window: std::sync::OnceLock<Option<tether_core::sync_window::Verdict>>,
 }
 
 impl<'a> Pass<'a> {
@@ -218,7 +235,21 @@ impl<'a> Pass<'a> {
             applier,
             project: std::sync::OnceLock::new(),
             memo,
+            sync_window: std::sync::OnceLock::new(),
         }
+    }
+
+    /// What the app's sync windows say (`None`: it has none, or they
+    /// were not judged yet).
+    pub fn sync_window(&self) -> Option<&tether_core::sync_window::Verdict> {
+        self.sync_window.get().and_then(Option::as_ref)
+    }
+
+    /// Whether a `tether sync` of the app is pending.
+    pub fn requested(&self) -> bool {
+        self.app
+            .annotations()
+            .contains_key(crate::api::application::SYNC_REQUEST_ANNOTATION)
     }
 
     /// How this app's failed syncs are retried: its `syncPolicy.retry`,

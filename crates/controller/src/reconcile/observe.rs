@@ -64,7 +64,7 @@ pub fn drift(
         app: &pass.owner,
         inventory,
         pending,
-        heals: app.spec.sync_policy.heals(),
+        heals: app.spec.sync_policy.heals() && super::schedule::automated(pass.sync_window()),
         windows: &scopes,
         interrupted: pending && drift::interrupted(app.status.as_ref(), revision),
     };

@@ -39,6 +39,8 @@ pub struct Findings<'a> {
     pub pruned: &'a PruneReport,
     /// Argo CD annotations Tether does not act on.
     pub unsupported: &'a [Warning],
+    /// What the app's sync windows say now.
+    pub sync_window: Option<&'a tether_core::sync_window::Verdict>,
 }
 
 /// Reports `found`: events first, then status (with the failure of the
@@ -57,6 +59,7 @@ pub async fn findings(pass: &Pass<'_>, found: &Findings<'_>) -> Result<Next, Rec
         drift: found.drift,
         prune: found.pruned,
         unsupported: found.unsupported,
+        sync_window: super::schedule::blocking(found.sync_window),
     };
     announce(
         &ctx.recorder,
@@ -172,10 +175,24 @@ pub fn look_again(
         .and_then(|since| alert::due_in(Some(since), &self::now(), pass.alert_after()))
         .map(|due| due + ALERT_MARGIN);
     let resume = waiting(sync).then_some(WAVE_RECHECK);
-    match [window_ends, back_off_ends, retry, alert_due, resume]
-        .into_iter()
-        .flatten()
-        .min()
+    let sync_window =
+        super::schedule::changes_in(pass.sync_window()).filter(|wait| *wait < resync.mul_f64(0.9));
+    // The safety-net resync stands whatever else is due: without it an app
+    // left OutOfSync (a deny window, warn mode) was next looked at when its
+    // NotSynced alert fell due, an hour later.
+    let safety_net = Some(jittered(resync));
+    match [
+        window_ends,
+        back_off_ends,
+        retry,
+        alert_due,
+        resume,
+        sync_window,
+        safety_net,
+    ]
+    .into_iter()
+    .flatten()
+    .min()
     {
         Some(wait) => Next::requeue(wait),
         None => next,

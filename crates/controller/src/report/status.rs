@@ -32,7 +32,7 @@ const DRIFT_LIMIT: usize = 50;
 const LAST_DRIFT_LIMIT: usize = 10;
 pub use crate::api::application::{
     BACK_OFF_CONDITION, NOT_SYNCED_TOO_LONG_CONDITION, PRUNE_BLOCKED_CONDITION,
-    RECONCILED_CONDITION, UNSUPPORTED_CONDITION,
+    RECONCILED_CONDITION, SYNC_WINDOW_CONDITION, UNSUPPORTED_CONDITION,
 };
 /// At most this many warnings are spelled out in the message.
 const UNSUPPORTED_SHOWN: usize = 10;
@@ -76,6 +76,8 @@ tether_core::vocabulary! {
         Dependency = "WaitingForDependency",
         /// `spec.dependsOn` leads back to the app itself.
         DependencyCycle = "DependencyCycle",
+        /// A sync window is malformed, or refuses a `tether sync`.
+        SyncWindow = "SyncWindowRefused",
     }
 }
 
@@ -107,6 +109,9 @@ pub struct Observed<'a> {
     pub prune: &'a PruneReport,
     /// Argo CD annotations Tether does not act on.
     pub unsupported: &'a [Warning],
+    /// Why a sync window keeps automated syncs and self-heal from
+    /// running, while one does.
+    pub sync_window: Option<String>,
 }
 
 /// A sync this reconcile ran.
@@ -207,6 +212,13 @@ pub fn next_status(
             .collect();
         let breaker = observed.prune.breaker.as_ref().map(ToString::to_string);
         let fights = (!fights.is_empty()).then(|| fights.join("; "));
+        set_problem_condition(
+            &mut status.conditions,
+            SYNC_WINDOW_CONDITION,
+            "Blocked",
+            observed.sync_window.clone(),
+            now,
+        );
         set_problem_condition(
             &mut status.conditions,
             BACK_OFF_CONDITION,

@@ -1,0 +1,51 @@
+//! Sync windows (`spec.syncPolicy.syncWindows`): whether automated syncs
+//! and self-heal may run now (the decision is `tether_core::sync_window`),
+//! and when to look again because a window opens or closes.
+
+use std::time::Duration;
+
+use tether_core::sync_window::{self, Verdict, WindowError};
+
+use super::Pass;
+
+/// The windows' verdict for `pass`'s app now; `None` when it has none.
+pub fn verdict(pass: &Pass<'_>) -> Result<Option<Verdict>, WindowError> {
+    let windows: Vec<_> = pass
+        .app
+        .spec
+        .sync_policy
+        .sync_windows
+        .iter()
+        .map(|window| window.window())
+        .collect();
+    if windows.is_empty() {
+        return Ok(None);
+    }
+    sync_window::judge(&windows, k8s_openapi::jiff::Timestamp::now()).map(Some)
+}
+
+/// Whether automated syncs and self-heal may run.
+pub fn automated(verdict: Option<&Verdict>) -> bool {
+    verdict.is_none_or(|verdict| verdict.automated)
+}
+
+/// Whether a `tether sync` may run.
+pub fn manual(verdict: Option<&Verdict>) -> bool {
+    verdict.is_none_or(|verdict| verdict.manual)
+}
+
+/// What condition `SyncWindow` says: why automated syncs wait, if they do.
+pub fn blocking(verdict: Option<&Verdict>) -> Option<String> {
+    verdict
+        .filter(|verdict| !verdict.automated)
+        .map(ToString::to_string)
+}
+
+/// How long until a window opens or closes (a little after, so the next
+/// reconcile sees it changed).
+pub fn changes_in(verdict: Option<&Verdict>) -> Option<Duration> {
+    let until = verdict?.until?;
+    let wait = until.duration_since(k8s_openapi::jiff::Timestamp::now());
+    let wait = Duration::try_from(wait).unwrap_or_default();
+    Some(wait + Duration::from_millis(100))
+}
