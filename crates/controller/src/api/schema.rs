@@ -47,6 +47,15 @@ pub(crate) fn project_rules(_: &mut SchemaGenerator) -> Schema {
             "sourceRepos": patterns("Repository URLs its Applications may be synced from (patterns); none if empty."),
             "destinationNamespaces": patterns("Namespaces its Applications may change (patterns); empty means each Application's own namespace only."),
             "destinationClusters": patterns("Registered clusters its Applications may deploy to (patterns, matched against spec.destination.cluster); empty means only the cluster Tether runs in."),
+            "syncWindows": {"type": "array", "description": "Sync windows for the project's Applications, besides each one's own syncPolicy.syncWindows.",
+                "items": {"type": "object", "required": ["kind", "schedule", "duration"], "properties": {
+                    "kind": {"type": "string", "enum": ["allow", "deny"]},
+                    "schedule": {"type": "string", "description": "Cron (5 fields) of when the window opens."},
+                    "duration": {"type": "string", "description": "How long it stays open: 1h, 90m, 2h30m."},
+                    "timeZone": {"type": "string", "description": "IANA time zone of the schedule (default UTC)."},
+                    "manualSync": {"type": "boolean", "description": "Let tether sync run while it blocks."},
+                    "applications": {"type": "array", "items": {"type": "string", "minLength": 1},
+                        "description": "Application names (patterns) it applies to; every Application of the project when empty."}}}},
             "clusterResources": scope("Cluster-scoped kinds: allow (unset: none) and deny."),
             "namespacedResources": scope("Namespaced kinds: allow (unset: all) and deny."),
             "allowFileSources": {"type": "boolean",
@@ -273,7 +282,8 @@ mod tests {
         let mut declared_paths = Vec::new();
         declared(spec, "", &mut declared_paths);
         let rules = json!({"applicationNamespaces": ["a"], "sourceRepos": ["r"],
-            "destinationNamespaces": ["d"], "destinationClusters": ["c"], "allowFileSources": true, "requireVerification": true,
+            "destinationNamespaces": ["d"], "destinationClusters": ["c"],
+            "syncWindows": [{"kind": "deny", "schedule": "0 18 * * 5", "duration": "62h", "timeZone": "Europe/Berlin", "manualSync": true, "applications": ["shop-*"]}], "allowFileSources": true, "requireVerification": true,
             "clusterResources": {"allow": [{"group": "g", "kind": "K"}], "deny": [{"group": "g", "kind": "K"}]},
             "namespacedResources": {"allow": [{"group": "g", "kind": "K"}], "deny": [{"group": "g", "kind": "K"}]},
             "description": "d"});

@@ -100,7 +100,7 @@ async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
         return pass.fail(step, waiting).await;
     }
     // Its sync windows say whether automated syncs and self-heal may run.
-    let sync_window = match schedule::verdict(pass) {
+    let sync_window = match schedule::verdict(pass, membership) {
         Ok(verdict) => verdict,
         Err(malformed) => return pass.fail(Step::SyncWindow, malformed).await,
     };

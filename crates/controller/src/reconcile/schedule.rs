@@ -4,13 +4,16 @@
 
 use std::time::Duration;
 
+use tether_core::project::Membership;
 use tether_core::sync_window::{self, Verdict, WindowError};
 
 use super::Pass;
 
-/// The windows' verdict for `pass`'s app now; `None` when it has none.
-pub fn verdict(pass: &Pass<'_>) -> Result<Option<Verdict>, WindowError> {
-    let windows: Vec<_> = pass
+/// The verdict of `pass`'s app's own windows and those its Project
+/// (`membership`) has for it; `None` when there are none. A malformed
+/// window is named with where it is written.
+pub fn verdict(pass: &Pass<'_>, membership: Membership<'_>) -> Result<Option<Verdict>, String> {
+    let own: Vec<_> = pass
         .app
         .spec
         .sync_policy
@@ -18,10 +21,21 @@ pub fn verdict(pass: &Pass<'_>) -> Result<Option<Verdict>, WindowError> {
         .iter()
         .map(|window| window.window())
         .collect();
-    if windows.is_empty() {
+    let (project, from_project) = match membership {
+        Membership::Project { name, rules } => (name, rules.windows_for(&pass.key.1)),
+        Membership::Unrestricted => ("", Vec::new()),
+    };
+    if own.is_empty() && from_project.is_empty() {
         return Ok(None);
     }
-    sync_window::judge(&windows, k8s_openapi::jiff::Timestamp::now()).map(Some)
+    let count = own.len();
+    let windows: Vec<_> = own.into_iter().chain(from_project).collect();
+    sync_window::judge(&windows, k8s_openapi::jiff::Timestamp::now())
+        .map(Some)
+        .map_err(|error: WindowError| match error.index.checked_sub(count) {
+            None => format!("spec.syncPolicy.{error}"),
+            Some(index) => format!("Project {project}: {}", WindowError { index, ..error }),
+        })
 }
 
 /// Whether automated syncs and self-heal may run.

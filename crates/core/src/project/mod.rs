@@ -78,6 +78,11 @@ pub struct Rules {
     /// runs in.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub destination_clusters: Vec<String>,
+    /// Sync windows for the project's apps (those whose name matches one
+    /// of a window's `applications` patterns; every app when it has none),
+    /// besides each app's own `syncPolicy.syncWindows`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sync_windows: Vec<ProjectWindow>,
     #[serde(default)]
     pub cluster_resources: KindRules,
     #[serde(default)]
@@ -91,7 +96,55 @@ pub struct Rules {
     pub require_verification: bool,
 }
 
+/// A Project's sync window (see [`crate::sync_window`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectWindow {
+    /// `allow` or `deny`.
+    pub kind: String,
+    pub schedule: String,
+    pub duration: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub manual_sync: bool,
+    /// Application names (patterns) it applies to; every app when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub applications: Vec<String>,
+}
+
+impl ProjectWindow {
+    /// Whether it applies to the app named `app`.
+    pub fn applies_to(&self, app: &str) -> bool {
+        self.applications.is_empty() || glob::any(&self.applications, app)
+    }
+
+    /// The window itself.
+    pub fn window(&self) -> crate::sync_window::SyncWindow {
+        use crate::sync_window::{SyncWindow, WindowKind};
+        SyncWindow {
+            kind: match self.kind.as_str() {
+                "allow" => WindowKind::Allow,
+                _ => WindowKind::Deny,
+            },
+            schedule: self.schedule.clone(),
+            duration: self.duration.clone(),
+            time_zone: self.time_zone.clone(),
+            manual_sync: self.manual_sync,
+        }
+    }
+}
+
 impl Rules {
+    /// The sync windows of this project that apply to the app `app`.
+    pub fn windows_for(&self, app: &str) -> Vec<crate::sync_window::SyncWindow> {
+        self.sync_windows
+            .iter()
+            .filter(|window| window.applies_to(app))
+            .map(ProjectWindow::window)
+            .collect()
+    }
+
     /// Whether an app of namespace `app_namespace` may change `namespace`.
     pub fn destination_allowed(&self, app_namespace: &str, namespace: &str) -> bool {
         match self.destination_namespaces.is_empty() {

@@ -303,3 +303,25 @@ fn a_project_lets_its_apps_deploy_only_to_the_clusters_it_lists() {
         "destination cluster prod is not allowed by Project team-a (destinationClusters: none: only the cluster Tether runs in)"
     );
 }
+
+#[test]
+fn a_projects_sync_windows_apply_to_the_apps_its_patterns_name() {
+    let window = |applications: &[&str]| ProjectWindow {
+        kind: "deny".into(),
+        schedule: "0 18 * * 5".into(),
+        duration: "62h".into(),
+        time_zone: Some("Europe/Berlin".into()),
+        manual_sync: false,
+        applications: applications.iter().map(|a| a.to_string()).collect(),
+    };
+    let rules = Rules {
+        sync_windows: vec![window(&["shop-*"]), window(&[])],
+        ..Rules::default()
+    };
+    assert_eq!(rules.windows_for("shop-web").len(), 2);
+    assert_eq!(rules.windows_for("billing").len(), 1);
+    assert_eq!(
+        rules.windows_for("billing")[0].kind,
+        crate::sync_window::WindowKind::Deny
+    );
+}
