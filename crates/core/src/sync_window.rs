@@ -36,6 +36,36 @@ pub struct SyncWindow {
     pub manual_sync: bool,
 }
 
+/// A window as Applications and Projects write it (`kind: allow|deny`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WindowSpec {
+    /// `allow` or `deny` (anything else is read as `deny`).
+    pub kind: String,
+    pub schedule: String,
+    pub duration: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub manual_sync: bool,
+}
+
+impl WindowSpec {
+    /// The window it describes.
+    pub fn window(&self) -> SyncWindow {
+        SyncWindow {
+            kind: match self.kind.as_str() {
+                "allow" => WindowKind::Allow,
+                _ => WindowKind::Deny,
+            },
+            schedule: self.schedule.clone(),
+            duration: self.duration.clone(),
+            time_zone: self.time_zone.clone(),
+            manual_sync: self.manual_sync,
+        }
+    }
+}
+
 /// Why a window cannot be used: the window (by its position) and field.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("syncWindows[{index}].{field}: {message}")]

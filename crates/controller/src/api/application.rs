@@ -253,44 +253,8 @@ pub struct SyncPolicy {
     /// new commits wait; condition `SyncWindow` says which window and
     /// until when.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sync_windows: Vec<SyncWindowSpec>,
-}
-
-/// One sync window.
-#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SyncWindowSpec {
-    /// `allow` or `deny`.
-    #[schemars(schema_with = "super::schema::window_kind")]
-    pub kind: String,
-    /// Cron schedule (minute hour day-of-month month day-of-week) of when
-    /// the window opens, e.g. `0 18 * * 5`.
-    pub schedule: String,
-    /// How long it stays open: `1h`, `90m`, `2h30m`.
-    pub duration: String,
-    /// IANA time zone of the schedule, e.g. `Europe/Berlin` (default UTC).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_zone: Option<String>,
-    /// Let `tether sync` run while this window blocks (default false).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub manual_sync: bool,
-}
-
-impl SyncWindowSpec {
-    /// The window as `tether_core::sync_window` judges it.
-    pub fn window(&self) -> tether_core::sync_window::SyncWindow {
-        use tether_core::sync_window::{SyncWindow, WindowKind};
-        SyncWindow {
-            kind: match self.kind.as_str() {
-                "allow" => WindowKind::Allow,
-                _ => WindowKind::Deny,
-            },
-            schedule: self.schedule.clone(),
-            duration: self.duration.clone(),
-            time_zone: self.time_zone.clone(),
-            manual_sync: self.manual_sync,
-        }
-    }
+    #[schemars(schema_with = "super::schema::sync_windows")]
+    pub sync_windows: Vec<tether_core::sync_window::WindowSpec>,
 }
 
 impl SyncPolicy {

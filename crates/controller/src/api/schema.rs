@@ -47,15 +47,7 @@ pub(crate) fn project_rules(_: &mut SchemaGenerator) -> Schema {
             "sourceRepos": patterns("Repository URLs its Applications may be synced from (patterns); none if empty."),
             "destinationNamespaces": patterns("Namespaces its Applications may change (patterns); empty means each Application's own namespace only."),
             "destinationClusters": patterns("Registered clusters its Applications may deploy to (patterns, matched against spec.destination.cluster); empty means only the cluster Tether runs in."),
-            "syncWindows": {"type": "array", "description": "Sync windows for the project's Applications, besides each one's own syncPolicy.syncWindows.",
-                "items": {"type": "object", "required": ["kind", "schedule", "duration"], "properties": {
-                    "kind": {"type": "string", "enum": ["allow", "deny"]},
-                    "schedule": {"type": "string", "description": "Cron (5 fields) of when the window opens."},
-                    "duration": {"type": "string", "description": "How long it stays open: 1h, 90m, 2h30m."},
-                    "timeZone": {"type": "string", "description": "IANA time zone of the schedule (default UTC)."},
-                    "manualSync": {"type": "boolean", "description": "Let tether sync run while it blocks."},
-                    "applications": {"type": "array", "items": {"type": "string", "minLength": 1},
-                        "description": "Application names (patterns) it applies to; every Application of the project when empty."}}}},
+            "syncWindows": windows("Sync windows for the project's Applications, besides each one's own syncPolicy.syncWindows.", true),
             "clusterResources": scope("Cluster-scoped kinds: allow (unset: none) and deny."),
             "namespacedResources": scope("Namespaced kinds: allow (unset: all) and deny."),
             "allowFileSources": {"type": "boolean",
@@ -171,9 +163,31 @@ pub(crate) fn health_rules(generator: &mut SchemaGenerator) -> Schema {
     })
 }
 
-/// A sync window's `kind`: `allow` or `deny`.
-pub(crate) fn window_kind(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"type": "string", "enum": ["allow", "deny"]})
+/// `syncPolicy.syncWindows`: see `tether_core::sync_window::WindowSpec`.
+pub(crate) fn sync_windows(_: &mut SchemaGenerator) -> Schema {
+    windows(
+        "When automated syncs and self-heal may run (allow) or may not (deny).",
+        false,
+    )
+}
+
+/// A list of sync windows; a Project's name the apps they apply to.
+fn windows(description: &str, for_project: bool) -> Schema {
+    let mut properties = serde_json::json!({
+        "kind": {"type": "string", "enum": ["allow", "deny"]},
+        "schedule": {"type": "string", "minLength": 1,
+            "description": "Cron (minute hour day-of-month month day-of-week) of when the window opens, e.g. 0 18 * * 5."},
+        "duration": {"type": "string", "minLength": 1, "description": "How long it stays open: 1h, 90m, 2h30m."},
+        "timeZone": {"type": "string", "description": "IANA time zone of the schedule, e.g. Europe/Berlin (default UTC)."},
+        "manualSync": {"type": "boolean", "description": "Let tether sync run while this window blocks (default false)."}
+    });
+    if for_project {
+        properties["applications"] = serde_json::json!({"type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "description": "Application names (patterns) it applies to; every Application of the project when empty."});
+    }
+    json_schema!({"type": "array", "description": description, "items": {"type": "object",
+        "required": ["kind", "schedule", "duration"], "properties": properties}})
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ pub fn verdict(pass: &Pass<'_>, membership: Membership<'_>) -> Result<Option<Ver
         .sync_policy
         .sync_windows
         .iter()
-        .map(|window| window.window())
+        .map(tether_core::sync_window::WindowSpec::window)
         .collect();
     let (project, from_project) = match membership {
         Membership::Project { name, rules } => (name, rules.windows_for(&pass.key.1)),

@@ -96,18 +96,13 @@ pub struct Rules {
     pub require_verification: bool,
 }
 
-/// A Project's sync window (see [`crate::sync_window`]).
+/// A Project's sync window (see [`crate::sync_window`]) and the apps it
+/// applies to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProjectWindow {
-    /// `allow` or `deny`.
-    pub kind: String,
-    pub schedule: String,
-    pub duration: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_zone: Option<String>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub manual_sync: bool,
+    #[serde(flatten)]
+    pub window: crate::sync_window::WindowSpec,
     /// Application names (patterns) it applies to; every app when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub applications: Vec<String>,
@@ -118,21 +113,6 @@ impl ProjectWindow {
     pub fn applies_to(&self, app: &str) -> bool {
         self.applications.is_empty() || glob::any(&self.applications, app)
     }
-
-    /// The window itself.
-    pub fn window(&self) -> crate::sync_window::SyncWindow {
-        use crate::sync_window::{SyncWindow, WindowKind};
-        SyncWindow {
-            kind: match self.kind.as_str() {
-                "allow" => WindowKind::Allow,
-                _ => WindowKind::Deny,
-            },
-            schedule: self.schedule.clone(),
-            duration: self.duration.clone(),
-            time_zone: self.time_zone.clone(),
-            manual_sync: self.manual_sync,
-        }
-    }
 }
 
 impl Rules {
@@ -141,7 +121,7 @@ impl Rules {
         self.sync_windows
             .iter()
             .filter(|window| window.applies_to(app))
-            .map(ProjectWindow::window)
+            .map(|window| window.window.window())
             .collect()
     }
 

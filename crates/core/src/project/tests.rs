@@ -307,11 +307,13 @@ fn a_project_lets_its_apps_deploy_only_to_the_clusters_it_lists() {
 #[test]
 fn a_projects_sync_windows_apply_to_the_apps_its_patterns_name() {
     let window = |applications: &[&str]| ProjectWindow {
-        kind: "deny".into(),
-        schedule: "0 18 * * 5".into(),
-        duration: "62h".into(),
-        time_zone: Some("Europe/Berlin".into()),
-        manual_sync: false,
+        window: crate::sync_window::WindowSpec {
+            kind: "deny".into(),
+            schedule: "0 18 * * 5".into(),
+            duration: "62h".into(),
+            time_zone: Some("Europe/Berlin".into()),
+            manual_sync: false,
+        },
         applications: applications.iter().map(|a| a.to_string()).collect(),
     };
     let rules = Rules {
