@@ -65,10 +65,15 @@ pub fn registered_name(secret: &k8s_openapi::api::core::v1::Secret) -> String {
 }
 
 /// A client for registered cluster `name`, found among the cluster
-/// Secrets `client` may list in any namespace (for the commands a person
+/// Secrets `client` may list in any namespace — the one in namespace
+/// `near` first — (for the commands a person
 /// runs, such as `tether diff` of an app deployed there: its dry runs go to
 /// that cluster, with the credentials Tether uses there).
-pub async fn client_of(client: &kube::Client, name: &str) -> Result<kube::Client, RemoteError> {
+pub async fn client_of(
+    client: &kube::Client,
+    name: &str,
+    near: &str,
+) -> Result<kube::Client, RemoteError> {
     use k8s_openapi::api::core::v1::Secret;
     let lookup = |message: String| RemoteError::Lookup {
         name: name.to_string(),
@@ -84,11 +89,23 @@ pub async fn client_of(client: &kube::Client, name: &str) -> Result<kube::Client
                 crate::error::describe(&error)
             ))
         })?;
-    let mut matching = listed
+    let matching: Vec<Secret> = listed
         .items
         .into_iter()
-        .filter(|secret| registered_name(secret) == name);
-    let (Some(secret), None) = (matching.next(), matching.next()) else {
+        .filter(|secret| registered_name(secret) == name)
+        .collect();
+    // Several controllers may each register the name: the one beside the
+    // app (a controller's own namespace) wins.
+    let beside: Vec<&Secret> = matching
+        .iter()
+        .filter(|secret| secret.metadata.namespace.as_deref() == Some(near))
+        .collect();
+    let chosen = match (beside.as_slice(), matching.as_slice()) {
+        ([one], _) => Some(*one),
+        (_, [one]) => Some(one),
+        _ => None,
+    };
+    let Some(secret) = chosen.cloned() else {
         return Err(lookup(format!(
             "not exactly one Secret labelled {CLUSTER_LABEL}=true names it"
         )));

@@ -86,7 +86,7 @@ pub async fn preview_application(
     }
     // The objects' cluster: this one, or the registered one the app names.
     let target = match &app.spec.destination.cluster {
-        Some(name) => tether_cluster::remote::client_of(client, name).await?,
+        Some(name) => tether_cluster::remote::client_of(client, name, &namespace).await?,
         None => client.clone(),
     };
     let capabilities = match sources.iter().any(Source::uses_capabilities) {
