@@ -1,0 +1,400 @@
+//! Holding shards (`tether run --shards N`): Applications are split into N
+//! shards (`tether_core::shard`), and each replica reconciles the apps of
+//! the shards whose Lease `tether-shard-<i>` it holds.
+//!
+//! Each replica keeps a heartbeat Lease `tether-replica-<identity>`, so the
+//! others know it is alive even while it holds no shard. Every second it
+//! reads the Leases of the controller's namespace (watched), asks
+//! [`tether_core::shard::plan`] which shards it should hold, starts holding
+//! those (acquired as soon as they are free or expired) and gives back
+//! those the plan gives to another replica — first no longer counting them
+//! as held (so its writes for them stop, see `crate::fence`), then giving
+//! the Lease back after [`DRAIN`]. A replica that dies stops renewing: its
+//! heartbeat and shard Leases expire within their 15 s, and the others
+//! take its shards.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{Api, DeleteParams};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, ResourceExt};
+use tether_core::shard::{self, Shard};
+use tokio::sync::watch;
+
+use crate::lease::{self, Hold, LeaseError};
+
+/// The prefix of the replicas' heartbeat Leases.
+pub const HEARTBEAT_PREFIX: &str = "tether-replica-";
+/// How often the plan is made again.
+const TICK: Duration = Duration::from_secs(1);
+/// How long a shard given up stops being written before its Lease is
+/// given back: a write in flight (one wave) ends before another replica
+/// can take the shard.
+const DRAIN: Duration = Duration::from_secs(2);
+/// How long the Leases are watched before the first plan, so a replica
+/// starting with others sees them rather than taking every shard.
+const SETTLE: Duration = Duration::from_secs(2);
+/// Heartbeats of replicas gone this long are deleted.
+const FORGET_AFTER: SignedDuration = SignedDuration::from_mins(10);
+
+/// Which apps this replica reconciles: those of the shards it holds.
+#[derive(Clone)]
+pub struct Shards {
+    count: u32,
+    held: watch::Receiver<BTreeSet<Shard>>,
+}
+
+impl Shards {
+    /// How many shards there are.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+
+    /// Whether this replica holds the shard of app `namespace/name`.
+    pub fn owns(&self, namespace: &str, name: &str) -> bool {
+        let shard = shard::shard_of(namespace, name, self.count);
+        self.held.borrow().contains(&shard)
+    }
+
+    /// The shards held, as they change.
+    pub fn held(&self) -> watch::Receiver<BTreeSet<Shard>> {
+        self.held.clone()
+    }
+
+    /// Yields each time this replica starts holding a shard it did not
+    /// hold (its apps are then reconciled at once).
+    pub fn gained(&self) -> impl futures::Stream<Item = ()> + Send + use<> {
+        let seen = self.held.borrow().clone();
+        futures::stream::unfold(
+            (self.held.clone(), seen),
+            |(mut held, mut seen)| async move {
+                loop {
+                    held.changed().await.ok()?;
+                    let now = held.borrow_and_update().clone();
+                    let more = now.iter().any(|shard| !seen.contains(shard));
+                    seen = now;
+                    if more {
+                        return Some(((), (held, seen)));
+                    }
+                }
+            },
+        )
+    }
+}
+
+/// Keeps this replica's heartbeat and shard Leases (see the module doc).
+pub struct Keeper {
+    client: Client,
+    namespace: String,
+    identity: String,
+    count: u32,
+    leases: Store<Lease>,
+    heartbeat: Option<Hold>,
+    holding: BTreeMap<Shard, Hold>,
+    releasing: Vec<(Instant, Shard, Hold)>,
+    held: watch::Sender<BTreeSet<Shard>>,
+}
+
+/// Starts keeping `count` shards as replica `identity`, with Leases in
+/// `namespace`: [`Keeper::run`] does the work, [`Keeper::release`] gives
+/// everything back.
+pub fn keeper(client: &Client, namespace: &str, identity: &str, count: u32) -> (Shards, Keeper) {
+    let (held, seen) = watch::channel(BTreeSet::new());
+    let keeper = Keeper {
+        client: client.clone(),
+        namespace: namespace.into(),
+        identity: identity.into(),
+        count,
+        leases: reflector::store().0,
+        heartbeat: None,
+        holding: BTreeMap::new(),
+        releasing: Vec::new(),
+        held,
+    };
+    (Shards { count, held: seen }, keeper)
+}
+
+impl Keeper {
+    /// Keeps the Leases until dropped or stopped by a failure to start a
+    /// lease task (the API server refusing the Lease).
+    pub async fn run(&mut self) -> Result<(), LeaseError> {
+        let (store, writer) = reflector::store();
+        self.leases = store;
+        let api: Api<Lease> = Api::namespaced(self.client.clone(), &self.namespace);
+        let watch = reflector::reflector(
+            writer,
+            watcher(api, watcher::Config::default()).default_backoff(),
+        )
+        .for_each(|event| async move {
+            if let Err(error) = event {
+                tracing::warn!(%error, "the Lease watch was interrupted; retrying");
+            }
+        });
+        let keep = async {
+            let beat = lease::hold(
+                &self.client,
+                &self.namespace,
+                &heartbeat_name(&self.identity),
+                &self.identity,
+            )
+            .await?;
+            self.heartbeat = Some(beat);
+            let _ = self.leases.wait_until_ready().await;
+            tokio::time::sleep(SETTLE).await;
+            loop {
+                self.tick().await?;
+                tokio::time::sleep(TICK).await;
+            }
+        };
+        tokio::select! {
+            result = keep => result,
+            () = watch => Ok(()),
+        }
+    }
+
+    /// Plans once: starts holding the shards this replica should hold,
+    /// gives up the others.
+    async fn tick(&mut self) -> Result<(), LeaseError> {
+        let now = Timestamp::now();
+        let view = View::of(&self.leases.state(), &self.identity, now);
+        let plan = shard::plan(self.count, &view.live, &view.holders);
+        let mine = plan.get(&self.identity).cloned().unwrap_or_default();
+        // Give up what the plan gives to others: stop writing now, give
+        // the Lease back once writes in flight are done.
+        let given_up: Vec<Shard> = self
+            .holding
+            .keys()
+            .copied()
+            .filter(|s| !mine.contains(s))
+            .collect();
+        for shard in given_up {
+            let hold = self.holding.remove(&shard).expect("held");
+            tracing::info!(identity = %self.identity, shard, "giving shard up to rebalance");
+            self.releasing.push((Instant::now() + DRAIN, shard, hold));
+        }
+        self.publish();
+        let (due, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.releasing)
+            .into_iter()
+            .partition(|(at, _, _)| *at <= Instant::now());
+        self.releasing = waiting;
+        for (_, _, hold) in due {
+            let identity = self.identity.clone();
+            tokio::spawn(async move { hold.release(&identity).await });
+        }
+        // Hold what the plan gives this replica, once nobody else does.
+        for shard in mine {
+            let other = view
+                .holders
+                .get(&shard)
+                .filter(|holder| **holder != self.identity);
+            let draining = self.releasing.iter().any(|(_, s, _)| *s == shard);
+            match (self.holding.contains_key(&shard), other) {
+                (false, None) if !draining => {
+                    let name = shard::lease_name(shard);
+                    let hold =
+                        lease::hold(&self.client, &self.namespace, &name, &self.identity).await?;
+                    tracing::info!(identity = %self.identity, shard, "taking shard");
+                    self.holding.insert(shard, hold);
+                }
+                // Another replica holds it still: it gives it back (by the
+                // same plan) or it expires; a lease task started now would
+                // sleep until the expiry even if it were given back sooner.
+                (true, Some(_)) if !self.holds(shard) => {
+                    self.holding.remove(&shard);
+                }
+                _ => {}
+            }
+        }
+        self.publish();
+        if self.holds(0) {
+            self.forget_gone(&view.gone).await;
+        }
+        Ok(())
+    }
+
+    fn holds(&self, shard: Shard) -> bool {
+        self.holding
+            .get(&shard)
+            .is_some_and(|hold| *hold.leading.borrow())
+    }
+
+    /// Tells the reconcilers which shards are held now.
+    fn publish(&self) {
+        let held: BTreeSet<Shard> = self
+            .holding
+            .keys()
+            .copied()
+            .filter(|s| self.holds(*s))
+            .collect();
+        self.held.send_if_modified(|seen| {
+            let changed = *seen != held;
+            if changed {
+                tracing::info!(identity = %self.identity, shards = ?held, "holding shards");
+                *seen = held;
+            }
+            changed
+        });
+    }
+
+    /// Deletes the heartbeat Leases of replicas gone for a while (each pod
+    /// has its own).
+    async fn forget_gone(&self, gone: &[String]) {
+        let api: Api<Lease> = Api::namespaced(self.client.clone(), &self.namespace);
+        for name in gone {
+            if let Err(error) = api.delete(name, &DeleteParams::default()).await {
+                tracing::debug!(lease = %name, %error, "deleting a gone replica's heartbeat");
+            }
+        }
+    }
+
+    /// Gives every shard Lease back, then the heartbeat, so the others
+    /// take the shards at once.
+    pub async fn release(self) {
+        self.held.send_replace(BTreeSet::new());
+        let identity = &self.identity;
+        let shards = self
+            .holding
+            .into_values()
+            .chain(self.releasing.into_iter().map(|(_, _, hold)| hold))
+            .map(|hold| hold.release(identity));
+        futures::future::join_all(shards).await;
+        if let Some(heartbeat) = self.heartbeat {
+            heartbeat.release(identity).await;
+        }
+    }
+}
+
+/// The heartbeat Lease of replica `identity`: a valid Lease name whatever
+/// the identity (lowercased, other characters dashed, cut to fit).
+pub fn heartbeat_name(identity: &str) -> String {
+    let cleaned: String = identity
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let name = format!("{HEARTBEAT_PREFIX}{cleaned}");
+    name.chars()
+        .take(253)
+        .collect::<String>()
+        .trim_end_matches('-')
+        .to_string()
+}
+
+/// What the Leases say at one moment.
+#[derive(Debug, Default, PartialEq)]
+struct View {
+    /// Replicas whose heartbeat is current (this one always).
+    live: BTreeSet<String>,
+    /// Current holders of shard Leases.
+    holders: BTreeMap<Shard, String>,
+    /// Heartbeat Leases gone for longer than [`FORGET_AFTER`].
+    gone: Vec<String>,
+}
+
+impl View {
+    fn of(leases: &[std::sync::Arc<Lease>], identity: &str, now: Timestamp) -> View {
+        let mut view = View::default();
+        view.live.insert(identity.to_string());
+        for lease in leases {
+            let name = lease.name_any();
+            let holder = current_holder(lease, now);
+            if name.starts_with(HEARTBEAT_PREFIX) {
+                match holder {
+                    Some(holder) => {
+                        view.live.insert(holder);
+                    }
+                    None if expired_for(lease, now) > FORGET_AFTER => view.gone.push(name),
+                    None => {}
+                }
+            } else if let (Some(shard), Some(holder)) = (shard::shard_of_lease(&name), holder) {
+                view.holders.insert(shard, holder);
+            }
+        }
+        view
+    }
+}
+
+/// Who holds `lease` at `now`: a holder whose last renewal plus the
+/// duration is still ahead.
+fn current_holder(lease: &Lease, now: Timestamp) -> Option<String> {
+    let spec = lease.spec.as_ref()?;
+    let holder = spec.holder_identity.clone().filter(|h| !h.is_empty())?;
+    let renewed = spec.renew_time.as_ref()?.0;
+    let seconds = spec.lease_duration_seconds?;
+    (renewed + SignedDuration::from_secs(seconds.into()) > now).then_some(holder)
+}
+
+/// How long ago `lease` expired (zero if it has not, or cannot tell).
+fn expired_for(lease: &Lease, now: Timestamp) -> SignedDuration {
+    let Some(spec) = lease.spec.as_ref() else {
+        return SignedDuration::ZERO;
+    };
+    let renewed = spec
+        .renew_time
+        .as_ref()
+        .map(|t| t.0)
+        .or_else(|| spec.acquire_time.as_ref().map(|t| t.0));
+    match (renewed, spec.lease_duration_seconds) {
+        (Some(renewed), Some(seconds)) => now
+            .duration_since(renewed + SignedDuration::from_secs(seconds.into()))
+            .max(SignedDuration::ZERO),
+        _ => SignedDuration::ZERO,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use k8s_openapi::api::coordination::v1::LeaseSpec;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+
+    use super::*;
+
+    fn lease(name: &str, holder: &str, renewed: Timestamp) -> Arc<Lease> {
+        Arc::new(Lease {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(holder.into()),
+                renew_time: Some(MicroTime(renewed)),
+                lease_duration_seconds: Some(15),
+                ..LeaseSpec::default()
+            }),
+        })
+    }
+
+    #[test]
+    fn heartbeat_names_are_valid_lease_names() {
+        assert_eq!(heartbeat_name("tether-0"), "tether-replica-tether-0");
+        assert_eq!(heartbeat_name("Pod_A.b"), "tether-replica-pod-a-b");
+        assert!(heartbeat_name(&"x".repeat(400)).len() <= 253);
+    }
+
+    #[test]
+    fn the_view_counts_current_heartbeats_and_holders_only() {
+        let now = Timestamp::now();
+        let old = now - SignedDuration::from_secs(20);
+        let ancient = now - SignedDuration::from_mins(30);
+        let leases = [
+            lease("tether-replica-a", "a", now),
+            lease("tether-replica-b", "b", old),
+            lease("tether-replica-c", "c", ancient),
+            lease("tether-replica-d", "", now),
+            lease("tether-shard-0", "a", now),
+            lease("tether-shard-1", "b", old),
+            lease("tether-controller", "a", now),
+        ];
+        let view = View::of(&leases, "me", now);
+        assert_eq!(view.live, BTreeSet::from(["a".into(), "me".into()]));
+        assert_eq!(view.holders, BTreeMap::from([(0, "a".into())]));
+        assert_eq!(view.gone, vec!["tether-replica-c".to_string()]);
+    }
+}
