@@ -3,8 +3,8 @@
 //! the shards whose Lease `tether-shard-<i>` it holds.
 //!
 //! Each replica keeps a heartbeat Lease `tether-replica-<identity>`, so the
-//! others know it is alive even while it holds no shard. Every second it
-//! reads the Leases of the controller's namespace (watched), asks
+//! others know it is alive even while it holds no shard. Every [`TICK`]
+//! it reads the Leases of the controller's namespace (watched), asks
 //! [`tether_core::shard::plan`] which shards it should hold, starts holding
 //! those (acquired as soon as they are free or expired) and gives back
 //! those the plan gives to another replica — first no longer counting them
@@ -30,8 +30,9 @@ use crate::lease::{self, Hold, LeaseError};
 
 /// The prefix of the replicas' heartbeat Leases.
 pub const HEARTBEAT_PREFIX: &str = "tether-replica-";
-/// How often the plan is made again.
-const TICK: Duration = Duration::from_secs(1);
+/// How often the plan is made again (from the watched Leases: no request
+/// unless something changes), so a Lease acquired or expired counts at once.
+const TICK: Duration = Duration::from_millis(250);
 /// How long a shard given up stops being written before its Lease is
 /// given back: a write in flight (one wave) ends before another replica
 /// can take the shard.

@@ -438,6 +438,33 @@ mod tests {
     }
 
     #[test]
+    fn a_sharded_replica_reports_its_shards_and_only_their_apps() {
+        let metrics = Arc::new(Metrics::new());
+        let windows = Writer::<BreakGlass>::default().as_reader();
+        metrics.set_shards(3, &std::collections::BTreeSet::from([1]));
+        let _leading = metrics.lead_shards(
+            app_store(&["web", "db"]),
+            windows,
+            Duration::from_secs(3600),
+            Arc::new(|_, name| name == "web"),
+        );
+        let text = metrics.encode();
+        let mut held = lines(&text, "tether_shard_held");
+        held.sort();
+        assert_eq!(
+            held,
+            [
+                r#"tether_shard_held{shard="0"} 0"#,
+                r#"tether_shard_held{shard="1"} 1"#,
+                r#"tether_shard_held{shard="2"} 0"#,
+            ]
+        );
+        let info = lines(&text, "tether_app_info");
+        assert_eq!(info.len(), 1, "{info:?}");
+        assert!(info[0].contains(r#"name="web""#), "{info:?}");
+    }
+
+    #[test]
     fn only_while_leading_are_app_gauges_reported() {
         let metrics = Arc::new(Metrics::new());
         let apps = app_store(&["web", "db"]);
