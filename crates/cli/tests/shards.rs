@@ -2,9 +2,9 @@
 //! (started here, with an audit log), each as its own user: each holds one
 //! shard Lease, the thirty apps converge and say which replica reconciles
 //! them (`status.controller`); SIGKILL one and the other two heal its apps
-//! within 20 s. The API server's audit log shows that no app's objects
-//! were ever written by two replicas in turn and back (A…A B…B, never
-//! A B A).
+//! within 20 s; start it again and it takes one shard back. The API
+//! server's audit log shows that no app's objects were ever written by
+//! two replicas in turn and back (A…A B…B, never A B A).
 
 mod support;
 
@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use support::{Running, config_map, tether_command_as, tether_ok};
@@ -102,10 +103,16 @@ fn app_name(i: usize) -> String {
 }
 
 /// The replica whose user wrote each write of each app's ConfigMap, in
-/// the order the API server received them (dry runs left out).
-fn writers(audit_log: &Path, namespace: &str) -> BTreeMap<String, Vec<(String, String)>> {
+/// the order the API server received them (dry runs left out); writes by
+/// `restarted` (a replica, and when it started again) after that moment
+/// are its second run's, named `<replica>'`.
+fn writers(
+    audit_log: &Path,
+    namespace: &str,
+    (replica, restarted): (&str, Timestamp),
+) -> BTreeMap<String, Vec<(Timestamp, String)>> {
     let text = std::fs::read_to_string(audit_log).unwrap_or_default();
-    let mut writes: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    let mut writes: BTreeMap<String, Vec<(Timestamp, String)>> = BTreeMap::new();
     for line in text.lines() {
         let Ok(event) = serde_json::from_str::<Value>(line) else {
             continue;
@@ -133,13 +140,19 @@ fn writers(audit_log: &Path, namespace: &str) -> BTreeMap<String, Vec<(String, S
         else {
             continue;
         };
-        let at = event["requestReceivedTimestamp"]
+        let at: Timestamp = event["requestReceivedTimestamp"]
             .as_str()
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .parse()
+            .unwrap();
+        let writer = match user == replica && at > restarted {
+            true => format!("{user}'"),
+            false => user.to_string(),
+        };
         writes
             .entry(format!("app-{app}"))
             .or_default()
-            .push((at.to_string(), user.to_string()));
+            .push((at, writer));
     }
     for list in writes.values_mut() {
         list.sort();
@@ -149,7 +162,7 @@ fn writers(audit_log: &Path, namespace: &str) -> BTreeMap<String, Vec<(String, S
 
 /// The writers of one app in turn, each once per run of writes: `[a, b]`
 /// for a a b b, `[a, b, a]` for a b a.
-fn turns(writes: &[(String, String)]) -> Vec<String> {
+fn turns(writes: &[(Timestamp, String)]) -> Vec<String> {
     let mut turns: Vec<String> = Vec::new();
     for (_, writer) in writes {
         if turns.last() != Some(writer) {
@@ -307,10 +320,64 @@ async fn three_sharded_replicas_split_the_apps_and_take_over_a_killed_ones_witho
         "reconciled by others after {reconciled:?}"
     );
 
+    // Start it again: it takes one shard back from the replica holding
+    // two, which stops writing for it before giving its Lease back.
+    let restarted = Timestamp::now();
+    let rejoined = Instant::now();
+    let kubeconfig = plane.user_kubeconfig(&victim, &["system:masters"]);
+    let logs = audit_log.parent().unwrap();
+    running.insert(
+        REPLICAS.iter().find(|r| **r == victim).unwrap(),
+        replica(&ns, &kubeconfig, &victim, logs),
+    );
+    let balanced = eventually("each replica holding one shard again", || async {
+        let holders = holders(&leases).await;
+        let distinct: BTreeSet<&String> = holders.values().collect();
+        (holders.len() == SHARDS as usize && distinct.len() == REPLICAS.len()).then_some(holders)
+    })
+    .await;
+    let moved: Vec<u32> = (0..SHARDS).filter(|s| balanced[s] != after[s]).collect();
+    assert_eq!(moved.len(), 1, "{after:?} → {balanced:?}");
+    eventually("every app converged, by its shard's new holder", || async {
+        for i in 0..APPS {
+            let status = apps.get(&app_name(i)).await.ok()?.status?;
+            if !converged(&status) || status.controller? != owner(i, &balanced) {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await;
+    println!(
+        "{victim} restarted: shard {moved:?} moved to it, its apps reconciled by it after {:.1} s ({balanced:?})",
+        rejoined.elapsed().as_secs_f64()
+    );
+    // It heals what drifts in the shard it took.
+    let taken_back = (0..APPS)
+        .find(|i| shard_of(&ns.name, &app_name(*i), SHARDS) == moved[0])
+        .unwrap();
+    let name = format!("settings-{taken_back}");
+    config_maps
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"data": {"greeting": "hijacked"}})),
+        )
+        .await
+        .unwrap();
+    eventually(
+        &format!("{name} healed by the restarted replica"),
+        || async {
+            let live = config_maps.get(&name).await.ok()?;
+            (live.data?.get("greeting")? == "hello").then_some(())
+        },
+    )
+    .await;
+
     // The audit log: no app's objects written by a replica, then
-    // another, then the first again; the killed one wrote nothing after.
+    // another, then the first again (a restarted replica is another).
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let writes = writers(&audit_log, &ns.name);
+    let writes = writers(&audit_log, &ns.name, (&victim, restarted));
     let mut wrote: BTreeSet<String> = BTreeSet::new();
     for (app, list) in &writes {
         let turns = turns(list);
@@ -326,7 +393,9 @@ async fn three_sharded_replicas_split_the_apps_and_take_over_a_killed_ones_witho
     let drifted_turns = turns(&writes[&app_name(drifted)]);
     assert_eq!(drifted_turns.first(), Some(&victim), "{drifted_turns:?}");
     assert_ne!(drifted_turns.last(), Some(&victim), "{drifted_turns:?}");
-    assert_eq!(wrote.len(), REPLICAS.len(), "writers: {wrote:?}");
+    assert_eq!(wrote.len(), REPLICAS.len() + 1, "writers: {wrote:?}");
+    let last = turns(&writes[&app_name(taken_back)]);
+    assert_eq!(last.last(), Some(&format!("{victim}'")), "{last:?}");
     drop(running);
     // The logs and audit log stay only when the test fails.
     drop(plane);
