@@ -149,7 +149,7 @@ async fn run_sharded(
     tracing::info!(%identity, shards = config.shards, "sharded: reconciling the apps of the shards held");
     let reported = report_shards(&client, pod.clone(), shards.clone(), metrics.clone());
     let result = tokio::select! {
-        kept = keeper.run() => kept.map_err(RunError::from),
+        () = keeper.run() => Ok(()),
         result = lead(client.clone(), config, (trigger, probe), (metrics, connection), Scope::Shards(shards)) => result,
         () = reported => Ok(()),
         () = shutdown => {

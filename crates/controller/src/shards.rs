@@ -26,7 +26,7 @@ use kube::{Client, ResourceExt};
 use tether_core::shard::{self, Shard};
 use tokio::sync::watch;
 
-use crate::lease::{self, Hold, LeaseError};
+use crate::lease::{self, Hold};
 
 /// The prefix of the replicas' heartbeat Leases.
 pub const HEARTBEAT_PREFIX: &str = "tether-replica-";
@@ -121,9 +121,9 @@ pub fn keeper(client: &Client, namespace: &str, identity: &str, count: u32) -> (
 }
 
 impl Keeper {
-    /// Keeps the Leases until dropped or stopped by a failure to start a
-    /// lease task (the API server refusing the Lease).
-    pub async fn run(&mut self) -> Result<(), LeaseError> {
+    /// Keeps the Leases until dropped; a Lease the API server does not
+    /// answer for is tried again at the next tick.
+    pub async fn run(&mut self) {
         let (store, writer) = reflector::store();
         self.leases = store;
         let api: Api<Lease> = Api::namespaced(self.client.clone(), &self.namespace);
@@ -137,30 +137,32 @@ impl Keeper {
             }
         });
         let keep = async {
-            let beat = lease::hold(
-                &self.client,
-                &self.namespace,
-                &heartbeat_name(&self.identity),
-                &self.identity,
-            )
-            .await?;
-            self.heartbeat = Some(beat);
+            let name = heartbeat_name(&self.identity);
+            while self.heartbeat.is_none() {
+                match lease::hold(&self.client, &self.namespace, &name, &self.identity).await {
+                    Ok(beat) => self.heartbeat = Some(beat),
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot start the heartbeat; retrying");
+                        tokio::time::sleep(TICK * 4).await;
+                    }
+                }
+            }
             let _ = self.leases.wait_until_ready().await;
             tokio::time::sleep(SETTLE).await;
             loop {
-                self.tick().await?;
+                self.tick().await;
                 tokio::time::sleep(TICK).await;
             }
         };
         tokio::select! {
-            result = keep => result,
-            () = watch => Ok(()),
+            () = keep => {}
+            () = watch => {}
         }
     }
 
     /// Plans once: starts holding the shards this replica should hold,
     /// gives up the others.
-    async fn tick(&mut self) -> Result<(), LeaseError> {
+    async fn tick(&mut self) {
         let now = Timestamp::now();
         let view = View::of(&self.leases.state(), &self.identity, now);
         let plan = shard::plan(self.count, &view.live, &view.holders);
@@ -197,10 +199,15 @@ impl Keeper {
             match (self.holding.contains_key(&shard), other) {
                 (false, None) if !draining => {
                     let name = shard::lease_name(shard);
-                    let hold =
-                        lease::hold(&self.client, &self.namespace, &name, &self.identity).await?;
-                    tracing::info!(identity = %self.identity, shard, "taking shard");
-                    self.holding.insert(shard, hold);
+                    match lease::hold(&self.client, &self.namespace, &name, &self.identity).await {
+                        Ok(hold) => {
+                            tracing::info!(identity = %self.identity, shard, "taking shard");
+                            self.holding.insert(shard, hold);
+                        }
+                        Err(error) => {
+                            tracing::warn!(%error, shard, "cannot take shard yet; retrying");
+                        }
+                    }
                 }
                 // Another replica holds it still: it gives it back (by the
                 // same plan) or it expires; a lease task started now would
@@ -215,7 +222,6 @@ impl Keeper {
         if self.holds(0) {
             self.forget_gone(&view.gone).await;
         }
-        Ok(())
     }
 
     fn holds(&self, shard: Shard) -> bool {
