@@ -2,7 +2,8 @@
 //! (started here, with an audit log), each as its own user: each holds one
 //! shard Lease, the thirty apps converge and say which replica reconciles
 //! them (`status.controller`); SIGKILL one and the other two heal its apps
-//! within 20 s; start it again and it takes one shard back. The API
+//! within 20 s; start it again and it takes one shard back; stop another
+//! with SIGTERM and its shard is taken at once. The API
 //! server's audit log shows that no app's objects were ever written by
 //! two replicas in turn and back (A…A B…B, never A B A).
 
@@ -96,6 +97,11 @@ fn replica(ns: &TestNamespace, kubeconfig: &Path, identity: &str, logs: &Path) -
         child: command.spawn().expect("tether run starts"),
         leftovers: vec![cache],
     }
+}
+
+/// A shard other than `shard`.
+fn moved_away(shard: u32) -> u32 {
+    (shard + 1) % SHARDS
 }
 
 fn app_name(i: usize) -> String {
@@ -373,6 +379,47 @@ async fn three_sharded_replicas_split_the_apps_and_take_over_a_killed_ones_witho
         },
     )
     .await;
+
+    // SIGTERM another (a deleted pod): it gives its shard back as it
+    // exits, and the others take it at once, not after the Lease expires.
+    let stopping = balanced[&moved_away(moved[0])].clone();
+    let pid = running[stopping.as_str()].child.id().to_string();
+    let terminated = Instant::now();
+    tether_testkit::run_ok(std::process::Command::new("kill").args(["-TERM", &pid]));
+    let last_two = eventually("the other two holding every shard", || async {
+        let holders = holders(&leases).await;
+        (holders.len() == SHARDS as usize && !holders.values().any(|h| *h == stopping))
+            .then_some(holders)
+    })
+    .await;
+    let handed_over = terminated.elapsed();
+    eventually("every app reconciled by the two left", || async {
+        for i in 0..APPS {
+            let status = apps.get(&app_name(i)).await.ok()?.status?;
+            if !converged(&status) || status.controller? != owner(i, &last_two) {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await;
+    let reconciled = terminated.elapsed();
+    let exited = running
+        .get_mut(stopping.as_str())
+        .unwrap()
+        .child
+        .wait()
+        .unwrap();
+    assert!(exited.success(), "{exited:?}");
+    println!(
+        "SIGTERM {stopping}: its shard taken by another after {:.1} s, its apps reconciled after {:.1} s ({last_two:?})",
+        handed_over.as_secs_f64(),
+        reconciled.as_secs_f64()
+    );
+    assert!(
+        handed_over < Duration::from_secs(5),
+        "after {handed_over:?}"
+    );
 
     // The audit log: no app's objects written by a replica, then
     // another, then the first again (a restarted replica is another).
