@@ -205,11 +205,13 @@ impl Scope {
     }
 }
 
-/// Whether a replica reconciling `scope` reconciles the app `namespace/name`.
-fn owns(scope: &Option<Shards>, namespace: &str, name: &str) -> bool {
-    scope
-        .as_ref()
-        .is_none_or(|shards| shards.owns(namespace, name))
+/// A reconcile of app `namespace/name` starting, if this replica
+/// reconciles it (it leads, or holds the app's shard): `None` if not.
+fn working(scope: &Option<Shards>, namespace: &str, name: &str) -> Option<Option<shards::Working>> {
+    match scope {
+        None => Some(None),
+        Some(shards) => shards.working(namespace, name).map(Some),
+    }
 }
 
 /// Reconciles, as the leader (until the lease is lost) or as the holder
@@ -347,11 +349,11 @@ async fn lead(
                 let sharded = sharded.clone();
                 move |window: Arc<BreakGlass>, ctx| {
                     let namespace = window.metadata.namespace.clone().unwrap_or_default();
-                    let mine = owns(&sharded, &namespace, &window.spec.application);
+                    let working = working(&sharded, &namespace, &window.spec.application);
                     async move {
-                        match mine {
-                            true => lifecycle::reconcile(window, ctx).await,
-                            false => Ok(controller::Action::await_change()),
+                        match working {
+                            Some(_working) => lifecycle::reconcile(window, ctx).await,
+                            None => Ok(controller::Action::await_change()),
                         }
                     }
                 }
@@ -456,15 +458,12 @@ async fn lead(
                 move |app: Arc<StoredApplication>, ctx| {
                     let meta = &app.metadata;
                     let namespace = meta.namespace.as_deref().unwrap_or_default();
-                    let mine = owns(
-                        &sharded,
-                        namespace,
-                        meta.name.as_deref().unwrap_or_default(),
-                    );
+                    let name = meta.name.as_deref().unwrap_or_default();
+                    let working = working(&sharded, namespace, name);
                     async move {
-                        match mine {
-                            true => reconcile(app, ctx).await,
-                            false => Ok(controller::Action::await_change()),
+                        match working {
+                            Some(_working) => reconcile(app, ctx).await,
+                            None => Ok(controller::Action::await_change()),
                         }
                     }
                 }

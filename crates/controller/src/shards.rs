@@ -8,12 +8,15 @@
 //! [`tether_core::shard::plan`] which shards it should hold, starts holding
 //! those (acquired as soon as they are free or expired) and gives back
 //! those the plan gives to another replica — first no longer counting them
-//! as held (so its writes for them stop, see `crate::fence`), then giving
-//! the Lease back after [`DRAIN`]. A replica that dies stops renewing: its
+//! as held (so no reconcile of their apps starts, and one under way stops
+//! at its next fence, see `crate::fence`), then giving the Lease back once
+//! no reconcile of their apps is under way ([`Working`]), after at least
+//! [`DRAIN`] and at most [`DRAIN_LIMIT`]. A replica that dies stops renewing: its
 //! heartbeat and shard Leases expire within their 15 s, and the others
 //! take its shards.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -34,9 +37,12 @@ pub const HEARTBEAT_PREFIX: &str = "tether-replica-";
 /// unless something changes), so a Lease acquired or expired counts at once.
 const TICK: Duration = Duration::from_millis(250);
 /// How long a shard given up stops being written before its Lease is
-/// given back: a write in flight (one wave) ends before another replica
+/// given back, at least: a write in flight ends before another replica
 /// can take the shard.
-const DRAIN: Duration = Duration::from_secs(2);
+const DRAIN: Duration = Duration::from_secs(1);
+/// How long a shard given up waits for its reconciles under way to end,
+/// at most (a sync waiting on a wave yields well before).
+const DRAIN_LIMIT: Duration = Duration::from_secs(30);
 /// How long the Leases are watched before the first plan, so a replica
 /// starting with others sees them rather than taking every shard.
 const SETTLE: Duration = Duration::from_secs(2);
@@ -48,6 +54,26 @@ const FORGET_AFTER: SignedDuration = SignedDuration::from_mins(10);
 pub struct Shards {
     count: u32,
     held: watch::Receiver<BTreeSet<Shard>>,
+    working: Busy,
+}
+
+/// Reconciles under way, per shard.
+type Busy = Arc<Mutex<BTreeMap<Shard, usize>>>;
+
+/// A reconcile under way of an app of `shard`: while one lives, a shard
+/// given up keeps its Lease (see [`Shards::working`]).
+pub struct Working {
+    shard: Shard,
+    busy: Busy,
+}
+
+impl Drop for Working {
+    fn drop(&mut self) {
+        let mut busy = self.busy.lock().expect("lock");
+        if let Some(count) = busy.get_mut(&self.shard) {
+            *count = count.saturating_sub(1);
+        }
+    }
 }
 
 impl Shards {
@@ -60,6 +86,21 @@ impl Shards {
     pub fn owns(&self, namespace: &str, name: &str) -> bool {
         let shard = shard::shard_of(namespace, name, self.count);
         self.held.borrow().contains(&shard)
+    }
+
+    /// A reconcile of app `namespace/name` starting, if this replica holds
+    /// its shard: its Lease is not given back while the guard lives.
+    pub fn working(&self, namespace: &str, name: &str) -> Option<Working> {
+        let shard = shard::shard_of(namespace, name, self.count);
+        let mut busy = self.working.lock().expect("lock");
+        if !self.held.borrow().contains(&shard) {
+            return None;
+        }
+        *busy.entry(shard).or_default() += 1;
+        Some(Working {
+            shard,
+            busy: self.working.clone(),
+        })
     }
 
     /// The shards held, as they change.
@@ -99,6 +140,7 @@ pub struct Keeper {
     holding: BTreeMap<Shard, Hold>,
     releasing: Vec<(Instant, Shard, Hold)>,
     held: watch::Sender<BTreeSet<Shard>>,
+    working: Busy,
 }
 
 /// Starts keeping `count` shards as replica `identity`, with Leases in
@@ -106,6 +148,7 @@ pub struct Keeper {
 /// everything back.
 pub fn keeper(client: &Client, namespace: &str, identity: &str, count: u32) -> (Shards, Keeper) {
     let (held, seen) = watch::channel(BTreeSet::new());
+    let working = Busy::default();
     let keeper = Keeper {
         client: client.clone(),
         namespace: namespace.into(),
@@ -116,8 +159,14 @@ pub fn keeper(client: &Client, namespace: &str, identity: &str, count: u32) -> (
         holding: BTreeMap::new(),
         releasing: Vec::new(),
         held,
+        working: working.clone(),
     };
-    (Shards { count, held: seen }, keeper)
+    let shards = Shards {
+        count,
+        held: seen,
+        working,
+    };
+    (shards, keeper)
 }
 
 impl Keeper {
@@ -178,12 +227,12 @@ impl Keeper {
         for shard in given_up {
             let hold = self.holding.remove(&shard).expect("held");
             tracing::info!(identity = %self.identity, shard, "giving shard up to rebalance");
-            self.releasing.push((Instant::now() + DRAIN, shard, hold));
+            self.releasing.push((Instant::now(), shard, hold));
         }
         self.publish();
         let (due, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.releasing)
             .into_iter()
-            .partition(|(at, _, _)| *at <= Instant::now());
+            .partition(|(since, shard, _)| self.drained(*since, *shard));
         self.releasing = waiting;
         for (_, _, hold) in due {
             let identity = self.identity.clone();
@@ -222,6 +271,22 @@ impl Keeper {
         if self.holds(0) {
             self.forget_gone(&view.gone).await;
         }
+    }
+
+    /// Whether a shard given up `since` may be given back: no reconcile of
+    /// its apps under way, or it waited too long for them.
+    fn drained(&self, since: Instant, shard: Shard) -> bool {
+        let waited = since.elapsed();
+        let idle = self
+            .working
+            .lock()
+            .expect("lock")
+            .get(&shard)
+            .is_none_or(|count| *count == 0);
+        if waited >= DRAIN_LIMIT && !idle {
+            tracing::warn!(identity = %self.identity, shard, "giving shard up with reconciles under way; they stop at their next fence");
+        }
+        waited >= DRAIN && idle || waited >= DRAIN_LIMIT
     }
 
     fn holds(&self, shard: Shard) -> bool {
@@ -376,6 +441,26 @@ mod tests {
                 ..LeaseSpec::default()
             }),
         })
+    }
+
+    #[test]
+    fn a_reconcile_under_way_is_counted_until_it_ends_and_none_starts_unheld() {
+        let web = shard::shard_of("shop", "web", 3);
+        let (held, seen) = watch::channel(BTreeSet::from([web]));
+        let shards = Shards {
+            count: 3,
+            held: seen,
+            working: Busy::default(),
+        };
+        let count = || shards.working.lock().unwrap().get(&web).copied();
+        let first = shards.working("shop", "web").expect("held");
+        let second = shards.working("shop", "web").expect("held");
+        assert_eq!(count(), Some(2));
+        drop((first, second));
+        assert_eq!(count(), Some(0));
+        held.send_replace(BTreeSet::new());
+        assert!(shards.working("shop", "web").is_none());
+        assert!(!shards.owns("shop", "web"));
     }
 
     #[test]
