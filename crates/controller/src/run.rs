@@ -147,7 +147,7 @@ async fn run_sharded(
     let (shards, mut keeper) =
         shards::keeper(&client, &config.lease_namespace, &identity, config.shards);
     tracing::info!(%identity, shards = config.shards, "sharded: reconciling the apps of the shards held");
-    let reported = report_shards(&client, pod.clone(), shards.clone(), metrics.clone());
+    let reported = shards::report(&client, pod.clone(), shards.clone(), metrics.clone());
     let result = tokio::select! {
         () = keeper.run() => Ok(()),
         result = lead(client.clone(), config, (trigger, probe), (metrics, connection), Scope::Shards(shards)) => result,
@@ -164,31 +164,6 @@ async fn run_sharded(
     result
 }
 
-/// Keeps the shard gauges, and the pod's label (webhooks are sent to
-/// replicas that hold shards), up to date with the shards held.
-async fn report_shards(
-    client: &Client,
-    pod: Option<crate::context::ReplicaPod>,
-    shards: Shards,
-    metrics: Arc<Metrics>,
-) {
-    let mut held = shards.held();
-    let mut labelled = None;
-    loop {
-        let now = held.borrow_and_update().clone();
-        metrics.set_shards(shards.count(), &now);
-        if let Some(pod) = &pod
-            && labelled != Some(!now.is_empty())
-        {
-            lease::label_pod(client, pod, !now.is_empty()).await;
-            labelled = Some(!now.is_empty());
-        }
-        if held.changed().await.is_err() {
-            return;
-        }
-    }
-}
-
 /// Which apps this replica reconciles: all while it leads, or those of
 /// the shards it holds.
 enum Scope {
@@ -202,15 +177,6 @@ impl Scope {
             Scope::Leader(_) => None,
             Scope::Shards(shards) => Some(shards.clone()),
         }
-    }
-}
-
-/// A reconcile of app `namespace/name` starting, if this replica
-/// reconciles it (it leads, or holds the app's shard): `None` if not.
-fn working(scope: &Option<Shards>, namespace: &str, name: &str) -> Option<Option<shards::Working>> {
-    match scope {
-        None => Some(None),
-        Some(shards) => shards.working(namespace, name).map(Some),
     }
 }
 
@@ -343,13 +309,13 @@ async fn lead(
     });
     // A window is kept by the replica that reconciles its app.
     let windows = windows
-        .reconcile_all_on(gained(&sharded))
+        .reconcile_all_on(shards::gained(&sharded))
         .run(
             {
                 let sharded = sharded.clone();
                 move |window: Arc<BreakGlass>, ctx| {
                     let namespace = window.metadata.namespace.clone().unwrap_or_default();
-                    let working = working(&sharded, &namespace, &window.spec.application);
+                    let working = shards::working(&sharded, &namespace, &window.spec.application);
                     async move {
                         match working {
                             Some(_working) => lifecycle::reconcile(window, ctx).await,
@@ -451,7 +417,7 @@ async fn lead(
         .reconcile_all_on(rules_changed)
         .reconcile_all_on(project_changes)
         // A shard gained: its apps are reconciled at once.
-        .reconcile_all_on(gained(&sharded))
+        .reconcile_all_on(shards::gained(&sharded))
         .run(
             {
                 let sharded = sharded.clone();
@@ -459,7 +425,7 @@ async fn lead(
                     let meta = &app.metadata;
                     let namespace = meta.namespace.as_deref().unwrap_or_default();
                     let name = meta.name.as_deref().unwrap_or_default();
-                    let working = working(&sharded, namespace, name);
+                    let working = shards::working(&sharded, namespace, name);
                     async move {
                         match working {
                             Some(_working) => reconcile(app, ctx).await,
@@ -505,14 +471,6 @@ async fn lead(
         () = secrets_waiter => Ok(()),
         () = projects_waiter => Ok(()),
         () = lost => Err(lease::LeaseError::Lost.into()),
-    }
-}
-
-/// Yields when a shard is gained (never when not sharded).
-fn gained(sharded: &Option<Shards>) -> impl futures::Stream<Item = ()> + Send + use<> {
-    match sharded {
-        Some(shards) => shards.gained().left_stream(),
-        None => futures::stream::pending().right_stream(),
     }
 }
 

@@ -129,6 +129,48 @@ impl Shards {
     }
 }
 
+/// A reconcile of app `namespace/name` starting, if this replica
+/// reconciles it (it leads, or holds the app's shard): `None` if not.
+pub fn working(scope: &Option<Shards>, namespace: &str, name: &str) -> Option<Option<Working>> {
+    match scope {
+        None => Some(None),
+        Some(shards) => shards.working(namespace, name).map(Some),
+    }
+}
+
+/// Yields when a shard is gained (never when not sharded).
+pub fn gained(sharded: &Option<Shards>) -> impl futures::Stream<Item = ()> + Send + use<> {
+    match sharded {
+        Some(shards) => shards.gained().left_stream(),
+        None => futures::stream::pending().right_stream(),
+    }
+}
+
+/// Keeps the shard gauges, and the pod's label (webhooks are sent to
+/// replicas that hold shards), up to date with the shards held.
+pub async fn report(
+    client: &Client,
+    pod: Option<crate::context::ReplicaPod>,
+    shards: Shards,
+    metrics: Arc<crate::metrics::Metrics>,
+) {
+    let mut held = shards.held();
+    let mut labelled = None;
+    loop {
+        let now = held.borrow_and_update().clone();
+        metrics.set_shards(shards.count(), &now);
+        if let Some(pod) = &pod
+            && labelled != Some(!now.is_empty())
+        {
+            lease::label_pod(client, pod, !now.is_empty()).await;
+            labelled = Some(!now.is_empty());
+        }
+        if held.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
 /// Keeps this replica's heartbeat and shard Leases (see the module doc).
 pub struct Keeper {
     client: Client,
