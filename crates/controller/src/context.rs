@@ -73,6 +73,10 @@ pub struct Config {
     /// Whom Applications' changes are made as (`tether run
     /// --default-service-account`, `--require-service-account`).
     pub identity_policy: tether_core::identity::IdentityPolicy,
+    /// `tether run --shards N`: Applications are split into N shards, each
+    /// held through its own Lease by one replica (see `crate::shards`);
+    /// 0 is one leader for everything.
+    pub shards: u32,
 }
 
 impl Default for Config {
@@ -93,6 +97,7 @@ impl Default for Config {
             alert_not_synced_after: tether_core::alert::DEFAULT_THRESHOLD,
             notify_webhooks: Vec::new(),
             identity_policy: Default::default(),
+            shards: 0,
         }
     }
 }

@@ -1,10 +1,15 @@
 //! Fencing: before it writes, a sync checks that this replica still holds
-//! the controller's Lease as the API server has it (see [`Fence`]). Leading
-//! itself (acquiring and renewing the Lease) is `crate::lease`.
+//! the controller's Lease — or, when sharded, the Lease of the app's shard
+//! — as the API server has it (see [`Fence`]). Leading itself (acquiring
+//! and renewing the Lease) is `crate::lease`; holding shards is
+//! `crate::shards`.
+
+use std::collections::BTreeSet;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Client;
 use kube::api::Api;
+use tether_core::shard::{self, Shard};
 use tokio::sync::watch;
 
 /// What a sync checks before each wave: that this replica still holds the
@@ -18,7 +23,32 @@ pub struct Fence {
     leases: Api<Lease>,
     lease: String,
     identity: String,
-    leading: watch::Receiver<bool>,
+    holding: Holding,
+}
+
+/// What this replica's own lease tasks say it holds.
+#[derive(Clone)]
+enum Holding {
+    /// The leader Lease, while this says so.
+    Leader(watch::Receiver<bool>),
+    /// The shards in `held` (of `count`); `shard` is the app's, once the
+    /// fence is narrowed to one app ([`Fence::for_app`]).
+    Shards {
+        held: watch::Receiver<BTreeSet<Shard>>,
+        count: u32,
+        shard: Option<Shard>,
+    },
+}
+
+impl Holding {
+    fn holds(&self) -> bool {
+        match self {
+            Holding::Leader(leading) => *leading.borrow(),
+            Holding::Shards { held, shard, .. } => {
+                shard.is_some_and(|s| held.borrow().contains(&s))
+            }
+        }
+    }
 }
 
 /// Why this replica may not write any more.
@@ -46,8 +76,41 @@ impl Fence {
             leases: Api::namespaced(client.clone(), namespace),
             lease: lease.into(),
             identity: identity.into(),
-            leading,
+            holding: Holding::Leader(leading),
         }
+    }
+
+    /// The fence of replica `identity` over `count` shards, whose Leases
+    /// are in `namespace` and which holds the shards `held` says; narrow
+    /// it to an app with [`Fence::for_app`] (until then it never passes).
+    pub fn sharded(
+        client: &Client,
+        namespace: &str,
+        identity: &str,
+        (count, held): (u32, watch::Receiver<BTreeSet<Shard>>),
+    ) -> Fence {
+        Fence {
+            leases: Api::namespaced(client.clone(), namespace),
+            lease: String::new(),
+            identity: identity.into(),
+            holding: Holding::Shards {
+                held,
+                count,
+                shard: None,
+            },
+        }
+    }
+
+    /// The fence for writes of the app `namespace/name`: the leader's
+    /// fence itself, or the fence of the app's shard Lease.
+    pub fn for_app(&self, (namespace, name): &(String, String)) -> Fence {
+        let mut fence = self.clone();
+        if let Holding::Shards { count, shard, .. } = &mut fence.holding {
+            let of_app = shard::shard_of(namespace, name, *count);
+            *shard = Some(of_app);
+            fence.lease = shard::lease_name(of_app);
+        }
+        fence
     }
 
     /// Ok while this replica holds the Lease: its lease task says so, and
@@ -59,7 +122,7 @@ impl Fence {
             identity: self.identity.clone(),
             reason,
         };
-        if !*self.leading.borrow() {
+        if !self.holding.holds() {
             return Err(fenced("no longer held".into()));
         }
         let lease = self

@@ -46,7 +46,7 @@ pub async fn label_pod(client: &Client, pod: &ReplicaPod, leading: bool) {
 /// The Lease the replicas share.
 pub const LEASE_NAME: &str = "tether-controller";
 /// Seconds the Lease stays valid after a renewal.
-const LEASE_SECONDS: u64 = 15;
+pub(crate) const LEASE_SECONDS: u64 = 15;
 /// Seconds before expiry that the holder renews it.
 const LEASE_GRACE_SECONDS: u64 = 5;
 /// How long a stopping controller waits to give its Lease back.
@@ -55,8 +55,12 @@ const RELEASE_WAIT: Duration = Duration::from_secs(3);
 /// Why leading failed or stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum LeaseError {
-    #[error("leader election on Lease {namespace}/{LEASE_NAME}: {message}")]
-    Manager { namespace: String, message: String },
+    #[error("leader election on Lease {namespace}/{lease}: {message}")]
+    Manager {
+        namespace: String,
+        lease: String,
+        message: String,
+    },
     #[error("lost the leader lease to another replica; stopping so only one acts")]
     Lost,
 }
@@ -87,7 +91,13 @@ impl Hold {
 /// Until then `probe` says this replica is a standby.
 pub async fn acquire(client: &Client, config: &Config, probe: &Probe) -> Result<Hold, LeaseError> {
     loop {
-        let mut hold = watch_lease(client, config).await?;
+        let mut hold = hold(
+            client,
+            &config.lease_namespace,
+            LEASE_NAME,
+            &config.identity,
+        )
+        .await?;
         if *hold.leading.borrow_and_update() {
             probe.standby(false);
             return Ok(hold);
@@ -108,16 +118,24 @@ pub async fn acquire(client: &Client, config: &Config, probe: &Probe) -> Result<
     }
 }
 
-async fn watch_lease(client: &Client, config: &Config) -> Result<Hold, LeaseError> {
-    let lease = LeaseManagerBuilder::new(client.clone(), LEASE_NAME)
-        .with_namespace(&config.lease_namespace)
-        .with_identity(&config.identity)
+/// Starts trying to hold Lease `namespace/name` as `identity` (created if
+/// missing), renewing it while held; the shard Leases use it too.
+pub(crate) async fn hold(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    identity: &str,
+) -> Result<Hold, LeaseError> {
+    let lease = LeaseManagerBuilder::new(client.clone(), name)
+        .with_namespace(namespace)
+        .with_identity(identity)
         .with_duration(LEASE_SECONDS)
         .with_grace(LEASE_GRACE_SECONDS)
         .build()
         .await
         .map_err(|error| LeaseError::Manager {
-            namespace: config.lease_namespace.clone(),
+            namespace: namespace.to_string(),
+            lease: name.to_string(),
             message: error.to_string(),
         })?;
     let (leading, task) = lease.watch().await;

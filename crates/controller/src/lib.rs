@@ -38,6 +38,7 @@ pub mod report;
 pub mod request;
 pub mod run;
 pub mod serve;
+pub mod shards;
 pub mod single_writer;
 pub mod sync;
 

@@ -26,6 +26,7 @@ use crate::reconcile::{error_policy, reconcile};
 use crate::serve::poll;
 use crate::serve::probe::Probe;
 use crate::serve::trigger::Trigger;
+use crate::shards::{self, Shards};
 use tether_cluster::remote::CLUSTER_LABEL;
 
 /// Why the controller stopped.
@@ -86,6 +87,9 @@ pub async fn run_until(
     wiring: Wiring,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), RunError> {
+    if config.shards > 0 {
+        return run_sharded(client, config, wiring, shutdown).await;
+    }
     let Wiring {
         trigger,
         probe,
@@ -110,7 +114,7 @@ pub async fn run_until(
     }
     let leading = hold.leading.clone();
     let result = tokio::select! {
-        result = lead(client.clone(), config, (trigger, probe), (metrics, connection), leading) => result,
+        result = lead(client.clone(), config, (trigger, probe), (metrics, connection), Scope::Leader(leading)) => result,
         () = shutdown => {
             tracing::info!(%identity, "stopping: giving the lease back");
             Ok(())
@@ -123,14 +127,69 @@ pub async fn run_until(
     result
 }
 
-/// Reconciles, as the leader, until the lease is lost.
+/// [`run_until`] with `--shards N`: every replica reconciles, each the apps
+/// of the shards it holds (see [`crate::shards`]); on `shutdown` it gives
+/// its shards back, so the others take them at once.
+async fn run_sharded(
+    client: Client,
+    config: Config,
+    wiring: Wiring,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), RunError> {
+    let Wiring {
+        trigger,
+        probe,
+        metrics,
+        connection,
+    } = wiring;
+    let identity = config.identity.clone();
+    let pod = config.pod.clone();
+    let (shards, mut keeper) =
+        shards::keeper(&client, &config.lease_namespace, &identity, config.shards);
+    tracing::info!(%identity, shards = config.shards, "sharded: reconciling the apps of the shards held");
+    let reported = shards::report(&client, pod.clone(), shards.clone(), metrics.clone());
+    let result = tokio::select! {
+        () = keeper.run() => Ok(()),
+        result = lead(client.clone(), config, (trigger, probe), (metrics, connection), Scope::Shards(shards)) => result,
+        () = reported => Ok(()),
+        () = shutdown => {
+            tracing::info!(%identity, "stopping: giving the shards back");
+            Ok(())
+        }
+    };
+    keeper.release().await;
+    if let Some(pod) = &pod {
+        lease::label_pod(&client, pod, false).await;
+    }
+    result
+}
+
+/// Which apps this replica reconciles: all while it leads, or those of
+/// the shards it holds.
+enum Scope {
+    Leader(tokio::sync::watch::Receiver<bool>),
+    Shards(Shards),
+}
+
+impl Scope {
+    fn shards(&self) -> Option<Shards> {
+        match self {
+            Scope::Leader(_) => None,
+            Scope::Shards(shards) => Some(shards.clone()),
+        }
+    }
+}
+
+/// Reconciles, as the leader (until the lease is lost) or as the holder
+/// of some shards.
 async fn lead(
     client: Client,
     config: Config,
     (trigger, probe): (Trigger, Probe),
     (metrics, connection): (Arc<Metrics>, Option<tether_cluster::Connection>),
-    mut leading: tokio::sync::watch::Receiver<bool>,
+    scope: Scope,
 ) -> Result<(), RunError> {
+    let sharded = scope.shards();
     tracing::info!(identity = %config.identity, "leading; reconciling");
     let audit_key = audit_key(&client, &config.lease_namespace).await?;
     warn_unless_controller_namespace(&client, &config.lease_namespace).await;
@@ -225,12 +284,20 @@ async fn lead(
         .notifying(notifier)
         .watching_projects((projects, projects_ready))
         .knowing_apps(apps_store.clone())
-        .fenced_by(crate::fence::Fence::new(
-            &client,
-            (&config.lease_namespace, lease::LEASE_NAME),
-            &config.identity,
-            leading.clone(),
-        )),
+        .fenced_by(match &scope {
+            Scope::Leader(leading) => crate::fence::Fence::new(
+                &client,
+                (&config.lease_namespace, lease::LEASE_NAME),
+                &config.identity,
+                leading.clone(),
+            ),
+            Scope::Shards(shards) => crate::fence::Fence::sharded(
+                &client,
+                &config.lease_namespace,
+                &config.identity,
+                (shards.count(), shards.held()),
+            ),
+        }),
     );
     let window_context = Arc::new(WindowContext {
         client: client.clone(),
@@ -240,9 +307,23 @@ async fn lead(
         audit_namespace: config.lease_namespace.clone(),
         audit_key,
     });
+    // A window is kept by the replica that reconciles its app.
     let windows = windows
+        .reconcile_all_on(shards::gained(&sharded))
         .run(
-            lifecycle::reconcile,
+            {
+                let sharded = sharded.clone();
+                move |window: Arc<BreakGlass>, ctx| {
+                    let namespace = window.metadata.namespace.clone().unwrap_or_default();
+                    let working = shards::working(&sharded, &namespace, &window.spec.application);
+                    async move {
+                        match working {
+                            Some(_working) => lifecycle::reconcile(window, ctx).await,
+                            None => Ok(controller::Action::await_change()),
+                        }
+                    }
+                }
+            },
             lifecycle::error_policy,
             window_context,
         )
@@ -291,12 +372,24 @@ async fn lead(
         }
     })
     .predicate_filter(worth_reconciling, Default::default());
-    // The per-app gauges, from the same stores, while this replica leads.
-    let _reporting = metrics.lead(
-        apps_store.clone(),
-        context.windows.clone(),
-        config.max_window_ttl,
-    );
+    // The per-app gauges, from the same stores, while this replica leads
+    // (of its shards' apps when sharded).
+    let _reporting = match &sharded {
+        None => metrics.lead(
+            apps_store.clone(),
+            context.windows.clone(),
+            config.max_window_ttl,
+        ),
+        Some(shards) => {
+            let shards = shards.clone();
+            metrics.lead_shards(
+                apps_store.clone(),
+                context.windows.clone(),
+                config.max_window_ttl,
+                Arc::new(move |namespace, name| shards.owns(namespace, name)),
+            )
+        }
+    };
     let controller = Controller::for_stream(app_events, apps_store);
     let apps_seen = controller.store();
     trigger.wire(controller.store(), wake_tx.clone());
@@ -323,13 +416,37 @@ async fn lead(
         )
         .reconcile_all_on(rules_changed)
         .reconcile_all_on(project_changes)
-        .run(reconcile, error_policy, context.clone())
+        // A shard gained: its apps are reconciled at once.
+        .reconcile_all_on(shards::gained(&sharded))
+        .run(
+            {
+                let sharded = sharded.clone();
+                move |app: Arc<StoredApplication>, ctx| {
+                    let meta = &app.metadata;
+                    let namespace = meta.namespace.as_deref().unwrap_or_default();
+                    let name = meta.name.as_deref().unwrap_or_default();
+                    let working = shards::working(&sharded, namespace, name);
+                    async move {
+                        match working {
+                            Some(_working) => reconcile(app, ctx).await,
+                            None => Ok(controller::Action::await_change()),
+                        }
+                    }
+                }
+            },
+            error_policy,
+            context.clone(),
+        )
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "reconcile round");
             }
         });
     let lost = async {
+        let Scope::Leader(mut leading) = scope else {
+            // Shards come and go; no one loss stops the replica.
+            return std::future::pending().await;
+        };
         loop {
             if leading.changed().await.is_err() || !*leading.borrow_and_update() {
                 return;

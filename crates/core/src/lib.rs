@@ -27,6 +27,7 @@ pub mod poll;
 pub mod project;
 pub mod prune;
 pub mod revision;
+pub mod shard;
 pub mod state;
 pub mod sync_window;
 pub mod tracking;

@@ -54,6 +54,12 @@ pub struct RunArgs {
     /// tether-<pid>).
     #[arg(long)]
     pub identity: Option<String>,
+    /// Split Applications into this many shards (by a consistent hash of
+    /// namespace/name), each reconciled by the replica holding its Lease
+    /// `tether-shard-<i>`; replicas share the shards evenly and take over
+    /// a stopped one's within the Lease's 15 s. 0: one leader for all.
+    #[arg(long, default_value_t = 0)]
+    pub shards: u32,
     /// The pod this replica runs in (set from the downward API by `tether
     /// install`): labelled `tether.dev/leader=true` while it leads, so the
     /// Service sends webhooks to the leader.
@@ -161,6 +167,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             default_service_account: args.default_service_account,
             require_service_account: args.require_service_account,
         },
+        shards: args.shards,
     };
     let secret = match &args.webhook_secret_file {
         // The in-cluster Deployment mounts the Secret `tether-webhook` as

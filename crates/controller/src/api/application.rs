@@ -418,6 +418,10 @@ pub struct ApplicationStatus {
     /// (`system:serviceaccount:NS:NAME`); absent for the controller's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub applies_as: Option<String>,
+    /// The controller replica that last reconciled the app (its identity
+    /// in the shard Leases); set when the controller runs sharded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<String>,
     /// Sync and health per object: every object that is not Synced and
     /// Healthy, then the others, at most 200 (`resourceCount` has them all;
     /// the inventory lists every object).

@@ -116,7 +116,12 @@ pub(super) struct Sources {
     pub windows: Store<BreakGlass>,
     /// The longest grant a window may have (`--max-break-glass-ttl`).
     pub cap: Duration,
+    /// When sharded: whether this replica reconciles app `namespace/name`.
+    pub owned: Option<Owned>,
 }
+
+/// Whether this replica reconciles the app `namespace/name`.
+pub type Owned = Arc<dyn Fn(&str, &str) -> bool + Send + Sync>;
 
 /// The collector of the per-Application gauges: empty until attached to
 /// the leader's stores.
@@ -143,6 +148,10 @@ impl AppCollector {
             .apps
             .state()
             .iter()
+            .filter(|stored| match &sources.owned {
+                Some(owned) => owned(&stored.namespace().unwrap_or_default(), &stored.name_any()),
+                None => true,
+            })
             .map(|stored| {
                 let (namespace, name) = (stored.namespace().unwrap_or_default(), stored.name_any());
                 let status = stored

@@ -51,6 +51,7 @@ pub const NAMES: &[&str] = &[
     "tether_notifications_sent_total",
     "tether_notifications_dropped_total",
     "tether_leader",
+    "tether_shard_held",
 ];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -102,6 +103,12 @@ pub struct RequestLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ShardLabels {
+    /// The shard's index, `0..N`.
+    pub shard: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResultLabels {
     /// delivered | failed
     pub result: String,
@@ -122,6 +129,7 @@ pub struct Metrics {
     notifications_sent: Family<ResultLabels, Counter>,
     notifications_dropped: Counter,
     leader: Gauge,
+    shards: Family<ShardLabels, Gauge>,
     apps: AppCollector,
 }
 
@@ -156,6 +164,7 @@ impl Metrics {
             notifications_sent: Family::default(),
             notifications_dropped: Counter::default(),
             leader: Gauge::default(),
+            shards: Family::default(),
             apps: AppCollector::default(),
             registry: Registry::default(),
         };
@@ -218,6 +227,11 @@ impl Metrics {
             "tether_leader",
             "1 while this replica leads (and reports app metrics)",
             metrics.leader.clone(),
+        );
+        registry.register(
+            "tether_shard_held",
+            "Per shard (tether run --shards): 1 while this replica holds its Lease and reconciles its apps",
+            metrics.shards.clone(),
         );
         registry.register_collector(Box::new(metrics.apps.clone()));
         Metrics {
@@ -307,6 +321,19 @@ impl Metrics {
         }
     }
 
+    /// Which of `count` shards this replica holds (`held`); a replica
+    /// that holds some reports the per-app gauges of their apps only.
+    pub fn set_shards(&self, count: u32, held: &std::collections::BTreeSet<u32>) {
+        for shard in 0..count {
+            let labels = ShardLabels {
+                shard: shard.to_string(),
+            };
+            self.shards
+                .get_or_create(&labels)
+                .set(i64::from(held.contains(&shard)));
+        }
+    }
+
     /// Reports the per-app gauges of the Applications in `apps` (and their
     /// open windows in `windows`, granted at most `cap` at once) until the
     /// returned guard is dropped: call it when this replica starts leading.
@@ -316,9 +343,30 @@ impl Metrics {
         windows: Store<BreakGlass>,
         cap: Duration,
     ) -> Leading {
-        *self.apps.0.write().expect("lock") = Some(Sources { apps, windows, cap });
+        *self.apps.0.write().expect("lock") = Some(Sources {
+            apps,
+            windows,
+            cap,
+            owned: None,
+        });
         self.set_leading(true);
         Leading(self.clone())
+    }
+
+    /// [`Metrics::lead`] for a sharded replica: only the apps `owned`
+    /// says this replica reconciles are reported.
+    pub fn lead_shards(
+        self: &Arc<Self>,
+        apps: Store<StoredApplication>,
+        windows: Store<BreakGlass>,
+        cap: Duration,
+        owned: apps::Owned,
+    ) -> Leading {
+        let leading = self.lead(apps, windows, cap);
+        if let Some(sources) = self.apps.0.write().expect("lock").as_mut() {
+            sources.owned = Some(owned);
+        }
+        leading
     }
 
     /// The text exposition of every metric.
@@ -387,6 +435,33 @@ mod tests {
                 line.starts_with(&format!("{metric}{{")) || line.starts_with(&format!("{metric} "))
             })
             .collect()
+    }
+
+    #[test]
+    fn a_sharded_replica_reports_its_shards_and_only_their_apps() {
+        let metrics = Arc::new(Metrics::new());
+        let windows = Writer::<BreakGlass>::default().as_reader();
+        metrics.set_shards(3, &std::collections::BTreeSet::from([1]));
+        let _leading = metrics.lead_shards(
+            app_store(&["web", "db"]),
+            windows,
+            Duration::from_secs(3600),
+            Arc::new(|_, name| name == "web"),
+        );
+        let text = metrics.encode();
+        let mut held = lines(&text, "tether_shard_held");
+        held.sort();
+        assert_eq!(
+            held,
+            [
+                r#"tether_shard_held{shard="0"} 0"#,
+                r#"tether_shard_held{shard="1"} 1"#,
+                r#"tether_shard_held{shard="2"} 0"#,
+            ]
+        );
+        let info = lines(&text, "tether_app_info");
+        assert_eq!(info.len(), 1, "{info:?}");
+        assert!(info[0].contains(r#"name="web""#), "{info:?}");
     }
 
     #[test]

@@ -174,7 +174,7 @@ pub async fn sync(
 
 /// Ok unless this replica lost the Lease (see [`crate::fence::Fence`]).
 async fn still_leading(pass: &Pass<'_>) -> Result<(), SyncError> {
-    match &pass.ctx.fence {
+    match &pass.fence {
         Some(fence) => fence.check().await.map_err(|fenced| SyncError::Fenced {
             wave: 0,
             fenced,
@@ -206,7 +206,7 @@ pub async fn prune(
     change: RevisionChange,
     sync: Option<&Ran>,
 ) -> PruneReport {
-    let (ctx, app) = (pass.ctx, &pass.app);
+    let app = &pass.app;
     let succeeded = sync.is_some_and(|s| s.result.is_ok());
     let synced =
         sync.is_none_or(|s| s.result.is_ok()) && change != RevisionChange::New || succeeded;
@@ -223,7 +223,7 @@ pub async fn prune(
         live: &pass.target.live,
         resources: &pass.target.resources,
         applier: &pass.applier,
-        fence: ctx.fence.as_ref(),
+        fence: pass.fence.as_ref(),
     };
     let propagation = policy.prune_propagation.unwrap_or_default();
     prune_orphans(

@@ -64,7 +64,7 @@ pub async fn delete(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
         live: &pass.target.live,
         resources: &pass.target.resources,
         applier: &pass.applier,
-        fence: pass.ctx.fence.as_ref(),
+        fence: pass.fence.as_ref(),
     };
     let propagation = policy.prune_propagation.unwrap_or_default();
     let report = prune(&cluster, &pass.owner, inventory, &[], &options, propagation).await;

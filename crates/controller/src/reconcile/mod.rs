@@ -196,6 +196,9 @@ pub struct Pass<'a> {
     /// What the app's sync windows say, once [`schedule`] has judged them
     /// (`None` inside: no windows).
     pub sync_window: std::sync::OnceLock<Option<tether_core::sync_window::Verdict>>,
+    /// Checked before each write of this app (the leader's Lease, or the
+    /// app's shard Lease when sharded); none outside leader election.
+    pub fence: Option<crate::fence::Fence>,
 }
 
 impl<'a> Pass<'a> {
@@ -228,7 +231,7 @@ impl<'a> Pass<'a> {
         Pass {
             ctx,
             app,
-            key,
+            key: key.clone(),
             owner,
             target,
             identity,
@@ -236,6 +239,7 @@ impl<'a> Pass<'a> {
             project: std::sync::OnceLock::new(),
             memo,
             sync_window: std::sync::OnceLock::new(),
+            fence: ctx.fence.as_ref().map(|fence| fence.for_app(&key)),
         }
     }
 

@@ -73,7 +73,7 @@ pub async fn sync_operation(
     let options = SyncOptions {
         gate: policy.wait_for_waves.then_some(&gate),
         progress: Some(&progress),
-        fence: ctx.fence.as_ref(),
+        fence: pass.fence.as_ref(),
         compared,
     };
     let done = CancellationToken::new();

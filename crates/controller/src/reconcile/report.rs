@@ -252,6 +252,9 @@ pub async fn status(
         &now,
     );
     status.applies_as = pass.identity.as_ref().ok().and_then(|i| i.user());
+    if ctx.config.shards > 0 {
+        status.controller = Some(ctx.config.identity.clone());
+    }
     status.project = match pass.project.get() {
         Some(project) => project.clone(),
         None => previous.and_then(|p| p.project.clone()),

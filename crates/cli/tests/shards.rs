@@ -1,0 +1,450 @@
+//! Three real `tether run --shards 3` processes against one control plane
+//! (started here, with an audit log), each as its own user: each holds one
+//! shard Lease, the thirty apps converge and say which replica reconciles
+//! them (`status.controller`); SIGKILL one and the other two heal its apps
+//! within 20 s; start it again and it takes one shard back; stop another
+//! with SIGTERM and its shard is taken at once. The API
+//! server's audit log shows that no app's objects were ever written by
+//! two replicas in turn and back (A…A B…B, never A B A).
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use support::{Running, config_map, tether_command_as, tether_ok};
+use tether_controller::api::{Application, ApplicationStatus};
+use tether_core::shard::{lease_name, shard_of};
+use tether_core::{HealthStatus, SyncStatus};
+use tether_testkit::{
+    ControlPlane, Launch, Repo, TestNamespace, application, client_for, eventually,
+};
+
+const APPS: usize = 30;
+const SHARDS: u32 = 3;
+const REPLICAS: [&str; 3] = ["tether-a", "tether-b", "tether-c"];
+/// The acceptance bound: a killed replica's apps are reconciled by the
+/// others within this.
+const TAKEOVER_LIMIT: Duration = Duration::from_secs(20);
+
+/// A control plane of this test's own, writing its audit log.
+fn plane() -> (ControlPlane, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("tether-test-shards-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let audit_log = dir.join("audit.log");
+    let plane = ControlPlane::start(
+        &dir.join("plane"),
+        &Launch {
+            audit_log: Some(audit_log.clone()),
+            ..Launch::default()
+        },
+    );
+    (plane, audit_log)
+}
+
+/// Namespace `name` on `plane`, as its administrator.
+async fn namespace(plane: &ControlPlane, name: &str) -> TestNamespace {
+    let kubeconfig = plane.kubeconfig().to_path_buf();
+    let client = client_for(&kubeconfig).await;
+    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+    TestNamespace {
+        name: name.into(),
+        client,
+        kubeconfig,
+    }
+}
+
+/// `tether run --shards 3` as replica (and user) `identity`, logging to
+/// `identity.log` beside the audit log.
+fn replica(ns: &TestNamespace, kubeconfig: &Path, identity: &str, logs: &Path) -> Running {
+    let cache = ns.cache_dir().join(identity);
+    let shards = SHARDS.to_string();
+    let mut command = tether_command_as(
+        kubeconfig,
+        &[
+            "run",
+            "--lease-namespace",
+            &ns.name,
+            "--watch-namespace",
+            &ns.name,
+            "--identity",
+            identity,
+            "--resync-seconds",
+            "60",
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            "--shards",
+            &shards,
+        ],
+    );
+    let log = std::fs::File::create(logs.join(format!("{identity}.log"))).unwrap();
+    command
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .env("TETHER_LOG", "info,tether_controller::shards=debug");
+    Running {
+        child: command.spawn().expect("tether run starts"),
+        leftovers: vec![cache],
+    }
+}
+
+/// A shard other than `shard`.
+fn moved_away(shard: u32) -> u32 {
+    (shard + 1) % SHARDS
+}
+
+fn app_name(i: usize) -> String {
+    format!("app-{i}")
+}
+
+/// The replica whose user wrote each write of each app's ConfigMap, in
+/// the order the API server received them (dry runs left out); writes by
+/// `restarted` (a replica, and when it started again) after that moment
+/// are its second run's, named `<replica>'`.
+fn writers(
+    audit_log: &Path,
+    namespace: &str,
+    (replica, restarted): (&str, Timestamp),
+) -> BTreeMap<String, Vec<(Timestamp, String)>> {
+    let text = std::fs::read_to_string(audit_log).unwrap_or_default();
+    let mut writes: BTreeMap<String, Vec<(Timestamp, String)>> = BTreeMap::new();
+    for line in text.lines() {
+        let Ok(event) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let object = &event["objectRef"];
+        let user = event["user"]["username"].as_str().unwrap_or_default();
+        let writes_something = ["create", "update", "patch", "delete"]
+            .contains(&event["verb"].as_str().unwrap_or_default());
+        let dry_run = event["requestURI"]
+            .as_str()
+            .is_some_and(|uri| uri.contains("dryRun"));
+        if event["stage"] != "ResponseComplete"
+            || !REPLICAS.contains(&user)
+            || !writes_something
+            || dry_run
+            || object["resource"] != "configmaps"
+            || object["namespace"] != namespace
+            || event["responseStatus"]["code"].as_i64().unwrap_or(500) >= 300
+        {
+            continue;
+        }
+        let Some(app) = object["name"]
+            .as_str()
+            .and_then(|n| n.strip_prefix("settings-"))
+        else {
+            continue;
+        };
+        let at: Timestamp = event["requestReceivedTimestamp"]
+            .as_str()
+            .unwrap_or_default()
+            .parse()
+            .unwrap();
+        let writer = match user == replica && at > restarted {
+            true => format!("{user}'"),
+            false => user.to_string(),
+        };
+        writes
+            .entry(format!("app-{app}"))
+            .or_default()
+            .push((at, writer));
+    }
+    for list in writes.values_mut() {
+        list.sort();
+    }
+    writes
+}
+
+/// The writers of one app in turn, each once per run of writes: `[a, b]`
+/// for a a b b, `[a, b, a]` for a b a.
+fn turns(writes: &[(Timestamp, String)]) -> Vec<String> {
+    let mut turns: Vec<String> = Vec::new();
+    for (_, writer) in writes {
+        if turns.last() != Some(writer) {
+            turns.push(writer.clone());
+        }
+    }
+    turns
+}
+
+async fn holders(leases: &Api<Lease>) -> BTreeMap<u32, String> {
+    let mut holders = BTreeMap::new();
+    for shard in 0..SHARDS {
+        let holder = leases
+            .get_opt(&lease_name(shard))
+            .await
+            .ok()
+            .flatten()
+            .and_then(|lease| lease.spec?.holder_identity)
+            .filter(|holder| !holder.is_empty());
+        if let Some(holder) = holder {
+            holders.insert(shard, holder);
+        }
+    }
+    holders
+}
+
+fn converged(status: &ApplicationStatus) -> bool {
+    status.sync.status == SyncStatus::Synced && status.health.status == HealthStatus::Healthy
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn three_sharded_replicas_split_the_apps_and_take_over_a_killed_ones_without_two_writers() {
+    let (plane, audit_log) = plane();
+    let ns = namespace(&plane, "shards").await;
+    tether_ok(&ns, &["install", "--namespace", &ns.name]);
+    let repo = Repo::new();
+    let files: Vec<(String, String)> = (0..APPS)
+        .map(|i| {
+            (
+                format!("apps/app-{i}/settings.yaml"),
+                config_map(&format!("settings-{i}"), "hello"),
+            )
+        })
+        .collect();
+    repo.commit(&files, "thirty apps");
+    for i in 0..APPS {
+        application(
+            &app_name(i),
+            &ns.name,
+            &repo.url(),
+            &format!("apps/app-{i}"),
+        )
+        .apply(&ns.client)
+        .await;
+    }
+    // Three replicas, each as its own user (the audit log tells them apart).
+    let mut running: BTreeMap<&str, Running> = BTreeMap::new();
+    for identity in REPLICAS {
+        let kubeconfig = plane.user_kubeconfig(identity, &["system:masters"]);
+        let logs = audit_log.parent().unwrap();
+        running.insert(identity, replica(&ns, &kubeconfig, identity, logs));
+    }
+    let started = Instant::now();
+
+    // Each holds one shard Lease.
+    let leases: Api<Lease> = ns.api();
+    let held = eventually("each replica holding one shard", || async {
+        let holders = holders(&leases).await;
+        let distinct: BTreeSet<&String> = holders.values().collect();
+        (holders.len() == SHARDS as usize && distinct.len() == REPLICAS.len()).then_some(holders)
+    })
+    .await;
+    println!(
+        "shards held after {:.1} s: {held:?}",
+        started.elapsed().as_secs_f64()
+    );
+
+    // Every app converges, reconciled by the holder of its shard.
+    let apps: Api<Application> = ns.api();
+    let owner = |i: usize, holders: &BTreeMap<u32, String>| {
+        holders[&shard_of(&ns.name, &app_name(i), SHARDS)].clone()
+    };
+    eventually(
+        "all thirty apps converged, each by its shard's holder",
+        || async {
+            for i in 0..APPS {
+                let status = apps.get(&app_name(i)).await.ok()?.status?;
+                if !converged(&status) || status.controller? != owner(i, &held) {
+                    return None;
+                }
+            }
+            Some(())
+        },
+    )
+    .await;
+    println!(
+        "all converged after {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    // SIGKILL the holder of app-0's shard, and change one of its apps
+    // behind Git's back: the others heal it.
+    let victim = owner(0, &held);
+    let victims: Vec<usize> = (0..APPS).filter(|i| owner(*i, &held) == victim).collect();
+    running.get_mut(victim.as_str()).unwrap().kill();
+    let killed = Instant::now();
+    let drifted = victims[victims.len() / 2];
+    let config_maps: Api<ConfigMap> = ns.api();
+    let name = format!("settings-{drifted}");
+    config_maps
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"data": {"greeting": "hijacked"}})),
+        )
+        .await
+        .unwrap();
+    eventually(&format!("{name} healed by a survivor"), || async {
+        let live = config_maps.get(&name).await.ok()?;
+        (live.data?.get("greeting")? == "hello").then_some(())
+    })
+    .await;
+    let healed = killed.elapsed();
+    let after = eventually("the survivors holding every shard", || async {
+        let holders = holders(&leases).await;
+        (holders.len() == SHARDS as usize && !holders.values().any(|h| *h == victim))
+            .then_some(holders)
+    })
+    .await;
+    let taken = killed.elapsed();
+    eventually(
+        "the killed replica's apps reconciled by the survivors",
+        || async {
+            for i in &victims {
+                let status = apps.get(&app_name(*i)).await.ok()?.status?;
+                if !converged(&status) || status.controller? != owner(*i, &after) {
+                    return None;
+                }
+            }
+            Some(())
+        },
+    )
+    .await;
+    let reconciled = killed.elapsed();
+    println!(
+        "SIGKILL {victim} ({} apps): drift on {name} healed after {:.1} s, all shards held again after {:.1} s ({after:?}), its apps all reconciled by others after {:.1} s",
+        victims.len(),
+        healed.as_secs_f64(),
+        taken.as_secs_f64(),
+        reconciled.as_secs_f64()
+    );
+    assert!(healed < TAKEOVER_LIMIT, "healed after {healed:?}");
+    assert!(
+        reconciled < TAKEOVER_LIMIT,
+        "reconciled by others after {reconciled:?}"
+    );
+
+    // Start it again: it takes one shard back from the replica holding
+    // two, which stops writing for it before giving its Lease back.
+    let restarted = Timestamp::now();
+    let rejoined = Instant::now();
+    let kubeconfig = plane.user_kubeconfig(&victim, &["system:masters"]);
+    let logs = audit_log.parent().unwrap();
+    running.insert(
+        REPLICAS.iter().find(|r| **r == victim).unwrap(),
+        replica(&ns, &kubeconfig, &victim, logs),
+    );
+    let balanced = eventually("each replica holding one shard again", || async {
+        let holders = holders(&leases).await;
+        let distinct: BTreeSet<&String> = holders.values().collect();
+        (holders.len() == SHARDS as usize && distinct.len() == REPLICAS.len()).then_some(holders)
+    })
+    .await;
+    let moved: Vec<u32> = (0..SHARDS).filter(|s| balanced[s] != after[s]).collect();
+    assert_eq!(moved.len(), 1, "{after:?} → {balanced:?}");
+    eventually("every app converged, by its shard's new holder", || async {
+        for i in 0..APPS {
+            let status = apps.get(&app_name(i)).await.ok()?.status?;
+            if !converged(&status) || status.controller? != owner(i, &balanced) {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await;
+    println!(
+        "{victim} restarted: shard {moved:?} moved to it, its apps reconciled by it after {:.1} s ({balanced:?})",
+        rejoined.elapsed().as_secs_f64()
+    );
+    // It heals what drifts in the shard it took.
+    let taken_back = (0..APPS)
+        .find(|i| shard_of(&ns.name, &app_name(*i), SHARDS) == moved[0])
+        .unwrap();
+    let name = format!("settings-{taken_back}");
+    config_maps
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({"data": {"greeting": "hijacked"}})),
+        )
+        .await
+        .unwrap();
+    eventually(
+        &format!("{name} healed by the restarted replica"),
+        || async {
+            let live = config_maps.get(&name).await.ok()?;
+            (live.data?.get("greeting")? == "hello").then_some(())
+        },
+    )
+    .await;
+
+    // SIGTERM another (a deleted pod): it gives its shard back as it
+    // exits, and the others take it at once, not after the Lease expires.
+    let stopping = balanced[&moved_away(moved[0])].clone();
+    let pid = running[stopping.as_str()].child.id().to_string();
+    let terminated = Instant::now();
+    tether_testkit::run_ok(std::process::Command::new("kill").args(["-TERM", &pid]));
+    let last_two = eventually("the other two holding every shard", || async {
+        let holders = holders(&leases).await;
+        (holders.len() == SHARDS as usize && !holders.values().any(|h| *h == stopping))
+            .then_some(holders)
+    })
+    .await;
+    let handed_over = terminated.elapsed();
+    eventually("every app reconciled by the two left", || async {
+        for i in 0..APPS {
+            let status = apps.get(&app_name(i)).await.ok()?.status?;
+            if !converged(&status) || status.controller? != owner(i, &last_two) {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await;
+    let reconciled = terminated.elapsed();
+    let exited = running
+        .get_mut(stopping.as_str())
+        .unwrap()
+        .child
+        .wait()
+        .unwrap();
+    assert!(exited.success(), "{exited:?}");
+    println!(
+        "SIGTERM {stopping}: its shard taken by another after {:.1} s, its apps reconciled after {:.1} s ({last_two:?})",
+        handed_over.as_secs_f64(),
+        reconciled.as_secs_f64()
+    );
+    assert!(
+        handed_over < Duration::from_secs(5),
+        "after {handed_over:?}"
+    );
+
+    // The audit log: no app's objects written by a replica, then
+    // another, then the first again (a restarted replica is another).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let writes = writers(&audit_log, &ns.name, (&victim, restarted));
+    let mut wrote: BTreeSet<String> = BTreeSet::new();
+    for (app, list) in &writes {
+        let turns = turns(list);
+        let distinct: BTreeSet<&String> = turns.iter().collect();
+        assert_eq!(
+            distinct.len(),
+            turns.len(),
+            "{app}'s objects were written by {turns:?} in turn"
+        );
+        wrote.extend(turns);
+    }
+    assert_eq!(writes.len(), APPS, "writes seen for {:?}", writes.keys());
+    let drifted_turns = turns(&writes[&app_name(drifted)]);
+    assert_eq!(drifted_turns.first(), Some(&victim), "{drifted_turns:?}");
+    assert_ne!(drifted_turns.last(), Some(&victim), "{drifted_turns:?}");
+    assert_eq!(wrote.len(), REPLICAS.len() + 1, "writers: {wrote:?}");
+    let last = turns(&writes[&app_name(taken_back)]);
+    assert_eq!(last.last(), Some(&format!("{victim}'")), "{last:?}");
+    drop(running);
+    // The logs and audit log stay only when the test fails.
+    drop(plane);
+    let _ = std::fs::remove_dir_all(audit_log.parent().unwrap());
+}
