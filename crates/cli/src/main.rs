@@ -10,6 +10,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// Every allocation counted, with its backtrace (`--features dhat-heap`).
+#[cfg(feature = "dhat-heap")]
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
+
 fn main() -> ExitCode {
     // The Jsonnet child the renderers spawn: not a user command, so it is
     // answered before (and outside) argument parsing.
@@ -19,6 +24,11 @@ fn main() -> ExitCode {
     {
         return tether_source::render::jsonnet_child(rest);
     }
+    // The profile is written when this is dropped, as `main` returns.
+    #[cfg(feature = "dhat-heap")]
+    let _profiler = dhat::Profiler::builder()
+        .file_name(std::env::var_os("TETHER_DHAT_FILE").unwrap_or_else(|| "dhat-heap.json".into()))
+        .build();
     let cli = commands::Cli::parse();
     // The controller logs what it does; other commands only warnings.
     let controller = matches!(cli.command, commands::Command::Run(_));
