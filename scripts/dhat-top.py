@@ -3,10 +3,14 @@
 
 usage: scripts/dhat-top.py dhat-heap.json [--at end|peak] [--top N] [--depth D]
 
-Groups the live bytes at the end of the run (or at the peak) by the first
-D frames that lie in Tether's own crates (tether_*), so a site reads as
-"who in Tether holds this", and prints the largest groups with their share.
+Groups the live bytes at the end of the profile (or at the peak) by the
+first D frames that lie in Tether's own sources (a frame's file is one of
+crates/*/src/**), so a site reads as "who in Tether holds this", and
+prints the largest groups with their share. `tether run` built with
+`--features dhat-heap` writes its profile TETHER_DHAT_SECONDS after it
+starts (else when it exits, when the caches are already gone).
 """
+import os
 import argparse
 import json
 import re
@@ -23,6 +27,22 @@ with open(args.profile) as f:
     profile = json.load(f)
 frames = profile["ftbl"]
 key_bytes, key_blocks = ("eb", "ebk") if args.at == "end" else ("gb", "gbk")
+
+
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates")
+ours_files = set()
+for crate in os.listdir(root):
+    for base, _, names in os.walk(os.path.join(root, crate, "src")):
+        for name in names:
+            rel = os.path.relpath(os.path.join(base, name), os.path.join(root, crate))
+            ours_files.add(rel)
+            ours_files.add(f"{crate}/{rel}")
+
+
+def is_ours(frame):
+    place = frame.rpartition(" (")[2].rstrip(")")
+    path = place.split(":")[0]
+    return path in ours_files and not path.endswith(("src/lib.rs", "src/sync/mod.rs"))
 
 
 def short(frame):
@@ -44,7 +64,7 @@ for pp in profile["pps"]:
         continue
     total_bytes += b
     total_blocks += k
-    ours = [frames[i] for i in pp["fs"] if "tether_" in frames[i]]
+    ours = [frames[i] for i in pp["fs"] if is_ours(frames[i])]
     key = " ← ".join(short(fr) for fr in ours[: args.depth]) or "(no Tether frame) " + short(
         frames[pp["fs"][-1]] if pp["fs"] else "?"
     )
