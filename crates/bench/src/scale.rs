@@ -24,7 +24,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 
 use crate::apps::{AppSet, app_name, create_apps, create_namespaces, wait_healthy, wait_synced};
-use crate::tether::start_leading;
+use crate::tether::{free_loopback_addr, start_leading};
 use crate::workload::{OBJECTS_PER_APP, repo_files};
 use tether_testkit::Repo;
 
@@ -72,7 +72,7 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
     create_namespaces(&admin, &set(most).namespaces()).await?;
 
     say("starting `tether run` as its own process");
-    let http_addr: SocketAddr = "127.0.0.1:18472".parse()?;
+    let http_addr: SocketAddr = free_loopback_addr()?;
     let tether = start_leading(
         tether_bin,
         &admin,

@@ -10,14 +10,6 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// mimalloc rather than glibc's malloc: glibc gives each thread that
-/// allocates an arena of its own, and memory freed in one stays reserved
-/// there, so the controller's resident memory was several times its live
-/// heap (docs/memory.md).
-#[cfg(not(feature = "dhat-heap"))]
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Every allocation counted, with its backtrace (`--features dhat-heap`).
 #[cfg(feature = "dhat-heap")]
 #[global_allocator]

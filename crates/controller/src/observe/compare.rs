@@ -139,7 +139,7 @@ async fn compare_one(
     let predicted = memo.lock().expect("lock").predicted(&id, desired_hash);
     let foreign = remembered.is_none().then(|| {
         predicted.and_then(|predicted| {
-            foreign_change(&predicted.wanted(&desired), &live, ignore, ctx.mask)
+            foreign_change(predicted.wanted(&desired), &live, ignore, ctx.mask)
         })
     });
     if let Some(Some(diff)) = &foreign {

@@ -92,6 +92,10 @@ impl PackedStore {
     pub fn len(&self) -> usize {
         self.objects.len()
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
 }
 
 fn key_of(object: &DynamicObject) -> String {
