@@ -13,7 +13,10 @@
 //! cluster (see `in_cluster.rs`); with `--overhead-baseline PATH`, only
 //! what metrics, Events and notifications cost against the `tether` at
 //! PATH (see `overhead.rs`); with `--impersonation`, only what making each
-//! app's changes as its ServiceAccount costs (see `impersonation.rs`).
+//! app's changes as its ServiceAccount costs (see `impersonation.rs`);
+//! with `--scale 100,200,500,1000`, only the controller's memory as apps
+//! are added step by step, then steady state and drift latency at the
+//! largest step (see `scale.rs`).
 //!
 //! Run with `scripts/bench.sh` (builds release binaries first). It prints
 //! figures; it asserts nothing.
@@ -25,6 +28,7 @@ mod faults;
 mod impersonation;
 mod in_cluster;
 mod overhead;
+mod scale;
 mod side_by_side;
 mod tether;
 mod workload;
@@ -114,6 +118,17 @@ struct Options {
     /// outage, restart, cuts, git, crash, disk.
     #[arg(long, value_delimiter = ',', value_parser = faults::SCENARIOS)]
     only: Vec<String>,
+    /// Only the scale figures: apps added in these steps (e.g.
+    /// `100,200,500,1000`), the controller's memory after each, then the
+    /// steady state and drift latency at the last; no kubectl comparison.
+    #[arg(long, value_delimiter = ',', conflicts_with_all = ["overhead_baseline", "impersonation", "in_cluster", "dashboard", "faults"])]
+    scale: Vec<usize>,
+    /// Drift changes measured with `--scale`.
+    #[arg(long, default_value_t = 100)]
+    drifts: usize,
+    /// Pause after each `--scale` step before memory is read (seconds).
+    #[arg(long, default_value_t = 20)]
+    settle_seconds: u64,
     /// Runs of each side with `--overhead-baseline` or `--impersonation`.
     #[arg(long, default_value_t = 2)]
     rounds: usize,
@@ -158,6 +173,24 @@ async fn main() -> anyhow::Result<()> {
     }
     if options.impersonation {
         return impersonation::run(&tether_bin, &work, &side_by_side).await;
+    }
+    if !options.scale.is_empty() {
+        let mut steps = options.scale.clone();
+        steps.sort_unstable();
+        steps.dedup();
+        return scale::run(
+            &tether_bin,
+            &work,
+            &scale::Settings {
+                steps,
+                steady_seconds: options.steady_seconds,
+                resync_seconds: options.resync_seconds,
+                controller_manager,
+                drifts: options.drifts,
+                settle: Duration::from_secs(options.settle_seconds),
+            },
+        )
+        .await;
     }
     if options.dashboard {
         return dashboard::run(&tether_bin, &work, options.apps, controller_manager).await;

@@ -10,6 +10,11 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// Every allocation counted, with its backtrace (`--features dhat-heap`).
+#[cfg(feature = "dhat-heap")]
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
+
 fn main() -> ExitCode {
     // The Jsonnet child the renderers spawn: not a user command, so it is
     // answered before (and outside) argument parsing.
@@ -19,6 +24,8 @@ fn main() -> ExitCode {
     {
         return tether_source::render::jsonnet_child(rest);
     }
+    #[cfg(feature = "dhat-heap")]
+    let _profiler = heap_profile();
     let cli = commands::Cli::parse();
     // The controller logs what it does; other commands only warnings.
     let controller = matches!(cli.command, commands::Command::Run(_));
@@ -37,6 +44,24 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Starts the heap profile. It is written when the profiler is dropped:
+/// `TETHER_DHAT_SECONDS` after the start when set (a snapshot of a running
+/// controller, caches and all), else as `main` returns.
+#[cfg(feature = "dhat-heap")]
+fn heap_profile() -> Option<dhat::Profiler> {
+    let file = std::env::var_os("TETHER_DHAT_FILE").unwrap_or_else(|| "dhat-heap.json".into());
+    let profiler = dhat::Profiler::builder().file_name(file).build();
+    let after = std::env::var("TETHER_DHAT_SECONDS").ok();
+    let Some(seconds) = after.and_then(|seconds| seconds.parse().ok()) else {
+        return Some(profiler);
+    };
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(seconds));
+        drop(profiler);
+    });
+    None
 }
 
 /// Logs to stderr at `info` when `verbose` (else `warn`, or `TETHER_LOG`),

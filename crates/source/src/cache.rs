@@ -7,14 +7,24 @@
 //! Jsonnet imports) are keyed by the repository's root tree instead. Helm's
 //! output also depends on the destination cluster's capabilities (version
 //! and API versions), so they are part of its key, and only of its.
+//!
+//! An entry keeps its objects as JSON text: a `serde_json::Value` tree
+//! costs several times its text (each non-empty mapping is a B-tree node of
+//! about half a kilobyte), and with thousands of apps the desired state was
+//! the controller's largest holding. While some caller still holds the
+//! objects of an entry, a hit shares them; else it reads them back from the
+//! text (tens of microseconds for an app's objects, against a render).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+
+use serde_json::Value;
+use tether_core::ObjectRef;
 
 use sha2::{Digest, Sha256};
 
-use crate::manifest::Manifest;
+use crate::manifest::{Manifest, Origin};
 use crate::render::Capabilities;
 use crate::spec::Renderer;
 
@@ -24,8 +34,65 @@ const CAPACITY: usize = 20_000;
 /// A thread-safe map from render inputs to rendered manifests.
 #[derive(Debug, Default)]
 pub struct RenderCache {
-    entries: Mutex<HashMap<[u8; 32], Arc<Vec<Manifest>>>>,
+    entries: Mutex<HashMap<[u8; 32], Entry>>,
     renders: AtomicU64,
+}
+
+/// One render's objects: as text, and shared while anyone holds them.
+#[derive(Debug)]
+struct Entry {
+    packed: Box<[Packed]>,
+    shared: Weak<Vec<Manifest>>,
+}
+
+/// A manifest with its object as JSON text.
+#[derive(Debug)]
+struct Packed {
+    id: ObjectRef,
+    origin: Origin,
+    object: Box<str>,
+}
+
+impl Entry {
+    fn new(manifests: &Arc<Vec<Manifest>>) -> Option<Entry> {
+        let packed = manifests
+            .iter()
+            .map(|manifest| {
+                Some(Packed {
+                    id: manifest.id.clone(),
+                    origin: manifest.origin.clone(),
+                    object: serde_json::to_string(&manifest.object)
+                        .ok()?
+                        .into_boxed_str(),
+                })
+            })
+            .collect::<Option<_>>()?;
+        Some(Entry {
+            packed,
+            shared: Arc::downgrade(manifests),
+        })
+    }
+
+    /// The objects: the shared copy if one is still held, else read back.
+    fn manifests(&mut self) -> Option<Arc<Vec<Manifest>>> {
+        if let Some(shared) = self.shared.upgrade() {
+            return Some(shared);
+        }
+        let manifests: Vec<Manifest> = self
+            .packed
+            .iter()
+            .map(|packed| {
+                Some(Manifest {
+                    id: packed.id.clone(),
+                    origin: packed.origin.clone(),
+                    object: serde_json::from_str::<Value>(&packed.object).ok()?,
+                })
+            })
+            .collect::<Option<_>>()?;
+        let manifests = Arc::new(manifests);
+        self.shared = Arc::downgrade(&manifests);
+        Some(manifests)
+    }
 }
 
 impl RenderCache {
@@ -60,8 +127,8 @@ impl RenderCache {
         key: [u8; 32],
         render: impl FnOnce() -> Result<Vec<Manifest>, E>,
     ) -> Result<Arc<Vec<Manifest>>, E> {
-        if let Some(hit) = self.lock().get(&key) {
-            return Ok(hit.clone());
+        if let Some(hit) = self.lock().get_mut(&key).and_then(Entry::manifests) {
+            return Ok(hit);
         }
         self.renders.fetch_add(1, Ordering::Relaxed);
         let manifests = Arc::new(render()?);
@@ -69,7 +136,9 @@ impl RenderCache {
         if entries.len() >= CAPACITY {
             entries.clear();
         }
-        entries.insert(key, manifests.clone());
+        if let Some(entry) = Entry::new(&manifests) {
+            entries.insert(key, entry);
+        }
         Ok(manifests)
     }
 
@@ -78,7 +147,7 @@ impl RenderCache {
         self.renders.load(Ordering::Relaxed)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Arc<Vec<Manifest>>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Entry>> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -140,5 +209,32 @@ mod tests {
             .get_or_render(key, || Err::<Vec<Manifest>, _>(()))
             .unwrap();
         assert_eq!(cache.renders(), 2);
+    }
+
+    #[test]
+    fn a_hit_reads_the_objects_back_as_rendered_and_shares_them_while_held() {
+        let cache = RenderCache::default();
+        let object = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "web", "namespace": "shop"},
+            "data": {"ratio": 0.1, "count": 18446744073709551615u64, "neg": -3, "text": "é\n"}});
+        let manifest = Manifest {
+            id: ObjectRef::from_object(&object).unwrap(),
+            object,
+            origin: Origin {
+                file: "apps/web/config.yaml".into(),
+                document: 1,
+                line: 4,
+                item: Some(2),
+            },
+        };
+        let rendered = cache
+            .get_or_render([7; 32], || Ok::<_, ()>(vec![manifest.clone()]))
+            .unwrap();
+        let again = cache.get_or_render([7; 32], || Err(())).unwrap();
+        assert!(Arc::ptr_eq(&rendered, &again), "shared while held");
+        drop((rendered, again));
+        let read_back = cache.get_or_render([7; 32], || Err(())).unwrap();
+        assert_eq!(*read_back, vec![manifest]);
+        assert_eq!(cache.renders(), 1);
     }
 }

@@ -11,13 +11,13 @@
 //! with live — trusted when every difference was written by another field
 //! manager (a `kubectl scale`, an edit), so noticing drift costs no request.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use serde_json::Value;
 use tether_cluster::{Applier, ClusterError};
 use tether_core::ObjectRef;
 use tether_core::attribution::Ownership;
-use tether_core::diff::{Diff, IgnoreRule, SecretMask, as_predicted, diff, diff_manifest};
+use tether_core::diff::{Diff, IgnoreRule, SecretMask, diff, diff_manifest};
 use tether_core::generated::generate_name;
 use tether_core::ownership;
 use tether_core::tracking::{AppRef, FIELD_MANAGER, stamp};
@@ -26,7 +26,7 @@ use tether_source::Manifest;
 use tether_cluster::Resources;
 
 use super::live::LiveCache;
-use super::memo::{AppMemo, hash_object};
+use super::memo::{AppMemo, Prediction, hash_object};
 
 /// One desired object and what the cluster has.
 #[derive(Debug, Clone)]
@@ -138,8 +138,9 @@ async fn compare_one(
         .reuse(&id, desired_hash, &live_version);
     let predicted = memo.lock().expect("lock").predicted(&id, desired_hash);
     let foreign = remembered.is_none().then(|| {
-        predicted
-            .and_then(|predicted| foreign_change(&desired, &predicted, &live, ignore, ctx.mask))
+        predicted.and_then(|predicted| {
+            foreign_change(predicted.wanted(&desired), &live, ignore, ctx.mask)
+        })
     });
     if let Some(Some(diff)) = &foreign {
         memo.lock().expect("lock").remember(
@@ -166,7 +167,7 @@ async fn compare_one(
                     desired_hash,
                     live_version,
                     diff.clone(),
-                    Some(Arc::new(predicted)),
+                    Some(Prediction::of(&desired, &predicted)),
                 );
                 diff
             }
@@ -190,17 +191,16 @@ async fn compare_one(
 }
 
 /// The diff of `live` against Git's fields as the server last predicted
-/// them, when it can be trusted without a new dry-run: nothing differs, or
-/// every difference was last written by a manager other than Tether.
+/// them (`wanted`), when it can be trusted without a new dry-run: nothing
+/// differs, or every difference was last written by a manager other than
+/// Tether.
 fn foreign_change(
-    desired: &Value,
-    predicted: &Value,
+    wanted: &Value,
     live: &Value,
     ignore: &[IgnoreRule],
     mask: SecretMask<'_>,
 ) -> Option<Diff> {
-    let wanted = as_predicted(desired, predicted);
-    let diff = diff_manifest(&wanted, live, ignore, FIELD_MANAGER, mask).ok()?;
+    let diff = diff_manifest(wanted, live, ignore, FIELD_MANAGER, mask).ok()?;
     let ownership = Ownership::of(live).ok()?;
     let foreign = ownership
         .attribute(&diff)

@@ -4,19 +4,21 @@
 //! namespaces, started the first time an application applies an object of
 //! that kind. Every event on a watched object wakes the application that
 //! owns it (found from the label value), so drift is noticed as soon as the
-//! API server reports it: no polling, no whole-cluster cache.
+//! API server reports it: no polling, no whole-cluster cache. The objects
+//! are held as text ([`super::packed`]) and expanded when read.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject};
-use kube::runtime::reflector::{self, ObjectRef as StoreKey, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use tether_cluster::resources::ServedKind;
 use tether_core::ObjectRef;
 use tether_core::tracking::APP_LABEL;
 use tokio::sync::{mpsc, watch};
+
+use super::packed::PackedStore;
 
 /// An Application to reconcile, named by namespace and name.
 pub type AppKey = (String, String);
@@ -32,7 +34,7 @@ type KindKey = (String, String, String);
 /// benchmark: 3 of 200 applications stuck forever, holding workers).
 #[derive(Clone)]
 struct Watched {
-    store: Store<DynamicObject>,
+    store: Arc<RwLock<PackedStore>>,
     ready: watch::Receiver<bool>,
 }
 
@@ -89,11 +91,11 @@ impl LiveCache {
     /// the watch and waiting for its first list if this is a new kind).
     pub async fn get(&self, served: &ServedKind, id: &ObjectRef) -> Option<Arc<DynamicObject>> {
         let store = self.store(served).await;
-        let mut key = StoreKey::new_with(&id.name, served.resource.clone());
-        if let Some(namespace) = &id.namespace {
-            key = key.within(namespace);
-        }
-        store.get(&key)
+        let object = store
+            .read()
+            .expect("lock")
+            .get(id.namespace.as_deref(), &id.name);
+        object.map(Arc::new)
     }
 
     /// The cached objects of kind `served` in `namespace` labelled
@@ -104,20 +106,12 @@ impl LiveCache {
         namespace: Option<&str>,
         label_value: &str,
     ) -> Vec<Arc<DynamicObject>> {
-        self.store(served)
-            .await
-            .state()
-            .into_iter()
-            .filter(|object| {
-                object.metadata.namespace.as_deref() == namespace
-                    && object
-                        .metadata
-                        .labels
-                        .as_ref()
-                        .and_then(|l| l.get(APP_LABEL))
-                        .is_some_and(|value| value == label_value)
-            })
-            .collect()
+        let store = self.store(served).await;
+        let found = store
+            .read()
+            .expect("lock")
+            .labelled(Some(namespace), label_value);
+        found.into_iter().map(Arc::new).collect()
     }
 
     /// Every cached object labelled `label_value`, across the kinds watched
@@ -127,18 +121,13 @@ impl LiveCache {
         stores
             .iter()
             .flat_map(|((group, _, kind), watched)| {
-                watched
+                let found = watched
                     .store
-                    .state()
+                    .read()
+                    .expect("lock")
+                    .labelled(None, label_value);
+                found
                     .into_iter()
-                    .filter(|object| {
-                        object
-                            .metadata
-                            .labels
-                            .as_ref()
-                            .and_then(|l| l.get(APP_LABEL))
-                            .is_some_and(|value| value == label_value)
-                    })
                     .map(|object| {
                         let id = ObjectRef {
                             group: group.clone(),
@@ -146,7 +135,7 @@ impl LiveCache {
                             namespace: object.metadata.namespace.clone(),
                             name: object.metadata.name.clone().unwrap_or_default(),
                         };
-                        (id, object)
+                        (id, Arc::new(object))
                     })
                     .collect::<Vec<_>>()
             })
@@ -156,7 +145,10 @@ impl LiveCache {
     /// How many objects the caches hold, across kinds.
     pub fn len(&self) -> usize {
         let stores = self.stores.lock().expect("lock");
-        stores.values().map(|watched| watched.store.len()).sum()
+        stores
+            .values()
+            .map(|watched| watched.store.read().expect("lock").len())
+            .sum()
     }
 
     /// Whether the caches hold nothing.
@@ -164,7 +156,7 @@ impl LiveCache {
         self.len() == 0
     }
 
-    async fn store(&self, served: &ServedKind) -> Store<DynamicObject> {
+    async fn store(&self, served: &ServedKind) -> Arc<RwLock<PackedStore>> {
         let resource = &served.resource;
         let key = (
             resource.group.clone(),
@@ -187,8 +179,8 @@ impl LiveCache {
             return watched.clone();
         }
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &served.resource);
-        let writer = reflector::store::Writer::new(served.resource.clone());
-        let store = writer.as_reader();
+        let store = Arc::new(RwLock::new(PackedStore::default()));
+        let writer = store.clone();
         let (ready_tx, ready) = watch::channel(false);
         let config = watcher::Config::default().labels(APP_LABEL).any_semantic();
         let owners = self.owners.clone();
@@ -209,10 +201,12 @@ impl LiveCache {
                     object.types = Some(types.clone());
                 }
             });
-        let stream = reflector::reflector(writer, stream);
         let task = tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {
+                if let Ok(event) = &event {
+                    writer.write().expect("lock").apply(event);
+                }
                 match event {
                     Ok(watcher::Event::Apply(object) | watcher::Event::Delete(object)) => {
                         wake_owner(&owners, &wake, &object);

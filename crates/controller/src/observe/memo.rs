@@ -3,9 +3,10 @@
 //! A comparison is reused while neither the desired object (by hash) nor
 //! the live object (by resourceVersion) changed; a revision that failed is
 //! retried with exponential backoff, not in a hot loop. The server's last
-//! prediction of an object is kept too, so a change made by someone else
-//! can be judged without asking the API server again, and the flap guard
-//! remembers which fields Tether keeps reverting.
+//! prediction of an object is kept too — only Git's fields of it, and
+//! nothing when the server kept them as sent — so a change made by someone
+//! else can be judged without asking the API server again, and the flap
+//! guard remembers which fields Tether keeps reverting.
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tether_core::ObjectRef;
-use tether_core::diff::Diff;
+use tether_core::diff::{Diff, as_predicted};
 use tether_core::drift::FlapGuard;
 
 use crate::api::ApplicationStatus;
@@ -33,9 +34,45 @@ pub struct Compared {
     pub desired_hash: u64,
     pub live_version: String,
     pub diff: Diff,
-    /// What the API server said the object would be once `desired_hash`
-    /// is applied (a dry-run or apply result).
-    pub predicted: Option<Arc<Value>>,
+    /// What the API server said Git's fields of the object would be once
+    /// `desired_hash` is applied (from a dry-run or apply result).
+    pub predicted: Option<Prediction>,
+}
+
+/// The server's prediction of Git's fields of an object: only the fields
+/// the desired object names, as the server would store them (defaults,
+/// status, `managedFields` and other writers' fields are not kept; they
+/// would cost a whole object per managed object). Most objects are stored
+/// exactly as sent, which costs nothing to remember.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Prediction {
+    /// The server keeps Git's fields exactly as sent.
+    AsSent,
+    /// The server stores some of Git's fields differently (a quantity
+    /// normalized, a number for a string): Git's fields as it stores them.
+    Normalized(Arc<Value>),
+}
+
+impl Prediction {
+    /// Git's fields of `server` (a dry-run or apply result), for the
+    /// desired object `desired` it was predicted from.
+    pub fn of(desired: &Value, server: &Value) -> Prediction {
+        let wanted = as_predicted(desired, server);
+        if wanted == *desired {
+            Prediction::AsSent
+        } else {
+            Prediction::Normalized(Arc::new(wanted))
+        }
+    }
+
+    /// Git's fields as the server stores them, for `desired` (the object
+    /// this prediction was made from).
+    pub fn wanted<'a>(&'a self, desired: &'a Value) -> &'a Value {
+        match self {
+            Prediction::AsSent => desired,
+            Prediction::Normalized(wanted) => wanted,
+        }
+    }
 }
 
 /// Failed attempts at one revision.
@@ -119,7 +156,7 @@ impl AppMemo {
     }
 
     /// The server's prediction of `id` for the desired object `desired_hash`.
-    pub fn predicted(&self, id: &ObjectRef, desired_hash: u64) -> Option<Arc<Value>> {
+    pub fn predicted(&self, id: &ObjectRef, desired_hash: u64) -> Option<Prediction> {
         self.compared
             .get(id)
             .filter(|c| c.desired_hash == desired_hash)
@@ -132,7 +169,7 @@ impl AppMemo {
         desired_hash: u64,
         live_version: String,
         diff: Diff,
-        predicted: Option<Arc<Value>>,
+        predicted: Option<Prediction>,
     ) {
         let predicted = predicted.or_else(|| self.predicted(&id, desired_hash));
         self.compared.insert(
@@ -160,7 +197,7 @@ impl AppMemo {
             hash_object(&applied.sent),
             version,
             Diff::default(),
-            Some(Arc::new(applied.live.clone())),
+            Some(Prediction::of(&applied.sent, &applied.live)),
         );
     }
 

@@ -1,5 +1,5 @@
 //! What the cluster has, and how it compares with Git: the watch caches of
-//! managed objects ([`live`]), health ([`health`]), the memoized
+//! managed objects ([`live`], held as text in [`packed`]), health ([`health`]), the memoized
 //! server-side-apply comparison ([`compare`], [`memo`]) and drift
 //! ([`drift`]).
 
@@ -8,3 +8,4 @@ pub mod drift;
 pub mod health;
 pub mod live;
 pub mod memo;
+pub mod packed;
