@@ -81,7 +81,7 @@ pub fn application_set(
         let elements = body["elements"].as_array().cloned().unwrap_or_default();
         for (number, element) in elements.iter().enumerate() {
             let mut missing = Vec::new();
-            let rendered = substitute(&template, element, go_template, &mut missing);
+            let rendered = substitute(&template, element, go_template, "", &mut missing);
             let mut argo = Map::new();
             argo.insert("apiVersion".into(), "argoproj.io/v1alpha1".into());
             argo.insert("kind".into(), "Application".into());
@@ -99,11 +99,18 @@ pub fn application_set(
                 format!("{} (ApplicationSet element {number})", object_name(&argo)),
             );
             report.located_under = "spec.template".to_string();
-            for reference in missing {
+            for (field, reference) in &missing {
                 report.not_mapped(
-                    "spec",
-                    format!("{reference}: the element has no such key, or it is a Go template expression Tether does not evaluate; left as written"),
+                    field,
+                    format!(
+                        "{reference}: the element has no such key, or it is a Go template \
+                         expression Tether does not evaluate: this Application is not imported"
+                    ),
                 );
+            }
+            if !missing.is_empty() {
+                findings.extend(report.findings);
+                continue;
             }
             if let Some(app) = argocd::convert(&argo, &mut report, options, detect) {
                 apps.push(app);
@@ -116,28 +123,46 @@ pub fn application_set(
 
 /// `template` with every `{{key}}` (or `{{.key}}` in Go-template mode)
 /// replaced by the element's value; references that cannot be resolved
-/// are left as written and listed in `missing`.
-fn substitute(template: &Value, element: &Value, go: bool, missing: &mut Vec<String>) -> Value {
-    match template {
-        Value::String(text) => Value::String(substitute_text(text, element, go, missing)),
+/// are left as written and listed in `missing` with their field's path.
+fn substitute(
+    template: &Value,
+    element: &Value,
+    go: bool,
+    at: &str,
+    missing: &mut Vec<(String, String)>,
+) -> Value {
+    let mut unresolved = Vec::new();
+    let value = match template {
+        Value::String(text) => Value::String(substitute_text(text, element, go, &mut unresolved)),
         Value::Array(items) => Value::Array(
             items
                 .iter()
-                .map(|item| substitute(item, element, go, missing))
+                .enumerate()
+                .map(|(index, item)| {
+                    substitute(item, element, go, &format!("{at}[{index}]"), missing)
+                })
                 .collect(),
         ),
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(key, value)| {
-                    (
-                        substitute_text(key, element, go, missing),
-                        substitute(value, element, go, missing),
-                    )
+                    let path = match at {
+                        "" => key.clone(),
+                        at => format!("{at}.{key}"),
+                    };
+                    let key = substitute_text(key, element, go, &mut unresolved);
+                    (key, substitute(value, element, go, &path, missing))
                 })
                 .collect(),
         ),
         other => other.clone(),
-    }
+    };
+    missing.extend(
+        unresolved
+            .into_iter()
+            .map(|reference| (at.to_string(), reference)),
+    );
+    value
 }
 
 fn substitute_text(text: &str, element: &Value, go: bool, missing: &mut Vec<String>) -> String {

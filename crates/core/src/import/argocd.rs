@@ -45,10 +45,10 @@ pub fn application(
     input: &Input,
     options: &Options,
     detect: &mut Detect<'_>,
-) -> Option<(Value, Vec<Finding>)> {
+) -> (Option<Value>, Vec<Finding>) {
     let mut report = Report::new(input, object_name(&input.object));
     let app = convert(&input.object, &mut report, options, detect);
-    app.map(|app| (app, report.findings))
+    (app, report.findings)
 }
 
 /// Converts the Argo CD Application `argo`, reporting into `report`.

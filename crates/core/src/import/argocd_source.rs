@@ -116,16 +116,22 @@ pub(crate) fn source(
             if plugin.present {
                 report.not_mapped(
                     &plugin.path,
-                    "Tether runs no config management plugins: render to plain YAML in CI, or use \
-                     a renderer it has (directory, kustomize, helm, jsonnet)",
+                    "Tether runs no config management plugins, and applying the files as they \
+                     are would apply the plugin's input: the app is not imported; render to \
+                     plain YAML in CI, or use a renderer Tether has",
                 );
+                return None;
             }
             if helm.present {
                 Some(helm_renderer(&mut helm, context, report))
             } else if kustomize.present {
                 Some(json!({"kustomize": {}}))
             } else if directory.present {
-                Some(directory_renderer(&mut directory, report))
+                let jsonnet_main = directory
+                    .get("jsonnet")
+                    .is_some()
+                    .then(|| jsonnet_main(&repo_url, &revision, &path, report, &at, detect));
+                Some(directory_renderer(&mut directory, jsonnet_main, report))
             } else if name.is_some() && path.is_none() {
                 // Only lends its files to `$NAME/…` value files.
                 None
@@ -174,12 +180,11 @@ fn detected(
         secret: None,
     };
     match detect(&place) {
-        Ok(Renderer::Directory) => None,
         Ok(Renderer::Helm) => Some(json!({"helm": {
             "releaseName": context.app_name,
             "namespace": context.destination_namespace,
         }})),
-        Ok(renderer) => Some(json!({ renderer.name(): {} })),
+        Ok(renderer) => renderer.options(),
         Err(error) => {
             report.note(
                 &format!("{at}.path"),
@@ -189,6 +194,35 @@ fn detected(
                 ),
             );
             None
+        }
+    }
+}
+
+/// The Jsonnet entry file at the app's path: Argo CD evaluates every
+/// `*.jsonnet` file there, Tether one entry file.
+fn jsonnet_main(
+    repo_url: &str,
+    revision: &Option<String>,
+    path: &Option<String>,
+    report: &mut Report<'_>,
+    at: &str,
+    detect: &mut Detect<'_>,
+) -> String {
+    let place = Place {
+        repo_url: repo_url.to_string(),
+        revision: revision.clone().unwrap_or_default(),
+        path: path.clone().unwrap_or_default(),
+        secret: None,
+    };
+    match detect(&place) {
+        Ok(Renderer::Jsonnet { main }) => main,
+        Ok(_) | Err(_) => {
+            report.note(
+                &format!("{at}.directory.jsonnet"),
+                "Argo CD evaluates every *.jsonnet file of the path, Tether one entry file \
+                 (main.jsonnet): set renderer.jsonnet.main if it is another",
+            );
+            String::new()
         }
     }
 }
@@ -229,10 +263,17 @@ fn helm_renderer(helm: &mut Fields, context: &SourceContext<'_>, report: &mut Re
 
 /// `renderer.directory` (or `jsonnet`, for a directory with Jsonnet
 /// options), from Argo CD's `directory` options.
-fn directory_renderer(directory: &mut Fields, report: &mut Report<'_>) -> Value {
+fn directory_renderer(
+    directory: &mut Fields,
+    jsonnet_main: Option<String>,
+    report: &mut Report<'_>,
+) -> Value {
     let mut jsonnet = directory.nested("jsonnet");
     if jsonnet.present {
         let mut out = Map::new();
+        if let Some(main) = jsonnet_main.filter(|m| !m.is_empty() && m != "main.jsonnet") {
+            out.insert("main".into(), json!(main));
+        }
         for (key, strings, code) in [
             ("extVars", "extVars", "extCode"),
             ("tlas", "tlas", "tlaCode"),

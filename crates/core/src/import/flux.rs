@@ -176,7 +176,7 @@ pub fn kustomization(
             return (None, report.findings);
         }
     };
-    let suspended = source["suspended"].take().as_bool() == Some(true);
+    let suspended = take_suspended(&mut source);
     if let Some(path) = spec
         .text("path")
         .map(|p| p.trim_start_matches("./").trim_matches('/').to_string())
@@ -195,8 +195,17 @@ pub fn kustomization(
                 .map(str::to_string),
         };
         match detect(&place) {
-            Ok(Renderer::Directory) => {}
-            Ok(renderer) => source["renderer"] = json!({ renderer.name(): {} }),
+            Ok(Renderer::Directory) => report.note(
+                "spec.path",
+                "no kustomization.yaml there: Flux generates one; Tether reads every YAML file \
+                 below the path as plain manifests (a subdirectory's kustomization.yaml is not \
+                 built: declare it as an Application of its own)",
+            ),
+            Ok(renderer) => {
+                if let Some(options) = renderer.options() {
+                    source["renderer"] = options;
+                }
+            }
             Err(error) => report.note(
                 "spec.path",
                 format!(
@@ -420,6 +429,14 @@ pub(crate) fn secret(
         ),
     );
     out.insert("secretRef".into(), json!({"name": name}));
+}
+
+/// Takes the `suspended` mark [`git_source`] leaves on a source.
+pub(crate) fn take_suspended(source: &mut Value) -> bool {
+    source
+        .as_object_mut()
+        .and_then(|source| source.remove("suspended"))
+        .is_some_and(|flag| flag == Value::Bool(true))
 }
 
 /// Flux's semver range (Masterminds) as Tether reads one: an `x`

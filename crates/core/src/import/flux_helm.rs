@@ -162,7 +162,7 @@ pub fn helm_release(
             }
             Some("GitRepository") => {
                 let (mut source, findings) = git_source(found, options);
-                if source["suspended"].take().as_bool() == Some(true) {
+                if super::flux::take_suspended(&mut source) {
                     report.note(
                         "spec.chart.spec.sourceRef",
                         "its GitRepository is suspended",
@@ -171,6 +171,13 @@ pub fn helm_release(
                 let path = chart_name.trim_start_matches("./").trim_matches('/');
                 if !path.is_empty() && path != "." {
                     source["path"] = json!(path);
+                }
+                // Flux names them from the repository's root, Tether from
+                // the chart's directory.
+                for file in files.iter_mut() {
+                    if let Some(text) = file.as_str() {
+                        *file = json!(relative_to(path, text));
+                    }
                 }
                 (source, findings)
             }
@@ -307,4 +314,35 @@ fn chart_ref_source(
         "Tether's source has no such field",
     );
     Ok((Value::Object(out), report.findings))
+}
+
+/// `file` (relative to the repository's root) relative to `dir`.
+fn relative_to(dir: &str, file: &str) -> String {
+    let file = file.trim_start_matches("./");
+    let dir: Vec<&str> = dir
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    let parts: Vec<&str> = file.split('/').collect();
+    let common = dir.iter().zip(&parts).take_while(|(a, b)| a == b).count();
+    let mut out: Vec<&str> = vec![".."; dir.len() - common];
+    out.extend(&parts[common..]);
+    out.join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_files_from_the_repository_root_are_made_relative_to_the_chart() {
+        assert_eq!(
+            relative_to("charts/podinfo", "./charts/podinfo/values-prod.yaml"),
+            "values-prod.yaml"
+        );
+        assert_eq!(
+            relative_to("charts/podinfo", "env/prod.yaml"),
+            "../../env/prod.yaml"
+        );
+    }
 }

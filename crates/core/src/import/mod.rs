@@ -121,22 +121,37 @@ pub struct Place {
 pub type Detect<'a> = dyn FnMut(&Place) -> Result<Renderer, String> + 'a;
 
 /// The renderers a detection can name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Renderer {
     Directory,
     Kustomize,
     Helm,
-    Jsonnet,
+    /// Jsonnet, with its entry file (empty: `main.jsonnet`).
+    Jsonnet {
+        main: String,
+    },
 }
 
 impl Renderer {
     /// The key of `source.renderer`.
-    pub fn name(self) -> &'static str {
+    pub fn name(&self) -> &'static str {
         match self {
             Renderer::Directory => "directory",
             Renderer::Kustomize => "kustomize",
             Renderer::Helm => "helm",
-            Renderer::Jsonnet => "jsonnet",
+            Renderer::Jsonnet { .. } => "jsonnet",
+        }
+    }
+
+    /// `source.renderer` with default options (none for a directory,
+    /// Tether's default).
+    fn options(&self) -> Option<serde_json::Value> {
+        match self {
+            Renderer::Directory => None,
+            Renderer::Jsonnet { main } if !main.is_empty() && main != "main.jsonnet" => {
+                Some(json!({"jsonnet": {"main": main}}))
+            }
+            other => Some(json!({ other.name(): {} })),
         }
     }
 }
@@ -166,15 +181,19 @@ pub fn import(inputs: &[Input], options: &Options, detect: &mut Detect<'_>) -> I
     let mut projects = Vec::new();
     let mut apps = Vec::new();
     let sources = flux::Sources::index(inputs);
+    let patches = patch_files(inputs);
     for input in inputs {
+        if patches.contains(&input.file) {
+            imported.skipped += 1;
+            continue;
+        }
         let kind = input.object["kind"].as_str().unwrap_or_default();
         let group = group_of(&input.object);
         let made = match (group, kind) {
             ("argoproj.io", "Application") => {
-                argocd::application(input, options, detect).map(|(app, findings)| {
-                    imported.findings.extend(findings);
-                    vec![app]
-                })
+                let (made, findings) = argocd::application(input, options, detect);
+                imported.findings.extend(findings);
+                made.map(|app| vec![app])
             }
             ("argoproj.io", "ApplicationSet") => {
                 let (made, findings) = appset::application_set(input, options, detect);
@@ -224,8 +243,42 @@ pub fn import(inputs: &[Input], options: &Options, detect: &mut Detect<'_>) -> I
     imported.objects = projects.into_iter().chain(apps).collect();
     // A source read for several apps is reported once.
     let mut seen = std::collections::HashSet::new();
-    imported.findings.retain(|finding| seen.insert(finding.to_string()));
     imported
+        .findings
+        .retain(|finding| seen.insert(finding.to_string()));
+    imported
+}
+
+/// The files kustomizations of the input name as patches: partial
+/// objects (a HelmRelease with only its values), not objects to import.
+fn patch_files(inputs: &[Input]) -> std::collections::HashSet<String> {
+    let mut files = std::collections::HashSet::new();
+    for input in inputs {
+        if group_of(&input.object) != "kustomize.config.k8s.io" {
+            continue;
+        }
+        let dir = match input.file.rsplit_once('/') {
+            Some((dir, _)) => format!("{dir}/"),
+            None => String::new(),
+        };
+        let object = &input.object;
+        let named = object["patches"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|patch| patch["path"].as_str())
+            .chain(
+                object["patchesStrategicMerge"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str),
+            );
+        for path in named {
+            files.insert(format!("{dir}{}", path.trim_start_matches("./")));
+        }
+    }
+    files
 }
 
 /// The API group of an object's `apiVersion` (empty for the core group).

@@ -179,6 +179,11 @@ impl Fields {
         join(&self.path, key)
     }
 
+    /// Looks at `key` without taking it.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.map.get(key)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }
