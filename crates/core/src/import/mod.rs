@@ -25,6 +25,7 @@ mod flux;
 mod flux_helm;
 mod project;
 pub mod report;
+pub mod takeover;
 mod values;
 
 use serde_json::{Map, Value, json};
