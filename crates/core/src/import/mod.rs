@@ -239,8 +239,9 @@ pub fn import(inputs: &[Input], options: &Options, detect: &mut Detect<'_>) -> I
                 continue;
             }
         };
-        apps.extend(made.unwrap_or_default());
+        apps.extend(made.unwrap_or_default().into_iter().map(|app| (input, app)));
     }
+    let apps = unique_names(apps, &mut imported.findings);
     imported.objects = projects.into_iter().chain(apps).collect();
     // A source read for several apps is reported once.
     let mut seen = std::collections::HashSet::new();
@@ -248,6 +249,45 @@ pub fn import(inputs: &[Input], options: &Options, detect: &mut Detect<'_>) -> I
         .findings
         .retain(|finding| seen.insert(finding.to_string()));
     imported
+}
+
+/// `apps` with every name unique in its namespace: two objects imported
+/// into one namespace (a Kustomization and a HelmRelease of the same name,
+/// or `-n`) would otherwise be one Application, the second overwriting the
+/// first. A later one is renamed `NAME-2` (`-3`, …), and that is a finding.
+fn unique_names(apps: Vec<(&Input, Value)>, findings: &mut Vec<Finding>) -> Vec<Value> {
+    let mut taken = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(apps.len());
+    for (input, mut app) in apps {
+        let namespace = app["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let name = app["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let mut unique = name.clone();
+        let mut number = 1;
+        while !taken.insert((namespace.clone(), unique.clone())) {
+            number += 1;
+            unique = format!("{name}-{number}");
+        }
+        if unique != name {
+            let mut report = report::Report::new(input, object_name(&input.object));
+            report.note(
+                "metadata.name",
+                format!(
+                    "another imported Application is {namespace}/{name}: this one is named \
+                     {unique}; check the dependsOn that name it"
+                ),
+            );
+            findings.extend(report.findings);
+            app["metadata"]["name"] = json!(unique);
+        }
+        out.push(app);
+    }
+    out
 }
 
 /// The files kustomizations of the input name as patches: partial
@@ -396,6 +436,28 @@ fn host_name(server: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_objects_imported_into_one_namespace_under_one_name_stay_two_applications() {
+        let text = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: web, namespace: a}\nspec:\n  source: {repoURL: https://git.example/web.git, path: web}\n  destination: {name: in-cluster, namespace: web}\n---\napiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: web, namespace: b}\nspec:\n  source: {repoURL: https://git.example/web.git, path: web}\n  destination: {name: in-cluster, namespace: web}\n";
+        let inputs = read("apps.yaml", text).unwrap();
+        let options = Options {
+            namespace: Some("tether-system".into()),
+        };
+        let imported = import(&inputs, &options, &mut |_: &Place| Ok(Renderer::Directory));
+        let names: Vec<&str> = imported
+            .objects
+            .iter()
+            .map(|o| o["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["web", "web-2"]);
+        assert_eq!(
+            imported.findings[0].to_string(),
+            "apps.yaml:10: Application b/web: field metadata.name: note: another imported \
+             Application is tether-system/web: this one is named web-2; check the dependsOn that \
+             name it"
+        );
+    }
 
     #[test]
     fn go_durations_become_source_intervals() {
