@@ -44,6 +44,14 @@ pub fn project(input: &Input, options: &Options) -> (Value, Vec<Finding>) {
             .pointer("/metadata/namespace")
             .and_then(Value::as_str),
     );
+    if name == crate::project::DEFAULT_PROJECT {
+        report.note(
+            "metadata.name",
+            "Tether's Project default holds every app of a namespace no other Project claims, \
+             and once it exists those apps are held to it (no file:// sources, for one): leave \
+             it out unless that is meant",
+        );
+    }
     let mut spec = Fields::of(object.get("spec"), "spec");
     let mut out = Map::new();
     if let Some(description) = spec.text("description") {
