@@ -356,8 +356,16 @@ fn application(
     let mut metadata = Map::new();
     metadata.insert("name".into(), json!(name));
     metadata.insert("namespace".into(), json!(namespace));
-    if let Some(labels) = labels.filter(|l| l.as_object().is_some_and(|l| !l.is_empty())) {
-        metadata.insert("labels".into(), labels);
+    // The marks of the Argo CD app or Flux Kustomization that applied the
+    // object read would say it still manages the Application.
+    let labels: Map<String, Value> = labels
+        .and_then(|labels| labels.as_object().cloned())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(key, _)| !takeover::TRACKING_MARKS.contains(&key.as_str()))
+        .collect();
+    if !labels.is_empty() {
+        metadata.insert("labels".into(), Value::Object(labels));
     }
     metadata.insert(
         "annotations".into(),
