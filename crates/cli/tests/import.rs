@@ -143,6 +143,7 @@ spec:
         &ns,
         &["import", "-f", file.to_str().unwrap(), "-n", n, "--apply"],
     );
+    let _ = std::fs::remove_dir_all(file.parent().unwrap());
     let shown = text(&output);
     assert!(output.status.success(), "{shown}");
     assert!(
