@@ -18,6 +18,7 @@ pub mod drift;
 pub mod generated;
 pub mod health;
 pub mod identity;
+pub mod import;
 pub mod metadata;
 pub mod notice;
 pub mod object;

@@ -10,6 +10,7 @@ mod dashboard;
 mod diff;
 mod drift;
 mod health;
+mod import;
 mod install;
 mod kubeconfig;
 mod local;
@@ -57,6 +58,7 @@ pub enum Command {
     Diff(diff::DiffArgs),
     Drift(drift::DriftArgs),
     Health(health::HealthArgs),
+    Import(import::ImportArgs),
     Install(install::InstallArgs),
     Render(render::RenderArgs),
     Run(run::RunArgs),
@@ -75,6 +77,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Diff(args) => diff::run(args).await,
         Command::Drift(args) => drift::run(args).await,
         Command::Health(args) => health::run(args),
+        Command::Import(args) => import::run(args).await,
         Command::Install(args) => install::run(args).await,
         Command::Run(args) => run::run(args).await,
         Command::Status(args) => status::run(args).await,

@@ -21,6 +21,7 @@ pub mod operation;
 pub mod project;
 pub mod report;
 pub mod schedule;
+pub mod takeover;
 pub mod windows;
 
 use std::fmt::Display;
@@ -148,6 +149,7 @@ async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
 
     // Apply a new revision, or re-apply what drifted; then prune orphans.
     let sync = apply::sync(pass, &desired, &compared, &drift, change).await;
+    takeover::release(pass, &compared, sync.as_ref()).await;
     let compared = generated::created(compared, sync.as_ref());
     let pruned = apply::prune(pass, &compared, change, sync.as_ref()).await;
 
