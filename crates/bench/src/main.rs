@@ -13,7 +13,9 @@
 //! cluster (see `in_cluster.rs`); with `--overhead-baseline PATH`, only
 //! what metrics, Events and notifications cost against the `tether` at
 //! PATH (see `overhead.rs`); with `--impersonation`, only what making each
-//! app's changes as its ServiceAccount costs (see `impersonation.rs`).
+//! app's changes as its ServiceAccount costs (see `impersonation.rs`); with
+//! `--flux`, only Tether side by side with Flux at each N of `--apps` (see
+//! `flux.rs`).
 //!
 //! Run with `scripts/bench.sh` (builds release binaries first). It prints
 //! figures; it asserts nothing.
@@ -22,6 +24,8 @@ mod apps;
 mod audit;
 mod dashboard;
 mod faults;
+mod flux;
+mod flux_controllers;
 mod impersonation;
 mod in_cluster;
 mod overhead;
@@ -56,9 +60,10 @@ const LATENCY_OBJECTS: usize = 50;
 #[derive(Parser, Debug)]
 #[command(name = "tether-bench")]
 struct Options {
-    /// Benchmark applications (10 objects each).
-    #[arg(long, default_value_t = 200)]
-    apps: usize,
+    /// Benchmark applications (10 objects each); with `--flux`, a list
+    /// (`--apps 100,500,1000`), each N measured in turn.
+    #[arg(long, value_delimiter = ',', default_value = "200")]
+    apps: Vec<usize>,
     /// How long to count requests in the steady state.
     #[arg(long, default_value_t = 120)]
     steady_seconds: u64,
@@ -117,6 +122,18 @@ struct Options {
     /// Runs of each side with `--overhead-baseline` or `--impersonation`.
     #[arg(long, default_value_t = 2)]
     rounds: usize,
+    /// Only Tether side by side with Flux's source-controller and
+    /// kustomize-controller (built by `scripts/build-flux.sh`), at each N of
+    /// `--apps`: initial sync, commit → applied, drift → healed, steady-state
+    /// requests, CPU and memory, with the ratios Tether/Flux.
+    #[arg(long, conflicts_with_all = ["overhead_baseline", "impersonation", "in_cluster", "dashboard", "faults"])]
+    flux: bool,
+    /// Apps drifted at once with `--flux` (one ConfigMap field each).
+    #[arg(long, default_value_t = 10)]
+    drifts: usize,
+    /// Flux's `spec.interval` with `--flux` (GitRepository and Kustomizations).
+    #[arg(long, default_value = "1m")]
+    flux_interval: String,
 }
 
 #[tokio::main]
@@ -146,8 +163,21 @@ async fn main() -> anyhow::Result<()> {
     }
     let work = std::env::temp_dir().join(format!("tether-bench-{}", std::process::id()));
     std::fs::create_dir_all(&work)?;
+    if options.flux {
+        let settings = flux::Settings {
+            apps: options.apps.clone(),
+            steady_seconds: options.steady_seconds,
+            resync_seconds: options.resync_seconds,
+            commits: options.commits,
+            drifts: options.drifts,
+            interval: options.flux_interval.clone(),
+            controller_manager,
+        };
+        return flux::run(&tether_bin, &work, &settings).await;
+    }
+    let n = options.apps.first().copied().unwrap_or(200);
     let side_by_side = side_by_side::Settings {
-        apps: options.apps,
+        apps: n,
         rounds: options.rounds,
         steady_seconds: options.steady_seconds,
         resync_seconds: options.resync_seconds,
@@ -160,9 +190,8 @@ async fn main() -> anyhow::Result<()> {
         return impersonation::run(&tether_bin, &work, &side_by_side).await;
     }
     if options.dashboard {
-        return dashboard::run(&tether_bin, &work, options.apps, controller_manager).await;
+        return dashboard::run(&tether_bin, &work, n, controller_manager).await;
     }
-    let n = options.apps;
     let initial_apps = AppSet {
         prefix: "tt".into(),
         label: "initial".into(),
