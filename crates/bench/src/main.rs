@@ -16,7 +16,8 @@
 //! app's changes as its ServiceAccount costs (see `impersonation.rs`);
 //! with `--scale 100,200,500,1000`, only the controller's memory as apps
 //! are added step by step, then steady state and drift latency at the
-//! largest step (see `scale.rs`).
+//! largest step (see `scale.rs`); with `--flux`, only Tether side by side
+//! with Flux at each N of `--apps` (see `flux.rs`).
 //!
 //! Run with `scripts/bench.sh` (builds release binaries first). It prints
 //! figures; it asserts nothing.
@@ -25,6 +26,8 @@ mod apps;
 mod audit;
 mod dashboard;
 mod faults;
+mod flux;
+mod flux_controllers;
 mod impersonation;
 mod in_cluster;
 mod overhead;
@@ -60,9 +63,10 @@ const LATENCY_OBJECTS: usize = 50;
 #[derive(Parser, Debug)]
 #[command(name = "tether-bench")]
 struct Options {
-    /// Benchmark applications (10 objects each).
-    #[arg(long, default_value_t = 200)]
-    apps: usize,
+    /// Benchmark applications (10 objects each); with `--flux`, a list
+    /// (`--apps 100,500,1000`), each N measured in turn.
+    #[arg(long, value_delimiter = ',', default_value = "200")]
+    apps: Vec<usize>,
     /// How long to count requests in the steady state.
     #[arg(long, default_value_t = 120)]
     steady_seconds: u64,
@@ -123,15 +127,25 @@ struct Options {
     /// steady state and drift latency at the last; no kubectl comparison.
     #[arg(long, value_delimiter = ',', conflicts_with_all = ["overhead_baseline", "impersonation", "in_cluster", "dashboard", "faults"])]
     scale: Vec<usize>,
-    /// Drift changes measured with `--scale`.
-    #[arg(long, default_value_t = 100)]
-    drifts: usize,
+    /// Drift changes measured: with `--scale` one after another (default
+    /// 100), with `--flux` at once, one ConfigMap field each (default 10).
+    #[arg(long)]
+    drifts: Option<usize>,
     /// Pause after each `--scale` step before memory is read (seconds).
     #[arg(long, default_value_t = 20)]
     settle_seconds: u64,
     /// Runs of each side with `--overhead-baseline` or `--impersonation`.
     #[arg(long, default_value_t = 2)]
     rounds: usize,
+    /// Only Tether side by side with Flux's source-controller and
+    /// kustomize-controller (built by `scripts/build-flux.sh`), at each N of
+    /// `--apps`: initial sync, commit → applied, drift → healed, steady-state
+    /// requests, CPU and memory, with the ratios Tether/Flux.
+    #[arg(long, conflicts_with_all = ["overhead_baseline", "impersonation", "in_cluster", "dashboard", "faults"])]
+    flux: bool,
+    /// Flux's `spec.interval` with `--flux` (GitRepository and Kustomizations).
+    #[arg(long, default_value = "1m")]
+    flux_interval: String,
 }
 
 #[tokio::main]
@@ -161,8 +175,21 @@ async fn main() -> anyhow::Result<()> {
     }
     let work = std::env::temp_dir().join(format!("tether-bench-{}", std::process::id()));
     std::fs::create_dir_all(&work)?;
+    if options.flux {
+        let settings = flux::Settings {
+            apps: options.apps.clone(),
+            steady_seconds: options.steady_seconds,
+            resync_seconds: options.resync_seconds,
+            commits: options.commits,
+            drifts: options.drifts.unwrap_or(10),
+            interval: options.flux_interval.clone(),
+            controller_manager,
+        };
+        return flux::run(&tether_bin, &work, &settings).await;
+    }
+    let n = options.apps.first().copied().unwrap_or(200);
     let side_by_side = side_by_side::Settings {
-        apps: options.apps,
+        apps: n,
         rounds: options.rounds,
         steady_seconds: options.steady_seconds,
         resync_seconds: options.resync_seconds,
@@ -186,16 +213,15 @@ async fn main() -> anyhow::Result<()> {
                 steady_seconds: options.steady_seconds,
                 resync_seconds: options.resync_seconds,
                 controller_manager,
-                drifts: options.drifts,
+                drifts: options.drifts.unwrap_or(100),
                 settle: Duration::from_secs(options.settle_seconds),
             },
         )
         .await;
     }
     if options.dashboard {
-        return dashboard::run(&tether_bin, &work, options.apps, controller_manager).await;
+        return dashboard::run(&tether_bin, &work, n, controller_manager).await;
     }
-    let n = options.apps;
     let initial_apps = AppSet {
         prefix: "tt".into(),
         label: "initial".into(),

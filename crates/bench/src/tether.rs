@@ -80,22 +80,7 @@ impl Tether {
     /// Unlike wall-clock time, this hardly depends on what else the shared
     /// machine is running.
     pub fn cpu_time(&self) -> anyhow::Result<Duration> {
-        let path = format!("/proc/{}/stat", self.pid);
-        let stat = std::fs::read_to_string(&path).with_context(|| format!("{path}: reading"))?;
-        // Fields after the command name (which may hold spaces), from the
-        // state (field 3) on: utime is field 14, stime field 15, in clock
-        // ticks of USER_HZ, 100 on Linux.
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest.split_whitespace().collect())
-            .unwrap_or_default();
-        let ticks = |field: usize| -> anyhow::Result<u64> {
-            let text = fields
-                .get(field - 3)
-                .with_context(|| format!("{path}: no field {field}"))?;
-            Ok(text.parse()?)
-        };
-        Ok(Duration::from_millis((ticks(14)? + ticks(15)?) * 10))
+        cpu_time(self.pid)
     }
 
     /// Stops it as a pod is stopped (SIGTERM: it gives its lease back) and
@@ -127,6 +112,27 @@ impl Drop for Tether {
             terminate(self.pid);
         }
     }
+}
+
+/// The CPU time (user and system, all threads) process `pid` has used so
+/// far.
+pub fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
+    let path = format!("/proc/{pid}/stat");
+    let stat = std::fs::read_to_string(&path).with_context(|| format!("{path}: reading"))?;
+    // Fields after the command name (which may hold spaces), from the
+    // state (field 3) on: utime is field 14, stime field 15, in clock
+    // ticks of USER_HZ, 100 on Linux.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |field: usize| -> anyhow::Result<u64> {
+        let text = fields
+            .get(field - 3)
+            .with_context(|| format!("{path}: no field {field}"))?;
+        Ok(text.parse()?)
+    };
+    Ok(Duration::from_millis((ticks(14)? + ticks(15)?) * 10))
 }
 
 fn terminate(pid: u32) {
