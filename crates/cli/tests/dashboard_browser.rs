@@ -145,17 +145,15 @@ async fn the_overview_app_page_sync_and_break_glass_work_in_a_real_browser() {
         ("jobs", "Synced", "Degraded"),
         ("settings", "OutOfSync", "Healthy"),
     ] {
+        // The rows may arrive a moment after the counts (a loaded machine).
         let row = format!("tr[data-app=\"{n}/{app}\"]");
-        assert_eq!(
-            browser.text(&format!("{row} td.sync")).await.as_deref(),
-            Some(sync),
-            "{app}"
-        );
-        assert_eq!(
-            browser.text(&format!("{row} td.health")).await.as_deref(),
-            Some(health),
-            "{app}"
-        );
+        let within = Duration::from_secs(10);
+        browser
+            .wait_text(&format!("{row} td.sync"), within, |t| t == sync)
+            .await;
+        browser
+            .wait_text(&format!("{row} td.health"), within, |t| t == health)
+            .await;
     }
     let shot = browser.screenshot("overview").await;
     println!("overview: {}", shot.display());
