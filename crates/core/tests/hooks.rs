@@ -64,7 +64,10 @@ fn actual(objects: &[(ObjectRef, Value)]) -> BTreeMap<String, Vec<String>> {
             .collect();
         actual.insert(phase.as_str().to_string(), hooks);
     }
-    actual.insert("notes".into(), plan.notes.clone());
+    actual.insert(
+        "notes".into(),
+        plan.notes.iter().map(ToString::to_string).collect(),
+    );
     actual
 }
 

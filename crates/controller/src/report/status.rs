@@ -16,7 +16,7 @@ use tether_core::revision::RevisionChange;
 use tether_core::{Action, Initiator, ObjectRef, OperationPhase, OperationalState, SyncStatus};
 
 use crate::api::application::{
-    ApplicationStatus, Change, Condition, DriftEntry, GeneratedEntry, HealthInfo, HistoryEntry,
+    ApplicationStatus, Change, Condition, DriftEntry, GeneratedEntry, HealthInfo, HistoryEntry, HookRun,
     InventoryEntry, OperationState, OrphanStatus, OtherWriterEntry, ResourceStatus, WaveWait,
 };
 use crate::observe::compare::{Compared, ObjectState};
@@ -78,6 +78,9 @@ tether_core::vocabulary! {
         DependencyCycle = "DependencyCycle",
         /// A sync window is malformed, or refuses a `tether sync`.
         SyncWindow = "SyncWindowRefused",
+        /// A sync hook failed or did not finish in time
+        /// (`tether_core::hook`); a PreSync hook's failure applied nothing.
+        Hook = "HookFailed",
     }
 }
 
@@ -124,6 +127,8 @@ pub struct SyncRun<'a> {
     /// Set when the sync is not over but waits for a wave (its outcome is
     /// then why, and what it applied so far).
     pub waiting: Option<WaveWait>,
+    /// The sync hooks it ran (or runs).
+    pub hooks: &'a [HookRun],
 }
 
 /// A failed sync: why, and the objects it had applied before it stopped.
@@ -320,6 +325,7 @@ fn record_sync(
         changes,
         changes_omitted,
         waiting: sync.waiting.clone(),
+        hooks: sync.hooks.to_vec(),
     });
     let Ok(report) = &sync.outcome else {
         return;
@@ -331,6 +337,7 @@ fn record_sync(
             revision: sync.revision.to_string(),
             time: now.to_string(),
             initiator: sync.initiator,
+            hooks: sync.hooks.to_vec(),
         },
     );
     status.history.truncate(HISTORY_LIMIT);

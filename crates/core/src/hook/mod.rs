@@ -117,9 +117,25 @@ pub enum Role {
     /// An ordinary object of the app.
     Resource,
     Hook(Hook),
-    /// Not applied at all; why (Argo CD's `Skip`, a Helm hook with no
-    /// sync meaning).
-    NotApplied(String),
+    /// Not applied at all (Argo CD's `Skip`, a Helm hook with no sync
+    /// meaning).
+    NotApplied(NotApplied),
+}
+
+/// An object not applied at all, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotApplied {
+    pub object: ObjectRef,
+    /// The annotation that says so.
+    pub annotation: &'static str,
+    /// Its value and why, after the annotation.
+    pub message: String,
+}
+
+impl fmt::Display for NotApplied {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} {}", self.object, self.annotation, self.message)
+    }
 }
 
 /// Why an object's hook annotations could not be read; names the object.
@@ -156,19 +172,25 @@ pub fn classify(id: &ObjectRef, object: &Value) -> Result<Role, BadHook> {
         )
     } else if let Some(value) = get(ARGOCD_HOOK_ANNOTATION) {
         if words(&value).any(|w| w == "Skip") {
-            return Ok(Role::NotApplied(format!(
-                "{id}: {ARGOCD_HOOK_ANNOTATION} {value:?}: not applied (Argo CD's Skip)"
-            )));
+            return Ok(Role::NotApplied(NotApplied {
+                object: id.clone(),
+                annotation: ARGOCD_HOOK_ANNOTATION,
+                message: format!("{value:?}: not applied (Argo CD's Skip)"),
+            }));
         }
         let phases = tether_phases(&value).map_err(|p| bad(ARGOCD_HOOK_ANNOTATION, &value, p))?;
         (ARGOCD_HOOK_ANNOTATION, phases)
     } else if let Some(value) = get(HELM_HOOK_ANNOTATION) {
         let phases = helm_phases(&value);
         if phases.is_empty() {
-            return Ok(Role::NotApplied(format!(
-                "{id}: {HELM_HOOK_ANNOTATION} {value:?}: not applied (a Helm hook with no sync \
-                 phase; only pre-install, pre-upgrade, post-install and post-upgrade run)"
-            )));
+            return Ok(Role::NotApplied(NotApplied {
+                object: id.clone(),
+                annotation: HELM_HOOK_ANNOTATION,
+                message: format!(
+                    "{value:?}: not applied (a Helm hook with no sync phase; only \
+                     pre-install, pre-upgrade, post-install and post-upgrade run)"
+                ),
+            }));
         }
         (HELM_HOOK_ANNOTATION, phases)
     } else {
@@ -249,8 +271,8 @@ pub struct HookPlan {
     pub resources: Vec<usize>,
     /// Every hook, sorted by weight, kind and name.
     pub hooks: Vec<PlannedHook>,
-    /// One line per object not applied at all, naming it and why.
-    pub notes: Vec<String>,
+    /// The objects not applied at all, and why.
+    pub notes: Vec<NotApplied>,
 }
 
 impl HookPlan {
