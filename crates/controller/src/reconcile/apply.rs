@@ -20,7 +20,6 @@ use tether_source::{Manifest, Rendered};
 use super::Pass;
 use super::hooks::{self, Hooks};
 use super::operation::{all_healthy, mark_running, resumed_operation, sync_operation};
-use tether_core::hook::HookPhase;
 use super::report::now;
 use crate::api::application::{
     ALLOW_MASS_PRUNE_ANNOTATION, CREATED_FOR_ANNOTATION, MANAGED_BY_LABEL, SYNC_REQUEST_ANNOTATION,
@@ -31,6 +30,7 @@ use crate::observe::memo::Awaited;
 use crate::report::events::publish;
 use crate::sync::prune::{Cluster, PruneReport, prune as prune_orphans};
 use crate::sync::{Ran, SyncError, reapply};
+use tether_core::hook::HookPhase;
 
 /// Syncs everything for a new revision (when automated) or an explicit
 /// `tether sync`; otherwise re-applies only the objects self-heal reverts.

@@ -105,7 +105,16 @@ pub async fn run(
         return Ok(());
     }
     let applied = report.map(|r| r.results.clone()).unwrap_or_default();
-    match run_phase(&pass.applier, &pass.owner, phase, &hooks.objects, runs, WAVE_HOLD).await {
+    match run_phase(
+        &pass.applier,
+        &pass.owner,
+        phase,
+        &hooks.objects,
+        runs,
+        WAVE_HOLD,
+    )
+    .await
+    {
         PhaseEnd::Done => Ok(()),
         PhaseEnd::Running {
             hook,

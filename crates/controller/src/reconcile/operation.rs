@@ -132,22 +132,24 @@ pub async fn all_healthy(
         .filter_map(|applied| tether_core::order::sync_wave(&applied.sent).ok())
         .max()
         .unwrap_or_default();
-    gate.wait(last, &report.applied).await.map_err(|error| match error {
-        SyncError::Waiting {
-            object,
-            wave,
-            message,
-            since,
-            ..
-        } => SyncError::Waiting {
-            object,
-            wave,
-            message,
-            since,
-            applied: report.results.clone(),
-        },
-        other => other,
-    })
+    gate.wait(last, &report.applied)
+        .await
+        .map_err(|error| match error {
+            SyncError::Waiting {
+                object,
+                wave,
+                message,
+                since,
+                ..
+            } => SyncError::Waiting {
+                object,
+                wave,
+                message,
+                since,
+                applied: report.results.clone(),
+            },
+            other => other,
+        })
 }
 
 /// Writes the latest progress once a second until `done`; never cancelled

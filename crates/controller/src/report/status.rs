@@ -16,8 +16,9 @@ use tether_core::revision::RevisionChange;
 use tether_core::{Action, Initiator, ObjectRef, OperationPhase, OperationalState, SyncStatus};
 
 use crate::api::application::{
-    ApplicationStatus, Change, Condition, DriftEntry, GeneratedEntry, HealthInfo, HistoryEntry, HookRun,
-    InventoryEntry, OperationState, OrphanStatus, OtherWriterEntry, ResourceStatus, WaveWait,
+    ApplicationStatus, Change, Condition, DriftEntry, GeneratedEntry, HealthInfo, HistoryEntry,
+    HookRun, InventoryEntry, OperationState, OrphanStatus, OtherWriterEntry, ResourceStatus,
+    WaveWait,
 };
 use crate::observe::compare::{Compared, ObjectState};
 use crate::observe::drift::{Assessed, Response};

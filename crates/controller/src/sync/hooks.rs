@@ -74,8 +74,17 @@ pub async fn run_phase(
                 }
                 Err(message) => {
                     let name = hook.planned.id.to_string();
-                    runs.push(finished_run(&name, phase, hook, HookOutcome::Failed, &message));
-                    return PhaseEnd::Failed { hook: name, message };
+                    runs.push(finished_run(
+                        &name,
+                        phase,
+                        hook,
+                        HookOutcome::Failed,
+                        &message,
+                    ));
+                    return PhaseEnd::Failed {
+                        hook: name,
+                        message,
+                    };
                 }
             },
         };
@@ -215,7 +224,12 @@ async fn wait(applier: &Applier, hook: &HookObject, run: &mut HookRun, hold: Dur
         .unwrap_or_else(|_| SystemTime::now());
     let timeout = hook.planned.hook.timeout;
     let created = ObjectRef {
-        name: run.name.rsplit(['/', ' ']).next().unwrap_or_default().to_string(),
+        name: run
+            .name
+            .rsplit(['/', ' '])
+            .next()
+            .unwrap_or_default()
+            .to_string(),
         ..hook.planned.id.clone()
     };
     let api = match applier.api_for(&created, &hook.object).await {
@@ -313,8 +327,14 @@ async fn delete(api: &kube::Api<DynamicObject>, name: &str) {
 }
 
 fn generate_name(object: &Value) -> Option<&str> {
-    if object.pointer("/metadata/name").and_then(Value::as_str).is_some() {
+    if object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .is_some()
+    {
         return None;
     }
-    object.pointer("/metadata/generateName").and_then(Value::as_str)
+    object
+        .pointer("/metadata/generateName")
+        .and_then(Value::as_str)
 }
