@@ -162,9 +162,8 @@ async fn every_first_hour_example_reaches_synced_and_healthy_from_app_create() {
             // The PreSync hook ran before the sync (and was deleted).
             let hooks = &status.history[0].hooks;
             assert!(
-                hooks.iter().any(
-                    |h| h.name.contains("/db-migrate-") && h.outcome.to_string() == "Succeeded"
-                ),
+                hooks.iter().any(|h| h.name.contains("/db-migrate-")
+                    && h.outcome == tether_core::hook::HookOutcome::Succeeded),
                 "{hooks:?}"
             );
         }

@@ -198,7 +198,7 @@ async fn an_argo_cd_presync_hook_runs_and_is_deleted_once_it_succeeded() {
     let hooks = &status.history[0].hooks;
     assert_eq!(hooks.len(), 1, "{hooks:?}");
     assert_eq!(hooks[0].name, format!("Job {}/migrate", ns.name));
-    assert_eq!(hooks[0].outcome.to_string(), "Succeeded");
+    assert_eq!(hooks[0].outcome, tether_core::hook::HookOutcome::Succeeded);
     eventually("the hook deleted once it succeeded", || async {
         jobs(&ns).await.is_empty().then_some(())
     })

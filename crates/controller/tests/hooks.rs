@@ -258,3 +258,62 @@ async fn a_presync_hook_runs_before_the_deployment_and_postsync_once_it_is_healt
     assert_ne!(smokes[0], first_smoke);
     assert!(status.orphans.is_empty(), "{:?}", status.orphans);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_presync_hook_that_runs_too_long_waits_without_a_worker_then_fails_the_sync() {
+    let ns = TestNamespace::create("hook-timeout").await;
+    let repo = Repo::new();
+    // Restarted on failure and crash-looping: the Job never completes.
+    let stuck = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: stuck\n  annotations:\n    tether.dev/hook: PreSync\n    tether.dev/hook-timeout: 8s\n    tether.dev/hook-delete-policy: HookFailed\nspec:\n  template:\n    spec:\n      restartPolicy: OnFailure\n      containers:\n        - name: run\n          image: tether.test/crashloop:1\n";
+    repo.commit(
+        &[("app/stuck.yaml", stuck), ("app/settings.yaml", SETTINGS)],
+        "a migration that never ends",
+    );
+    start_controller(&ns).await;
+    let apps = create_app_with(&ns, &repo, json!({})).await;
+
+    // While it runs, the sync waits for it in status, applying nothing.
+    let waiting = status_where(&apps, "the sync waiting for its PreSync hook", |s| {
+        s.operation_state.as_ref().is_some_and(|o| {
+            o.phase == "Running"
+                && o.waiting
+                    .as_ref()
+                    .is_some_and(|w| w.hook == Some(HookPhase::PreSync))
+        })
+    })
+    .await;
+    let wait = waiting.operation_state.unwrap().waiting.unwrap();
+    assert!(
+        wait.object.starts_with(&format!("Job {}/stuck: ", ns.name)),
+        "{}",
+        wait.object
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
+    assert!(config_maps.get_opt("settings").await.unwrap().is_none());
+    let first = Api::<Job>::namespaced(ns.client.clone(), &ns.name)
+        .get("stuck")
+        .await
+        .unwrap()
+        .metadata
+        .uid;
+
+    // After its timeout the sync fails, naming it; HookFailed deletes it.
+    let status = sync_failed(&apps, "the sync failed on the timeout", "did not finish").await;
+    let message = &status.operation_state.as_ref().unwrap().message;
+    assert!(
+        message.starts_with(&format!(
+            "PreSync hook Job {}/stuck failed, nothing else applied: did not finish within 8s",
+            ns.name
+        )),
+        "{message}"
+    );
+    assert!(config_maps.get_opt("settings").await.unwrap().is_none());
+    eventually("the stuck hook deleted (HookFailed)", || async {
+        // A retry of the sync may have created it again: a new one.
+        let jobs = jobs(&ns).await;
+        jobs.iter()
+            .all(|j| j.metadata.uid != first || j.metadata.deletion_timestamp.is_some())
+            .then_some(())
+    })
+    .await;
+}
