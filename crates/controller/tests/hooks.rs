@@ -317,3 +317,36 @@ async fn a_presync_hook_that_runs_too_long_waits_without_a_worker_then_fails_the
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_postsync_hook_does_not_run_while_an_object_is_unhealthy() {
+    let ns = TestNamespace::create("hook-unhealthy").await;
+    let repo = Repo::new();
+    let smoke = job(
+        "name: smoke",
+        "    tether.dev/hook: PostSync\n",
+        "busybox:1.36",
+    );
+    let crashing = deployment(1).replace("nginx:1.27", "tether.test/crashloop:1");
+    repo.commit(
+        &[
+            ("app/smoke.yaml", smoke.as_str()),
+            ("app/web.yaml", crashing.as_str()),
+        ],
+        "a crashing app with a smoke test",
+    );
+    start_controller(&ns).await;
+    let apps = create_app_with(&ns, &repo, json!({"waveTimeoutSeconds": 6})).await;
+
+    let status = sync_failed(&apps, "the sync failed before PostSync", "PostSync").await;
+    let message = &status.operation_state.as_ref().unwrap().message;
+    assert!(
+        message.starts_with(&format!(
+            "Deployment {}/web: not healthy after 6s, so the PostSync hooks did not run: ",
+            ns.name
+        )),
+        "{message}"
+    );
+    assert!(jobs(&ns).await.is_empty(), "the PostSync hook ran");
+    assert!(status.operation_state.unwrap().hooks.is_empty());
+}

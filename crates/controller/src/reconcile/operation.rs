@@ -148,6 +148,17 @@ pub async fn all_healthy(
                 since,
                 applied: report.results.clone(),
             },
+            SyncError::Unhealthy {
+                object,
+                waited,
+                message,
+                ..
+            } => SyncError::PostSyncBlocked {
+                object,
+                waited,
+                message,
+                applied: report.results.clone(),
+            },
             other => other,
         })
 }

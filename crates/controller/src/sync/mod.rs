@@ -141,6 +141,18 @@ pub enum SyncError {
         message: String,
         applied: Vec<(ObjectRef, Action)>,
     },
+    /// An object the sync applied did not become Healthy within
+    /// `waveTimeoutSeconds`, so the PostSync hooks did not run.
+    #[error(
+        "{object}: not healthy after {}s, so the PostSync hooks did not run: {message}",
+        waited.as_secs()
+    )]
+    PostSyncBlocked {
+        object: ObjectRef,
+        waited: Duration,
+        message: String,
+        applied: Vec<(ObjectRef, Action)>,
+    },
     /// A hook is still running: the sync yields its worker and resumes at
     /// the next reconcile (not a failure).
     #[error("waiting for {phase} hook {hook}: {message}")]
@@ -204,6 +216,7 @@ impl SyncError {
             SyncError::HalfWay { applied, .. }
             | SyncError::Fenced { applied, .. }
             | SyncError::Hook { applied, .. }
+            | SyncError::PostSyncBlocked { applied, .. }
             | SyncError::HookRunning { applied, .. }
             | SyncError::Waiting { applied, .. } => applied,
             _ => &[],
