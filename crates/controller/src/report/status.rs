@@ -1007,6 +1007,63 @@ mod tests {
         assert_eq!(kept[0].action, Action::Configured);
     }
 
+    fn hook_run(outcome: tether_core::hook::HookOutcome) -> HookRun {
+        HookRun {
+            name: "Job shop/migrate".into(),
+            generate_name: None,
+            phase: tether_core::hook::HookPhase::PreSync,
+            outcome,
+            message: String::new(),
+            started_at: "2026-12-05T08:00:00Z".into(),
+            finished_at: None,
+        }
+    }
+
+    #[test]
+    fn a_sync_records_its_hooks_in_the_operation_and_its_history_entry() {
+        use tether_core::hook::HookOutcome;
+        let mut status = ApplicationStatus::default();
+        let hooks = [hook_run(HookOutcome::Succeeded)];
+        let report = SyncReport::default();
+        let sync = SyncRun {
+            revision: "abc",
+            initiator: Initiator::Automated,
+            started_at: "2026-12-05T08:00:00Z",
+            outcome: Ok(&report),
+            waiting: None,
+            hooks: &hooks,
+        };
+        record_sync(&mut status, &sync, None, "2026-12-05T08:00:05Z");
+        assert_eq!(status.operation_state.as_ref().unwrap().hooks, hooks);
+        assert_eq!(status.history[0].hooks, hooks);
+    }
+
+    #[test]
+    fn a_sync_waiting_for_a_hook_is_running_and_not_yet_history() {
+        use tether_core::hook::{HookOutcome, HookPhase};
+        let mut status = ApplicationStatus::default();
+        let hooks = [hook_run(HookOutcome::Running)];
+        let sync = SyncRun {
+            revision: "abc",
+            initiator: Initiator::Automated,
+            started_at: "2026-12-05T08:00:00Z",
+            outcome: Err(("waiting for PreSync hook Job shop/migrate".into(), &[])),
+            waiting: Some(WaveWait {
+                wave: 0,
+                object: "Job shop/migrate: 1 pod(s) active, not complete yet".into(),
+                since: "2026-12-05T08:00:00Z".into(),
+                hook: Some(HookPhase::PreSync),
+            }),
+            hooks: &hooks,
+        };
+        record_sync(&mut status, &sync, None, "2026-12-05T08:00:02Z");
+        let operation = status.operation_state.as_ref().unwrap();
+        assert_eq!(operation.phase, OperationPhase::Running);
+        assert_eq!(operation.finished_at, None);
+        assert_eq!(operation.hooks, hooks);
+        assert!(status.history.is_empty());
+    }
+
     #[test]
     fn a_resumed_sync_keeps_what_its_earlier_passes_changed_in_their_order() {
         let change = |object: &str, action: Action| Change {
