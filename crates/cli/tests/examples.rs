@@ -4,8 +4,7 @@
 //! Helm with a vendored dependency, Jsonnet with top-level arguments, Argo
 //! CD sync waves and a hook, app-of-apps, a 30-object microservices demo)
 //! reaches Synced and Healthy from `tether app create` with the renderer
-//! detected and no namespace made by hand. Hooks, which a later issue
-//! brings, are set aside with a condition that says so.
+//! detected and no namespace made by hand; the hook runs before the sync.
 
 mod support;
 
@@ -160,14 +159,13 @@ async fn every_first_hour_example_reaches_synced_and_healthy_from_app_create() {
             started.elapsed().as_secs_f64()
         ));
         if example.name == "hooks" {
-            let said = status
-                .conditions
-                .iter()
-                .map(|c| format!("{} {}: {}", c.type_, c.reason, c.message))
-                .collect::<Vec<_>>()
-                .join("\n");
-            assert!(said.contains("argocd.argoproj.io/hook"), "{said}");
-            assert!(said.contains("not supported"), "{said}");
+            // The PreSync hook ran before the sync (and was deleted).
+            let hooks = &status.history[0].hooks;
+            assert!(
+                hooks.iter().any(|h| h.name.contains("/db-migrate-")
+                    && h.outcome == tether_core::hook::HookOutcome::Succeeded),
+                "{hooks:?}"
+            );
         }
         if example.name == "microservices" {
             assert_eq!(status.resource_count.unwrap_or(status.resources.len()), 30);

@@ -163,7 +163,7 @@ async fn an_argo_cd_sync_wave_orders_the_waves_as_tethers_own_does() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn an_argo_cd_hook_is_not_applied_and_a_condition_names_it() {
+async fn an_argo_cd_presync_hook_runs_and_is_deleted_once_it_succeeded() {
     let ns = TestNamespace::create("argo-hook").await;
     let repo = Repo::new();
     let hook = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n  annotations:\n    argocd.argoproj.io/hook: PreSync\n    argocd.argoproj.io/hook-delete-policy: HookSucceeded\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n        - name: migrate\n          image: busybox:1.36\n";
@@ -187,13 +187,7 @@ async fn an_argo_cd_hook_is_not_applied_and_a_condition_names_it() {
         ("True", "ArgoCDAnnotation")
     );
     let message = &unsupported.message;
-    assert!(
-        message.contains(&format!(
-            "Job {}/migrate: argocd.argoproj.io/hook \"PreSync\" is not supported yet; the object is not applied",
-            ns.name
-        )),
-        "{message}"
-    );
+    assert!(!message.contains("argocd.argoproj.io/hook"), "{message}");
     assert!(
         message.contains(&format!(
             "ConfigMap {}/settings: argocd.argoproj.io/sync-options \"Prune=false\" is not supported; ignored",
@@ -201,7 +195,14 @@ async fn an_argo_cd_hook_is_not_applied_and_a_condition_names_it() {
         )),
         "{message}"
     );
-    assert!(jobs(&ns).await.is_empty(), "the hook was not applied");
+    let hooks = &status.history[0].hooks;
+    assert_eq!(hooks.len(), 1, "{hooks:?}");
+    assert_eq!(hooks[0].name, format!("Job {}/migrate", ns.name));
+    assert_eq!(hooks[0].outcome, tether_core::hook::HookOutcome::Succeeded);
+    eventually("the hook deleted once it succeeded", || async {
+        jobs(&ns).await.is_empty().then_some(())
+    })
+    .await;
     let config_maps: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
     assert!(config_maps.get_opt("settings").await.unwrap().is_some());
 }

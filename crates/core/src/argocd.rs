@@ -5,14 +5,12 @@
 //! - `sync-wave` is an alias of `tether.dev/sync-wave` (read by
 //!   [`crate::order::sync_wave`]); when both are set and differ, Tether's
 //!   wins and that is a warning.
-//! - `hook`: Argo CD runs such an object only as a hook of a sync (before,
-//!   after or instead of it; `Skip` means never), not as a resource of the
-//!   app. Tether does not run hooks yet, and applying one as an ordinary
-//!   object would run it at the wrong time (a PreSync migration next to the
-//!   new version, a SyncFail clean-up on a good sync), so it is withheld:
-//!   not applied, with a warning that says so and how to opt in.
-//! - every other one (`hook-delete-policy`, `sync-options`,
-//!   `compare-options`, …) is not acted on: a warning says it is ignored.
+//! - `hook` and `hook-delete-policy`: the object is a sync hook, run as
+//!   Argo CD runs it ([`crate::hook`]); hooks are taken out of the set
+//!   before this review, and one given to it anyway is withheld (never
+//!   applied as an ordinary object, which would run it at the wrong time).
+//! - every other one (`sync-options`, `compare-options`, …) is not acted
+//!   on: a warning says it is ignored.
 
 use std::fmt;
 
@@ -79,15 +77,10 @@ pub fn review(id: &ObjectRef, object: &Value) -> Review {
         annotation: annotation.to_string(),
         message,
     };
-    if let Some(hook) = annotations.get(HOOK_ANNOTATION) {
-        let message = format!(
-            "{} is not supported yet; the object is not applied (Argo CD runs it only as a \
-             hook of a sync; remove the annotation to apply it as an ordinary object)",
-            shown(hook)
-        );
+    if annotations.contains_key(HOOK_ANNOTATION) {
         return Review {
             withheld: true,
-            warnings: vec![warning(HOOK_ANNOTATION, message)],
+            warnings: Vec::new(),
         };
     }
     let mut keys: Vec<&String> = annotations
@@ -98,6 +91,9 @@ pub fn review(id: &ObjectRef, object: &Value) -> Review {
     let mut warnings = Vec::new();
     for key in keys {
         let value = &annotations[key.as_str()];
+        if key == crate::hook::ARGOCD_DELETE_POLICY_ANNOTATION {
+            continue;
+        }
         if key == SYNC_WAVE_ANNOTATION {
             if let Some(tethers) = annotations.get(TETHER_SYNC_WAVE)
                 && wave(tethers) != wave(value)
@@ -159,19 +155,12 @@ mod tests {
     }
 
     #[test]
-    fn a_hook_is_withheld_and_the_warning_names_the_object_and_the_annotation() {
+    fn a_hook_is_never_applied_as_an_ordinary_object_and_is_no_warning() {
         let (id, object) = job(json!({HOOK_ANNOTATION: "PreSync",
             "argocd.argoproj.io/hook-delete-policy": "HookSucceeded"}));
         let review = review(&id, &object);
         assert!(review.withheld);
-        assert_eq!(
-            messages(&review),
-            [
-                "Job shop/migrate: argocd.argoproj.io/hook \"PreSync\" is not supported yet; \
-              the object is not applied (Argo CD runs it only as a hook of a sync; remove \
-              the annotation to apply it as an ordinary object)"
-            ]
-        );
+        assert!(review.warnings.is_empty(), "{:?}", review.warnings);
     }
 
     #[test]

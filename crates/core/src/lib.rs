@@ -17,6 +17,7 @@ pub mod diff;
 pub mod drift;
 pub mod generated;
 pub mod health;
+pub mod hook;
 pub mod identity;
 pub mod import;
 pub mod metadata;

@@ -7,6 +7,7 @@ use tether_core::attribution::OtherWriter;
 use tether_core::diff::IgnoreRule;
 use tether_core::drift::DriftOutcome;
 use tether_core::drift::DriftRecord;
+use tether_core::hook::{HookOutcome, HookPhase};
 use tether_core::prune::PruneFate;
 use tether_core::{Action, HealthStatus, Initiator, OperationPhase, OperationalState, SyncStatus};
 use tether_source::Source;
@@ -642,9 +643,35 @@ pub struct OperationState {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub changes_omitted: usize,
     /// Set while a sync with `waitForWaves` waits for a wave to become
-    /// healthy: the sync resumes at the next reconcile (no worker is held
-    /// meanwhile), and gives up `waveTimeoutSeconds` after `since`.
+    /// healthy, or while a hook runs: the sync resumes at the next
+    /// reconcile (no worker is held meanwhile), and gives up
+    /// `waveTimeoutSeconds` (a hook: its `tether.dev/hook-timeout`) after
+    /// `since`.
     pub waiting: Option<WaveWait>,
+    /// The sync hooks this operation ran, in the order they ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookRun>,
+}
+
+/// One sync hook of an operation (`tether_core::hook`).
+#[serde_with::skip_serializing_none]
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HookRun {
+    /// `Kind namespace/name`, as created.
+    pub name: String,
+    /// The `metadata.generateName` it was created from, if any.
+    pub generate_name: Option<String>,
+    #[schemars(schema_with = "word::<HookPhase>")]
+    pub phase: HookPhase,
+    /// Running, Succeeded or Failed.
+    #[schemars(schema_with = "word::<HookOutcome>")]
+    pub outcome: HookOutcome,
+    /// Why it failed, or what it is doing while it runs.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
 }
 
 /// The wave a running sync waits for.
@@ -657,6 +684,15 @@ pub struct WaveWait {
     pub object: String,
     /// When the wait began (RFC 3339).
     pub since: String,
+    /// Set when it is a hook that runs, not a wave: the hook's phase
+    /// (`wave` is then 0 and means nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "optional_hook_phase")]
+    pub hook: Option<HookPhase>,
+}
+
+fn optional_hook_phase(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    word::<HookPhase>(generator)
 }
 
 /// One object's outcome in a sync.
@@ -678,6 +714,9 @@ pub struct HistoryEntry {
     /// Who or what started it: `automated`, `self-heal`, or `user`.
     #[schemars(schema_with = "word::<Initiator>")]
     pub initiator: Initiator,
+    /// The sync hooks it ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookRun>,
 }
 
 /// The schema of a list whose items are defined (and validated) by the crate

@@ -242,6 +242,7 @@ mod tests {
                     .collect(),
                 changes_omitted: 0,
                 waiting: None,
+                hooks: Vec::new(),
             }),
             ..ApplicationStatus::default()
         }
@@ -263,6 +264,7 @@ mod tests {
                 wave: 0,
                 object: "Deployment shop/db: Progressing".into(),
                 since: "2026-12-05T08:00:00Z".into(),
+                hook: None,
             });
         }
         assert!(!interrupted(Some(&waiting), "b"));

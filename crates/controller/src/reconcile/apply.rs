@@ -18,7 +18,8 @@ use tether_core::{Initiator, ObjectRef, OperationPhase};
 use tether_source::{Manifest, Rendered};
 
 use super::Pass;
-use super::operation::{mark_running, resumed_wait, sync_operation};
+use super::hooks::{self, Hooks};
+use super::operation::{all_healthy, mark_running, resumed_operation, sync_operation};
 use super::report::now;
 use crate::api::application::{
     ALLOW_MASS_PRUNE_ANNOTATION, CREATED_FOR_ANNOTATION, MANAGED_BY_LABEL, SYNC_REQUEST_ANNOTATION,
@@ -29,6 +30,7 @@ use crate::observe::memo::Awaited;
 use crate::report::events::publish;
 use crate::sync::prune::{Cluster, PruneReport, prune as prune_orphans};
 use crate::sync::{Ran, SyncError, reapply};
+use tether_core::hook::HookPhase;
 
 /// Syncs everything for a new revision (when automated) or an explicit
 /// `tether sync`; otherwise re-applies only the objects self-heal reverts.
@@ -39,6 +41,7 @@ pub async fn sync(
     compared: &[Compared],
     drift: &[Assessed],
     change: RevisionChange,
+    hooks: &Hooks,
 ) -> Option<Ran> {
     let app = &pass.app;
     let policy = &app.spec.sync_policy;
@@ -69,8 +72,10 @@ pub async fn sync(
     if !may_sync && !requested {
         return None;
     }
-    // A sync that waited for a wave resumes: same operation, same start.
-    let resumed = resumed_wait(app, &desired.commit).is_some();
+    // A sync that waited for a wave or a hook resumes: same operation,
+    // same start, same hooks.
+    let resumed = resumed_operation(app, &desired.commit).is_some();
+    let mut runs = Vec::new();
     let started_at = match app.status.as_ref().and_then(|s| s.operation_state.as_ref()) {
         Some(operation) if resumed => operation.started_at.clone(),
         _ => now(),
@@ -86,6 +91,7 @@ pub async fn sync(
             initiator: Initiator::Automated,
             started_at,
             result,
+            hooks: runs,
         });
     }
     let (initiator, result) = if everything {
@@ -124,7 +130,23 @@ pub async fn sync(
             .cloned()
             .collect();
         mark_running(pass, &desired.commit, &started_at, manifests.len()).await;
-        let result = sync_operation(pass, &manifests, compared, &desired.commit, &started_at).await;
+        runs = hooks::earlier_runs(pass, &desired.commit);
+        let revision = &desired.commit;
+        let result: Result<_, SyncError> = async {
+            // PreSync hooks first: one that fails applies nothing else.
+            hooks::run(pass, hooks, HookPhase::PreSync, &mut runs, None).await?;
+            let report = sync_operation(pass, &manifests, compared, revision, &started_at).await?;
+            hooks::run(pass, hooks, HookPhase::Sync, &mut runs, Some(&report)).await?;
+            if hooks.has(HookPhase::PostSync) {
+                all_healthy(pass, revision, &report).await?;
+                hooks::run(pass, hooks, HookPhase::PostSync, &mut runs, Some(&report)).await?;
+            }
+            Ok(report)
+        }
+        .await;
+        if result.as_ref().is_err_and(|error| !error.is_waiting()) {
+            hooks::sync_failed(pass, hooks, &mut runs).await;
+        }
         (initiator, result)
     } else {
         let manifests: Vec<Manifest> = desired
@@ -169,6 +191,7 @@ pub async fn sync(
         initiator,
         started_at,
         result,
+        hooks: runs,
     })
 }
 

@@ -15,6 +15,7 @@ pub mod cascade;
 pub mod dependencies;
 pub mod fetch;
 pub mod generated;
+pub mod hooks;
 pub mod invalid;
 pub mod observe;
 pub mod operation;
@@ -117,8 +118,15 @@ async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
         Ok(desired) => desired,
         Err(error) => return pass.fail(error.step(), error).await,
     };
-    // Set Argo CD hooks aside, saying so; name what the API server named.
-    let (desired, unsupported) = argocd::set_aside(pass, desired).await;
+    // Take the sync hooks out: they run around a sync, never as the app's
+    // objects. Set other Argo CD annotations aside, saying so; name what
+    // the API server named.
+    let (desired, hooks, not_applied) = match hooks::set_aside(pass, desired).await {
+        Ok(split) => split,
+        Err(malformed) => return pass.fail(Step::Validate, malformed).await,
+    };
+    let (desired, mut unsupported) = argocd::set_aside(pass, desired).await;
+    unsupported.extend(not_applied);
     let desired = generated::name(pass, desired).await;
     // Refuse objects outside the project or the destination before reading any.
     if let Err(refused) = project::admit_objects(pass, membership, &desired.manifests).await {
@@ -148,7 +156,7 @@ async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
     windows::record(pass, &windows, &drift).await;
 
     // Apply a new revision, or re-apply what drifted; then prune orphans.
-    let sync = apply::sync(pass, &desired, &compared, &drift, change).await;
+    let sync = apply::sync(pass, &desired, &compared, &drift, change, &hooks).await;
     takeover::release(pass, &compared, sync.as_ref()).await;
     let compared = generated::created(compared, sync.as_ref());
     let pruned = apply::prune(pass, &compared, change, sync.as_ref()).await;

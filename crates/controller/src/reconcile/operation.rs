@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Pass;
 use crate::api::Application;
+use crate::api::application::OperationState;
 use crate::observe::compare::Compared;
 use crate::sync::waves::WaveGate;
 use crate::sync::{Progress, SyncError, SyncOptions, SyncReport, sync_manifests_with};
@@ -92,13 +93,74 @@ pub async fn sync_operation(
 /// The wave wait an earlier pass of the sync toward `revision` left in
 /// status: its wave and when it began.
 pub fn resumed_wait(app: &Application, revision: &str) -> Option<(i32, SystemTime)> {
-    let operation = app.status.as_ref()?.operation_state.as_ref()?;
-    if operation.phase != OperationPhase::Running || operation.revision != revision {
-        return None;
-    }
-    let waiting = operation.waiting.as_ref()?;
+    let operation = resumed_operation(app, revision)?;
+    let waiting = operation.waiting.as_ref().filter(|w| w.hook.is_none())?;
     let since: k8s_openapi::jiff::Timestamp = waiting.since.parse().ok()?;
     Some((waiting.wave, SystemTime::from(since)))
+}
+
+/// The operation toward `revision` an earlier pass left waiting (for a
+/// wave, or for a hook), to resume.
+pub fn resumed_operation<'a>(app: &'a Application, revision: &str) -> Option<&'a OperationState> {
+    let operation = app.status.as_ref()?.operation_state.as_ref()?;
+    (operation.phase == OperationPhase::Running
+        && operation.revision == revision
+        && operation.waiting.is_some())
+    .then_some(operation)
+}
+
+/// Returns once every object `report` applied is Healthy (before the
+/// PostSync hooks): waits like a wave (its last one), yielding the worker
+/// after a hold, and fails after `waveTimeoutSeconds`.
+pub async fn all_healthy(
+    pass: &Pass<'_>,
+    revision: &str,
+    report: &SyncReport,
+) -> Result<(), SyncError> {
+    let app = &pass.app;
+    let judge = pass.ctx.health.for_app(&pass.key, &app.spec.health.rules);
+    let gate = WaveGate {
+        live: &pass.target.live,
+        judge: &judge,
+        resources: &pass.target.resources,
+        timeout: app.spec.sync_policy.wave_timeout(),
+        resumed: resumed_wait(app, revision),
+    };
+    let last = report
+        .applied
+        .iter()
+        .filter_map(|applied| tether_core::order::sync_wave(&applied.sent).ok())
+        .max()
+        .unwrap_or_default();
+    gate.wait(last, &report.applied)
+        .await
+        .map_err(|error| match error {
+            SyncError::Waiting {
+                object,
+                wave,
+                message,
+                since,
+                ..
+            } => SyncError::Waiting {
+                object,
+                wave,
+                message,
+                since,
+                applied: report.results.clone(),
+            },
+            SyncError::Unhealthy {
+                object,
+                waited,
+                message,
+                ..
+            } => SyncError::PostSyncBlocked {
+                object,
+                waited,
+                message,
+                applied: report.results.clone(),
+            },
+            other => other,
+        })
 }
 
 /// Writes the latest progress once a second until `done`; never cancelled

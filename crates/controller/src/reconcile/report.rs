@@ -79,6 +79,7 @@ pub async fn findings(pass: &Pass<'_>, found: &Findings<'_>) -> Result<Next, Rec
             .as_ref()
             .map_err(|error| (error.to_string(), error.applied())),
         waiting: sync.result.as_ref().err().and_then(wave_wait),
+        hooks: &sync.hooks,
     });
     let failure = match found.sync {
         Some(ran) => ran
@@ -107,6 +108,23 @@ fn waiting(sync: Option<&Ran>) -> bool {
 
 /// What status records of a sync waiting for a wave.
 fn wave_wait(error: &SyncError) -> Option<WaveWait> {
+    if let SyncError::HookRunning {
+        phase,
+        hook,
+        message,
+        since,
+        ..
+    } = error
+    {
+        return Some(WaveWait {
+            wave: 0,
+            object: format!("{hook}: {message}"),
+            since: k8s_openapi::jiff::Timestamp::try_from(*since)
+                .map(|time| time.to_string())
+                .unwrap_or_default(),
+            hook: Some(*phase),
+        });
+    }
     let SyncError::Waiting {
         object,
         wave,
@@ -123,6 +141,7 @@ fn wave_wait(error: &SyncError) -> Option<WaveWait> {
         since: k8s_openapi::jiff::Timestamp::try_from(*since)
             .map(|time| time.to_string())
             .unwrap_or_default(),
+        hook: None,
     })
 }
 
@@ -204,6 +223,7 @@ pub fn look_again(
 fn step_of(error: &SyncError) -> Step {
     match error {
         SyncError::Order { .. } | SyncError::Validate(_) => Step::Validate,
+        SyncError::Hook { .. } => Step::Hook,
         _ => Step::Apply,
     }
 }

@@ -17,7 +17,8 @@ use tether_core::{Action, Initiator, ObjectRef, OperationPhase, OperationalState
 
 use crate::api::application::{
     ApplicationStatus, Change, Condition, DriftEntry, GeneratedEntry, HealthInfo, HistoryEntry,
-    InventoryEntry, OperationState, OrphanStatus, OtherWriterEntry, ResourceStatus, WaveWait,
+    HookRun, InventoryEntry, OperationState, OrphanStatus, OtherWriterEntry, ResourceStatus,
+    WaveWait,
 };
 use crate::observe::compare::{Compared, ObjectState};
 use crate::observe::drift::{Assessed, Response};
@@ -78,6 +79,9 @@ tether_core::vocabulary! {
         DependencyCycle = "DependencyCycle",
         /// A sync window is malformed, or refuses a `tether sync`.
         SyncWindow = "SyncWindowRefused",
+        /// A sync hook failed or did not finish in time
+        /// (`tether_core::hook`); a PreSync hook's failure applied nothing.
+        Hook = "HookFailed",
     }
 }
 
@@ -124,6 +128,8 @@ pub struct SyncRun<'a> {
     /// Set when the sync is not over but waits for a wave (its outcome is
     /// then why, and what it applied so far).
     pub waiting: Option<WaveWait>,
+    /// The sync hooks it ran (or runs).
+    pub hooks: &'a [HookRun],
 }
 
 /// A failed sync: why, and the objects it had applied before it stopped.
@@ -320,6 +326,7 @@ fn record_sync(
         changes,
         changes_omitted,
         waiting: sync.waiting.clone(),
+        hooks: sync.hooks.to_vec(),
     });
     let Ok(report) = &sync.outcome else {
         return;
@@ -331,6 +338,7 @@ fn record_sync(
             revision: sync.revision.to_string(),
             time: now.to_string(),
             initiator: sync.initiator,
+            hooks: sync.hooks.to_vec(),
         },
     );
     status.history.truncate(HISTORY_LIMIT);
@@ -997,6 +1005,63 @@ mod tests {
             (RESOURCES_LIMIT, 20_000 - RESOURCES_LIMIT)
         );
         assert_eq!(kept[0].action, Action::Configured);
+    }
+
+    fn hook_run(outcome: tether_core::hook::HookOutcome) -> HookRun {
+        HookRun {
+            name: "Job shop/migrate".into(),
+            generate_name: None,
+            phase: tether_core::hook::HookPhase::PreSync,
+            outcome,
+            message: String::new(),
+            started_at: "2026-12-05T08:00:00Z".into(),
+            finished_at: None,
+        }
+    }
+
+    #[test]
+    fn a_sync_records_its_hooks_in_the_operation_and_its_history_entry() {
+        use tether_core::hook::HookOutcome;
+        let mut status = ApplicationStatus::default();
+        let hooks = [hook_run(HookOutcome::Succeeded)];
+        let report = SyncReport::default();
+        let sync = SyncRun {
+            revision: "abc",
+            initiator: Initiator::Automated,
+            started_at: "2026-12-05T08:00:00Z",
+            outcome: Ok(&report),
+            waiting: None,
+            hooks: &hooks,
+        };
+        record_sync(&mut status, &sync, None, "2026-12-05T08:00:05Z");
+        assert_eq!(status.operation_state.as_ref().unwrap().hooks, hooks);
+        assert_eq!(status.history[0].hooks, hooks);
+    }
+
+    #[test]
+    fn a_sync_waiting_for_a_hook_is_running_and_not_yet_history() {
+        use tether_core::hook::{HookOutcome, HookPhase};
+        let mut status = ApplicationStatus::default();
+        let hooks = [hook_run(HookOutcome::Running)];
+        let sync = SyncRun {
+            revision: "abc",
+            initiator: Initiator::Automated,
+            started_at: "2026-12-05T08:00:00Z",
+            outcome: Err(("waiting for PreSync hook Job shop/migrate".into(), &[])),
+            waiting: Some(WaveWait {
+                wave: 0,
+                object: "Job shop/migrate: 1 pod(s) active, not complete yet".into(),
+                since: "2026-12-05T08:00:00Z".into(),
+                hook: Some(HookPhase::PreSync),
+            }),
+            hooks: &hooks,
+        };
+        record_sync(&mut status, &sync, None, "2026-12-05T08:00:02Z");
+        let operation = status.operation_state.as_ref().unwrap();
+        assert_eq!(operation.phase, OperationPhase::Running);
+        assert_eq!(operation.finished_at, None);
+        assert_eq!(operation.hooks, hooks);
+        assert!(status.history.is_empty());
     }
 
     #[test]

@@ -20,6 +20,7 @@
 //! had — one request each. A commit changing one object of fifty is one
 //! apply, not fifty dry-runs, fifty reads and fifty applies.
 
+pub mod hooks;
 pub mod preview;
 pub mod prune;
 pub mod waves;
@@ -85,6 +86,8 @@ pub struct Ran {
     pub initiator: Initiator,
     pub started_at: String,
     pub result: Result<SyncReport, SyncError>,
+    /// The sync hooks it ran (or runs), in order.
+    pub hooks: Vec<crate::api::application::HookRun>,
 }
 
 /// Why a sync stopped. Validation errors mean nothing was applied.
@@ -129,6 +132,38 @@ pub enum SyncError {
         waited: Duration,
         message: String,
     },
+    /// A hook failed (or did not finish in time): with a PreSync hook,
+    /// nothing else was applied.
+    #[error("{phase} hook {hook} failed{}: {message}", if applied.is_empty() { ", nothing else applied" } else { "" })]
+    Hook {
+        phase: tether_core::hook::HookPhase,
+        hook: String,
+        message: String,
+        applied: Vec<(ObjectRef, Action)>,
+    },
+    /// An object the sync applied did not become Healthy within
+    /// `waveTimeoutSeconds`, so the PostSync hooks did not run.
+    #[error(
+        "{object}: not healthy after {}s, so the PostSync hooks did not run: {message}",
+        waited.as_secs()
+    )]
+    PostSyncBlocked {
+        object: ObjectRef,
+        waited: Duration,
+        message: String,
+        applied: Vec<(ObjectRef, Action)>,
+    },
+    /// A hook is still running: the sync yields its worker and resumes at
+    /// the next reconcile (not a failure).
+    #[error("waiting for {phase} hook {hook}: {message}")]
+    HookRunning {
+        phase: tether_core::hook::HookPhase,
+        hook: String,
+        message: String,
+        /// When the hook was created.
+        since: std::time::SystemTime,
+        applied: Vec<(ObjectRef, Action)>,
+    },
     /// Wave `wave` is not healthy yet: the sync yields its worker and
     /// resumes at the next reconcile (not a failure).
     #[error("waiting for wave {wave} to be healthy before the next: {object}: {message}")]
@@ -169,7 +204,10 @@ impl SyncError {
 
     /// Whether the sync only yields, waiting for a wave, to resume later.
     pub fn is_waiting(&self) -> bool {
-        matches!(self, SyncError::Waiting { .. })
+        matches!(
+            self,
+            SyncError::Waiting { .. } | SyncError::HookRunning { .. }
+        )
     }
 
     /// The objects applied before the failure (empty unless half-way).
@@ -177,6 +215,9 @@ impl SyncError {
         match self {
             SyncError::HalfWay { applied, .. }
             | SyncError::Fenced { applied, .. }
+            | SyncError::Hook { applied, .. }
+            | SyncError::PostSyncBlocked { applied, .. }
+            | SyncError::HookRunning { applied, .. }
             | SyncError::Waiting { applied, .. } => applied,
             _ => &[],
         }
