@@ -11,7 +11,6 @@ use tether_source::{Rendered, Source, SourceError, SourceInput};
 use super::Pass;
 use crate::metrics::repo_label;
 use crate::report::status::Step;
-use crate::request;
 
 /// Why the desired state could not be fetched.
 #[derive(Debug, thiserror::Error)]
@@ -41,15 +40,16 @@ impl FetchError {
     }
 }
 
-/// Fetches and renders the source. A requested revision that cannot be
-/// fetched is reported and the request dropped (see `Pass::fail`), so it
-/// cannot wedge the app.
-pub async fn desired(pass: &Pass<'_>) -> Result<Rendered, FetchError> {
+/// Fetches and renders the source, its first source at `revision` when
+/// given (a pending `tether sync --revision`, see
+/// [`crate::request::requested_revision`], or a rollback's pin). A requested
+/// revision that cannot be fetched is reported and the request dropped
+/// (see `Pass::fail`), so it cannot wedge the app.
+pub async fn desired(pass: &Pass<'_>, revision: Option<&str>) -> Result<Rendered, FetchError> {
     let (ctx, app) = (pass.ctx, &pass.app);
     let repositories = ctx.repositories.clone();
     let mut sources: Vec<Source> = app.spec.sources().into_iter().cloned().collect();
-    // `tether sync --revision` pins the first source.
-    if let Some(revision) = request::requested_revision(app) {
+    if let Some(revision) = revision {
         sources[0].pin(revision);
     }
     if sources.iter().any(|s| s.secret_ref.is_some()) && !ctx.secrets_ready.wait().await {

@@ -25,7 +25,7 @@ use crate::observe::health::{self, Judge};
 use crate::sync::SyncReport;
 use crate::sync::prune::PruneReport;
 
-const HISTORY_LIMIT: usize = 10;
+pub(crate) const HISTORY_LIMIT: usize = 10;
 /// Deleted orphans still listed in status after they are gone.
 const PRUNED_KEPT_ON_RECORD: usize = 20;
 const DRIFT_LIMIT: usize = 50;
@@ -112,6 +112,8 @@ pub struct Observed<'a> {
     /// Why a sync window keeps automated syncs and self-heal from
     /// running, while one does.
     pub sync_window: Option<String>,
+    /// The app's rollback pin, when it has one (`spec.pin`).
+    pub pin: Option<&'a crate::api::pin::PinState>,
 }
 
 /// A sync this reconcile ran.
@@ -242,7 +244,8 @@ pub fn next_status(
         );
     }
 
-    if observed.is_some() {
+    if let Some(observed) = observed {
+        super::pinned::record_pin(&mut status, observed.pin, now);
         bound_resources(&mut status);
     }
     status.state = OperationalState::of(status.sync.status, status.health.status);
@@ -325,12 +328,18 @@ fn record_sync(
         return;
     };
     status.sync.revision = Some(sync.revision.to_string());
+    let pin = observed
+        .and_then(|observed| observed.pin)
+        .filter(|_| sync.initiator == Initiator::Rollback);
     status.history.insert(
         0,
         HistoryEntry {
+            id: HistoryEntry::next_id(&status.history),
             revision: sync.revision.to_string(),
             time: now.to_string(),
             initiator: sync.initiator,
+            by: pin.map(|state| state.pin.by.clone()),
+            reason: pin.map(|state| state.pin.reason.clone()),
         },
     );
     status.history.truncate(HISTORY_LIMIT);
@@ -705,7 +714,7 @@ fn set_health_rules_condition(conditions: &mut Vec<Condition>, judge: &Judge, no
     set_condition(conditions, health::CONDITION, value, reason, message, now);
 }
 
-fn set_condition(
+pub(crate) fn set_condition(
     conditions: &mut Vec<Condition>,
     type_: &str,
     value: &str,
@@ -800,6 +809,13 @@ fn why_not_synced(status: &ApplicationStatus, failure: Option<&Failure>) -> (&'s
     if let Some(failure) = failure {
         let first = failure.message.lines().next().unwrap_or_default();
         return (failure.step.as_str(), first.to_string());
+    }
+    if let Some(pinned) = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == crate::api::pin::PINNED_CONDITION && c.status == "True")
+    {
+        return ("Pinned", pinned.message.clone());
     }
     let kept = |outcome: DriftOutcome| {
         status
