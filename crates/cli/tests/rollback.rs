@@ -245,7 +245,7 @@ async fn rollback_with_revert_commits_to_the_branch_and_the_pin_lifts_when_it_la
         .unwrap()
         .history
         .iter()
-        .find(|h| h.revision == good)
+        .find(|h| h.revision == good && h.initiator == Initiator::Automated)
         .unwrap()
         .id;
     assert!(shown.starts_with("Ada <ada@example.com>\n"), "{shown}");
