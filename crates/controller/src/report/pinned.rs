@@ -1,97 +1,78 @@
 //! What status says of a rollback's pin (`spec.pin`): condition `Pinned`,
 //! the sync status against the branch head, and a history entry when a
-//! pin is lifted. Pure, as [`super::status`].
+//! pin is lifted. Pure; [`super::status`] writes what [`record`] decides.
 
 use tether_core::rollback::PinVerdict;
-use tether_core::{Initiator, SyncStatus};
 
-use crate::api::application::{ApplicationStatus, HistoryEntry};
-use crate::api::pin::{CLEARED_REASON, PINNED_CONDITION, PINNED_REASON, PinState};
+use crate::api::pin::{CLEARED_REASON, PINNED_REASON, PinState};
 
-use super::status::{HISTORY_LIMIT, set_condition};
+/// What to write of the pin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinRecord {
+    /// Condition `Pinned`: status (`True`/`False`), reason, message.
+    pub condition: (&'static str, &'static str, String),
+    /// While a pin holds the app at another commit than the branch head:
+    /// what `sync.comparedTo` says (the app is OutOfSync).
+    pub out_of_sync: Option<String>,
+    /// A pin lifted this reconcile: the revision and why, for history.
+    pub lifted: Option<(String, &'static str)>,
+}
 
-/// Records `pin` (what this reconcile found; `None`: the app has no pin)
-/// in `status`. While a pin holds, the app is OutOfSync: live matches the
-/// pinned revision, not the branch head, and the not-Synced alert keeps
-/// counting so the pin stays visible.
-pub fn record_pin(status: &mut ApplicationStatus, pin: Option<&PinState>, now: &str) {
-    let was_pinned = status
-        .conditions
-        .iter()
-        .any(|c| c.type_ == PINNED_CONDITION && c.status == "True");
+/// What `pin` (this reconcile's finding; `None`: no pin) means for status,
+/// given whether condition `Pinned` was True (`was_pinned`). `None`: the
+/// app was not and is not pinned. While a pin holds, the app is OutOfSync:
+/// live matches the pinned revision, not the branch head, and the
+/// not-Synced alert keeps counting so the pin stays visible.
+pub fn record(
+    pin: Option<&PinState>,
+    was_pinned: bool,
+    synced_revision: Option<&str>,
+) -> Option<PinRecord> {
     match pin {
-        Some(state) if state.verdict == PinVerdict::Hold => {
-            let message = format!(
-                "{}; the branch head is {}",
-                state.pin.describe(),
-                state.head
-            );
-            set_condition(
-                &mut status.conditions,
-                PINNED_CONDITION,
+        Some(state) if state.verdict == PinVerdict::Hold => Some(PinRecord {
+            condition: (
                 "True",
                 PINNED_REASON,
-                message,
-                now,
-            );
-            if state.head != state.pin.revision {
-                status.sync.status = SyncStatus::OutOfSync;
-                status.sync.compared_to = Some(format!(
+                format!(
+                    "{}; the branch head is {}",
+                    state.pin.describe(),
+                    state.head
+                ),
+            ),
+            out_of_sync: (state.head != state.pin.revision).then(|| {
+                format!(
                     "{} (branch head; live is pinned to {})",
                     state.head, state.pin.revision
-                ));
-            }
-        }
-        Some(state) => {
-            let message = format!(
-                "branch head {} renders what the pinned {} did: pin lifted",
-                state.head, state.pin.revision
-            );
-            if was_pinned {
-                lifted(status, &state.head, None, PinVerdict::GIT_MATCHES, now);
-            }
-            set_condition(
-                &mut status.conditions,
-                PINNED_CONDITION,
+                )
+            }),
+            lifted: None,
+        }),
+        Some(state) => Some(PinRecord {
+            condition: (
                 "False",
                 PinVerdict::GIT_MATCHES,
-                message,
-                now,
-            );
-        }
-        None if was_pinned => {
-            let revision = status.sync.revision.clone().unwrap_or_default();
-            lifted(status, &revision, None, CLEARED_REASON, now);
-            set_condition(
-                &mut status.conditions,
-                PINNED_CONDITION,
+                format!(
+                    "branch head {} renders what the pinned {} did: pin lifted",
+                    state.head, state.pin.revision
+                ),
+            ),
+            out_of_sync: None,
+            lifted: was_pinned.then(|| (state.head.clone(), PinVerdict::GIT_MATCHES)),
+        }),
+        None if was_pinned => Some(PinRecord {
+            condition: (
                 "False",
                 CLEARED_REASON,
                 "spec.pin was removed: the app follows its source again".to_string(),
-                now,
-            );
-        }
-        None => {}
+            ),
+            out_of_sync: None,
+            lifted: Some((
+                synced_revision.unwrap_or_default().to_string(),
+                CLEARED_REASON,
+            )),
+        }),
+        None => None,
     }
-}
-
-fn lifted(
-    status: &mut ApplicationStatus,
-    revision: &str,
-    by: Option<String>,
-    why: &str,
-    now: &str,
-) {
-    let entry = HistoryEntry {
-        id: HistoryEntry::next_id(&status.history),
-        revision: revision.to_string(),
-        time: now.to_string(),
-        initiator: Initiator::Unpin,
-        by,
-        reason: Some(why.to_string()),
-    };
-    status.history.insert(0, entry);
-    status.history.truncate(HISTORY_LIMIT);
 }
 
 #[cfg(test)]
@@ -113,49 +94,33 @@ mod tests {
         }
     }
 
-    fn pinned(status: &ApplicationStatus) -> (&str, &str) {
-        let c = status
-            .conditions
-            .iter()
-            .find(|c| c.type_ == PINNED_CONDITION)
-            .unwrap();
-        (c.status.as_str(), c.reason.as_str())
-    }
-
     #[test]
     fn a_held_pin_is_a_true_condition_and_out_of_sync_with_the_branch_head() {
-        let mut status = ApplicationStatus::default();
-        status.sync.status = SyncStatus::Synced;
-        record_pin(&mut status, Some(&state(PinVerdict::Hold)), "t1");
-        assert_eq!(pinned(&status), ("True", PINNED_REASON));
-        assert_eq!(status.sync.status, SyncStatus::OutOfSync);
-        let message = &status.conditions[0].message;
+        let record = record(Some(&state(PinVerdict::Hold)), false, Some("c2")).unwrap();
+        let (status, reason, message) = &record.condition;
+        assert_eq!((*status, *reason), ("True", PINNED_REASON));
         assert!(message.contains("c2") && message.contains("alice") && message.contains("INC-7"));
         assert!(message.contains("since 2026-12-05T17:00:00Z"));
+        assert!(record.out_of_sync.unwrap().starts_with("c3 (branch head"));
+        assert!(record.lifted.is_none());
     }
 
     #[test]
     fn a_pin_git_matches_lifts_once_with_a_history_entry() {
-        let mut status = ApplicationStatus::default();
-        record_pin(&mut status, Some(&state(PinVerdict::Hold)), "t1");
-        record_pin(&mut status, Some(&state(PinVerdict::GitMatches)), "t2");
-        assert_eq!(pinned(&status), ("False", "GitMatches"));
-        assert_eq!(status.history.len(), 1);
-        assert_eq!(status.history[0].initiator, Initiator::Unpin);
-        assert_eq!(status.history[0].revision, "c3");
-        assert_eq!(status.history[0].reason.as_deref(), Some("GitMatches"));
+        let lifted = record(Some(&state(PinVerdict::GitMatches)), true, Some("c2")).unwrap();
+        assert_eq!(lifted.condition.1, "GitMatches");
+        assert_eq!(lifted.lifted, Some(("c3".to_string(), "GitMatches")));
         // Reported again (the spec still carried the pin): no second entry.
-        record_pin(&mut status, Some(&state(PinVerdict::GitMatches)), "t3");
-        record_pin(&mut status, None, "t4");
-        assert_eq!(status.history.len(), 1);
+        let again = record(Some(&state(PinVerdict::GitMatches)), false, Some("c3")).unwrap();
+        assert!(again.lifted.is_none());
+        assert!(record(None, false, Some("c3")).is_none());
     }
 
     #[test]
     fn a_pin_removed_by_hand_is_cleared_with_a_history_entry() {
-        let mut status = ApplicationStatus::default();
-        record_pin(&mut status, Some(&state(PinVerdict::Hold)), "t1");
-        record_pin(&mut status, None, "t2");
-        assert_eq!(pinned(&status), ("False", CLEARED_REASON));
-        assert_eq!(status.history[0].reason.as_deref(), Some(CLEARED_REASON));
+        let cleared = record(None, true, Some("c3")).unwrap();
+        assert_eq!(cleared.condition.0, "False");
+        assert_eq!(cleared.condition.1, CLEARED_REASON);
+        assert_eq!(cleared.lifted, Some(("c3".to_string(), CLEARED_REASON)));
     }
 }

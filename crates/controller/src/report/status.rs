@@ -25,7 +25,7 @@ use crate::observe::health::{self, Judge};
 use crate::sync::SyncReport;
 use crate::sync::prune::PruneReport;
 
-pub(crate) const HISTORY_LIMIT: usize = 10;
+const HISTORY_LIMIT: usize = 10;
 /// Deleted orphans still listed in status after they are gone.
 const PRUNED_KEPT_ON_RECORD: usize = 20;
 const DRIFT_LIMIT: usize = 50;
@@ -245,7 +245,7 @@ pub fn next_status(
     }
 
     if let Some(observed) = observed {
-        super::pinned::record_pin(&mut status, observed.pin, now);
+        record_pin(&mut status, observed.pin, now);
         bound_resources(&mut status);
     }
     status.state = OperationalState::of(status.sync.status, status.health.status);
@@ -267,6 +267,44 @@ pub fn only_revision_moved(previous: &ApplicationStatus, next: &ApplicationStatu
     moved.sync.compared_to.clone_from(&next.sync.compared_to);
     moved.reconciled_at.clone_from(&next.reconciled_at);
     moved == *next
+}
+
+/// Writes what [`super::pinned::record`] decides of the app's pin.
+fn record_pin(status: &mut ApplicationStatus, pin: Option<&crate::api::pin::PinState>, now: &str) {
+    use crate::api::pin::PINNED_CONDITION;
+    let was_pinned = status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == PINNED_CONDITION && c.status == "True");
+    let synced = status.sync.revision.clone();
+    let Some(record) = super::pinned::record(pin, was_pinned, synced.as_deref()) else {
+        return;
+    };
+    let (value, reason, message) = record.condition;
+    set_condition(
+        &mut status.conditions,
+        PINNED_CONDITION,
+        value,
+        reason,
+        message,
+        now,
+    );
+    if let Some(compared_to) = record.out_of_sync {
+        status.sync.status = SyncStatus::OutOfSync;
+        status.sync.compared_to = Some(compared_to);
+    }
+    if let Some((revision, why)) = record.lifted {
+        let entry = HistoryEntry {
+            id: HistoryEntry::next_id(&status.history),
+            revision,
+            time: now.to_string(),
+            initiator: Initiator::Unpin,
+            by: None,
+            reason: Some(why.to_string()),
+        };
+        status.history.insert(0, entry);
+        status.history.truncate(HISTORY_LIMIT);
+    }
 }
 
 fn record_sync(
@@ -714,7 +752,7 @@ fn set_health_rules_condition(conditions: &mut Vec<Condition>, judge: &Judge, no
     set_condition(conditions, health::CONDITION, value, reason, message, now);
 }
 
-pub(crate) fn set_condition(
+fn set_condition(
     conditions: &mut Vec<Condition>,
     type_: &str,
     value: &str,
