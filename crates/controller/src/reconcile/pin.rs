@@ -22,9 +22,12 @@ pub async fn desired(pass: &Pass<'_>) -> Result<Rendered, FetchError> {
         let _ = pass.pin.set(None);
         return fetch::desired(pass, request::requested_revision(&pass.app)).await;
     };
-    // Render the branch head, then the pinned revision.
-    let head = fetch::desired(pass, None).await?;
-    let pinned = fetch::desired(pass, Some(&pin.revision)).await?;
+    // Render the branch head and the pinned revision, from one fetch.
+    let mut both = fetch::desired_at(pass, &[None, Some(&pin.revision)]).await?;
+    let (pinned, head) = (
+        both.pop().expect("two renders"),
+        both.pop().expect("two renders"),
+    );
     let verdict = judge_pin(rendition(&head), rendition(&pinned));
     let _ = pass.pin.set(Some(PinState {
         pin: pin.clone(),
