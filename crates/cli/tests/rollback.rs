@@ -97,6 +97,14 @@ async fn rollback_pins_the_previous_revision_within_two_seconds_and_survives_a_r
     let n = ns.name.as_str();
     let (controller, _repo, good, bad) = two_revisions(&ns).await;
 
+    // The history lists the ids, and what a rollback would pick.
+    let listed = tether_ok(&ns, &["rollback", "shop", "-n", n, "--history"]);
+    assert!(listed.contains("a rollback would pin history"), "{listed}");
+    assert!(
+        listed.contains(&good[..12]) && listed.contains(&bad[..12]),
+        "{listed}"
+    );
+
     // Roll back: the objects are back at the good commit within 2 s.
     let started = Instant::now();
     let out = tether_blocking(

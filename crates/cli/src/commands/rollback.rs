@@ -25,12 +25,14 @@ use super::out::outln;
 /// source's branch, as you, the pinned revision's tree for the app's path,
 /// pushed with the app's repository credentials; once the branch head
 /// renders the pinned state, the controller lifts the pin (`GitMatches`).
-/// `--clear` lifts a pin by hand. An unknown history id changes nothing.
+/// `--clear` lifts a pin by hand; `--history` lists the ids. An unknown
+/// history id changes nothing.
 ///
 /// Exit codes: 0 pinned (or cleared), 2 error.
 ///
 /// Examples: `tether rollback shop --reason "INC-7: bad image"` ·
-/// `tether rollback shop --to 3 --revert` · `tether rollback shop --clear`
+/// `tether rollback shop --history` · `tether rollback shop --to 3 --revert` ·
+/// `tether rollback shop --clear`
 #[derive(Debug, clap::Args)]
 pub struct RollbackArgs {
     /// The Application.
@@ -56,6 +58,10 @@ pub struct RollbackArgs {
     /// Lift the pin instead: the app follows its source again.
     #[arg(long)]
     pub clear: bool,
+    /// Print the app's sync history (the ids `--to` takes) and the
+    /// revision a rollback would pick; change nothing.
+    #[arg(long, conflicts_with_all = ["clear", "revert"])]
+    pub history: bool,
     #[command(flatten)]
     pub kubeconfig: Kubeconfig,
 }
@@ -63,6 +69,13 @@ pub struct RollbackArgs {
 pub async fn run(args: RollbackArgs) -> anyhow::Result<ExitCode> {
     let client = args.kubeconfig.connect().await?;
     let (namespace, name) = (args.namespace.as_str(), args.app.as_str());
+    if args.history {
+        let app = Api::<Application>::namespaced(client.clone(), namespace)
+            .get(name)
+            .await?;
+        print_history(&app, args.to);
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.clear {
         let pin = rollback::clear(&client, namespace, name).await?;
         outln!(
@@ -91,6 +104,39 @@ pub async fn run(args: RollbackArgs) -> anyhow::Result<ExitCode> {
         commit_revert(&client, &app, &pin, &author).await?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The history, newest first, and what a rollback would pick.
+fn print_history(app: &Application, to: Option<u64>) {
+    let history = app
+        .status
+        .as_ref()
+        .map(|s| s.history.as_slice())
+        .unwrap_or_default();
+    outln!("ID  REVISION      TIME                  INITIATOR  BY / REASON");
+    for entry in history {
+        let why = [entry.by.as_deref(), entry.reason.as_deref()]
+            .into_iter()
+            .flatten()
+            .filter(|text| !text.is_empty())
+            .collect::<Vec<_>>()
+            .join(": ");
+        outln!(
+            "{:<3} {:<13} {:<21} {:<10} {why}",
+            entry.id,
+            entry.revision.get(..12).unwrap_or(&entry.revision),
+            entry.time,
+            entry.initiator.as_str()
+        );
+    }
+    match rollback::target(app, to) {
+        Ok(target) => outln!(
+            "a rollback would pin history {} ({})",
+            target.id,
+            target.revision
+        ),
+        Err(why) => outln!("{why}"),
+    }
 }
 
 /// Commits the pinned revision's tree for `app`'s path to its branch, as
