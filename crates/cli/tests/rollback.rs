@@ -186,6 +186,14 @@ async fn rollback_pins_the_previous_revision_within_two_seconds_and_survives_a_r
     );
     let app = app_where(&ns, "the app", |_| true).await;
     assert_eq!(app.spec.pin.as_ref(), Some(&pin));
+    // Rolling back again goes further back, never forward to the bad
+    // commit: here there is nothing older.
+    let again = tether(&ns, &["rollback", "shop", "-n", n]);
+    assert_eq!(again.status.code(), Some(2));
+    let said = error_text(&again);
+    assert!(said.contains("history has no revision before"), "{said}");
+    let app = app_where(&ns, "the app", |_| true).await;
+    assert_eq!(app.spec.pin.as_ref(), Some(&pin));
 
     // Restart the controller: the pin holds, and self-heal keeps it.
     drop(controller);

@@ -8,7 +8,7 @@
 
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt};
-use tether_core::rollback::{PickError, Synced, Target, pick};
+use tether_core::rollback::{PickError, Pinned, Synced, Target, pick};
 
 use crate::api::Application;
 use crate::api::pin::Pin;
@@ -42,7 +42,11 @@ pub fn target(app: &Application, to: Option<u64>) -> Result<Target, PickError> {
         })
         .collect();
     let current = status.and_then(|s| s.sync.revision.as_deref());
-    pick(&name, &history, current, to)
+    let pinned = app.spec.pin.as_ref().map(|pin| Pinned {
+        revision: &pin.revision,
+        id: pin.history_id,
+    });
+    pick(&name, &history, current, pinned, to)
 }
 
 /// Pins Application `namespace/name` to history entry `to` (else the

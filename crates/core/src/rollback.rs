@@ -36,15 +36,26 @@ pub enum PickError {
     NoHistory { app: String },
 }
 
+/// The pin in force when rolling back again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pinned<'a> {
+    pub revision: &'a str,
+    /// The history entry it was taken from, if known.
+    pub id: Option<u64>,
+}
+
 /// The revision to pin `app` to: history entry `to` when given, else the
 /// newest entry whose revision differs from the one synced now (`history`
 /// newest first; its first entry is the one synced now when `current` is
 /// not known). Self-heal entries repeat the current revision and are
-/// skipped that way.
+/// skipped that way. While a pin is in force (`pinned`), rolling back
+/// again goes further back: to the newest entry older than the pinned one
+/// at another revision — never forward to the revision rolled back from.
 pub fn pick(
     app: &str,
     history: &[Synced<'_>],
     current: Option<&str>,
+    pinned: Option<Pinned<'_>>,
     to: Option<u64>,
 ) -> Result<Target, PickError> {
     let target = |entry: &Synced<'_>| Target {
@@ -62,6 +73,19 @@ pub fn pick(
                 known: known_ids(history),
             });
     }
+    let (history, current) = match pinned {
+        Some(Pinned {
+            revision,
+            id: Some(id),
+        }) => {
+            let older = history
+                .iter()
+                .position(|entry| entry.id != 0 && entry.id < id);
+            (&history[older.unwrap_or(history.len())..], Some(revision))
+        }
+        Some(Pinned { revision, id: None }) => (history, Some(revision)),
+        None => (history, current),
+    };
     let current = match current.or_else(|| history.first().map(|entry| entry.revision)) {
         Some(current) => current,
         None => {
@@ -171,7 +195,7 @@ mod tests {
 
     #[test]
     fn a_rollback_without_an_id_picks_the_newest_revision_before_the_current_one() {
-        let picked = pick("tether/shop", &history(), Some("c3"), None).unwrap();
+        let picked = pick("tether/shop", &history(), Some("c3"), None, None).unwrap();
         assert_eq!(
             picked,
             Target {
@@ -180,36 +204,67 @@ mod tests {
             }
         );
         // Without the synced revision, the newest entry is taken as current.
-        assert_eq!(pick("tether/shop", &history(), None, None).unwrap().id, 2);
+        assert_eq!(
+            pick("tether/shop", &history(), None, None, None)
+                .unwrap()
+                .id,
+            2
+        );
     }
 
     #[test]
     fn a_rollback_to_an_id_picks_that_entry() {
-        let picked = pick("tether/shop", &history(), Some("c3"), Some(1)).unwrap();
+        let picked = pick("tether/shop", &history(), Some("c3"), None, Some(1)).unwrap();
         assert_eq!(picked.revision, "c1");
     }
 
     #[test]
     fn an_unknown_id_is_refused_naming_the_app_the_id_and_the_ids_there_are() {
-        let refused = pick("tether/shop", &history(), Some("c3"), Some(9)).unwrap_err();
+        let refused = pick("tether/shop", &history(), Some("c3"), None, Some(9)).unwrap_err();
         assert_eq!(
             refused.to_string(),
             "Application tether/shop: history has no entry 9 (it has 4, 3, 2, 1)"
         );
-        let refused = pick("tether/shop", &[], None, Some(9)).unwrap_err();
+        let refused = pick("tether/shop", &[], None, None, Some(9)).unwrap_err();
         assert!(refused.to_string().ends_with("(it has none)"));
     }
 
     #[test]
     fn a_history_of_one_revision_has_nothing_to_roll_back_to() {
         let once = &history()[..2];
-        let refused = pick("tether/shop", once, Some("c3"), None).unwrap_err();
+        let refused = pick("tether/shop", once, Some("c3"), None, None).unwrap_err();
         assert!(matches!(refused, PickError::NoPrevious { .. }));
-        let refused = pick("tether/shop", &[], None, None).unwrap_err();
+        let refused = pick("tether/shop", &[], None, None, None).unwrap_err();
         assert_eq!(
             refused.to_string(),
             "Application tether/shop: has no sync history yet; there is nothing to roll back to"
         );
+    }
+
+    #[test]
+    fn rolling_back_while_pinned_goes_further_back_not_forward() {
+        // Pinned to c2 (entry 2): the rollback's own sync is entry 5.
+        let mut pinned_history = history();
+        pinned_history.insert(
+            0,
+            Synced {
+                id: 5,
+                revision: "c2",
+            },
+        );
+        let pin = Pinned {
+            revision: "c2",
+            id: Some(2),
+        };
+        let picked = pick("tether/shop", &pinned_history, Some("c2"), Some(pin), None).unwrap();
+        assert_eq!(picked.revision, "c1");
+        // Nothing older: said, not a step forward to c3.
+        let pin = Pinned {
+            revision: "c1",
+            id: Some(1),
+        };
+        let refused = pick("tether/shop", &pinned_history, Some("c1"), Some(pin), None);
+        assert!(matches!(refused, Err(PickError::NoPrevious { .. })));
     }
 
     #[test]
