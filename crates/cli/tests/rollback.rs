@@ -68,10 +68,11 @@ async fn two_revisions(ns: &TestNamespace) -> (support::Running, support::Repo, 
     let repo = pushable_settings_repo();
     let good = repo.head();
     let controller = run_controller(ns, "only");
+    // The NotSynced alert after 3 s: a pin keeps it counting.
     create_app(
         ns,
         &repo,
-        serde_json::json!({"automated": true, "selfHeal": true}),
+        serde_json::json!({"automated": true, "selfHeal": true, "alertNotSyncedAfter": "3s"}),
     );
     app_where(ns, "synced to the good commit", |app| synced_to(app, &good)).await;
     let bad = repo.commit(
@@ -175,6 +176,16 @@ async fn rollback_pins_the_previous_revision_within_two_seconds_and_survives_a_r
     assert_eq!(rolled.revision, good);
     assert_eq!(rolled.by.as_deref(), Some(pin.by.as_str()));
     assert_eq!(rolled.reason.as_deref(), Some("INC-7: broken greeting"));
+
+    // The pin stays visible: the NotSynced alert counts, saying why.
+    app_where(&ns, "NotSyncedTooLong True, reason Pinned", |app| {
+        app.status.as_ref().is_some_and(|s| {
+            s.conditions.iter().any(|c| {
+                c.type_ == "NotSyncedTooLong" && c.status == "True" && c.reason == "Pinned"
+            })
+        })
+    })
+    .await;
 
     // An unknown history id changes nothing, and says which app and id.
     let refused = tether(&ns, &["rollback", "shop", "-n", n, "--to", "99"]);
