@@ -197,6 +197,25 @@ async fn rollback_pins_the_previous_revision_within_two_seconds_and_survives_a_r
     );
     let app = app_where(&ns, "the app", |_| true).await;
     assert_eq!(app.spec.pin.as_ref(), Some(&pin));
+    // A pin in someone else's name is refused by the admission policy.
+    let forged = format!(
+        r#"{{"spec":{{"pin":{{"revision":"{bad}","by":"mallory","reason":"x","since":"2026-01-01T00:00:00Z"}}}}}}"#
+    );
+    let refused = ns.kubectl(&[
+        "patch",
+        "application/shop",
+        "--type",
+        "merge",
+        "-p",
+        &forged,
+    ]);
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("spec.pin.by must be the requesting user"),
+        "{said}"
+    );
+
     // Rolling back again goes further back, never forward to the bad
     // commit: here there is nothing older.
     let again = tether(&ns, &["rollback", "shop", "-n", n]);
