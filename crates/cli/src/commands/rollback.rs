@@ -17,7 +17,7 @@ use super::kubeconfig::Kubeconfig;
 use super::out::outln;
 
 /// Roll an Application back: pin it (`spec.pin`) to the previous revision
-/// it synced — or to history entry `--to ID` (`tether status APP` lists
+/// it synced — or to history entry `--to ID` (`--history` lists
 /// the history) — at once. While pinned, the controller fetches and
 /// renders that revision instead of the branch head, self-heal keeps it,
 /// condition `Pinned` says who pinned it, why and since when, and the app
