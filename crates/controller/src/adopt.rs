@@ -306,6 +306,7 @@ mod tests {
                 sync_policy: Default::default(),
                 ignore_differences: Vec::new(),
                 health: Default::default(),
+                pin: None,
             },
         );
         app.metadata.namespace = Some("tether-system".into());

@@ -36,6 +36,7 @@ pub mod reconcile;
 pub mod recorder;
 pub mod report;
 pub mod request;
+pub mod rollback;
 pub mod run;
 pub mod serve;
 pub mod shards;

@@ -29,6 +29,7 @@ pub mod poll;
 pub mod project;
 pub mod prune;
 pub mod revision;
+pub mod rollback;
 pub mod shard;
 pub mod state;
 pub mod sync_window;

@@ -70,6 +70,12 @@ crate::vocabulary! {
         SelfHeal = "self-heal",
         /// A user's sync request (`tether sync`).
         User = "user",
+        /// A rollback pinning the app to an earlier revision
+        /// (`tether rollback`, `spec.pin`).
+        Rollback = "rollback",
+        /// A pin lifted: by hand (`tether rollback --clear`), or because
+        /// the branch head came to render the pinned state.
+        Unpin = "unpin",
     }
 }
 

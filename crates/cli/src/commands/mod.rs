@@ -16,6 +16,7 @@ mod kubeconfig;
 mod local;
 pub(crate) mod out;
 mod render;
+mod rollback;
 mod run;
 mod selection;
 mod status;
@@ -61,6 +62,7 @@ pub enum Command {
     Import(import::ImportArgs),
     Install(install::InstallArgs),
     Render(render::RenderArgs),
+    Rollback(rollback::RollbackArgs),
     Run(run::RunArgs),
     Status(status::StatusArgs),
     Sync(sync::SyncArgs),
@@ -79,6 +81,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Health(args) => health::run(args),
         Command::Import(args) => import::run(args).await,
         Command::Install(args) => install::run(args).await,
+        Command::Rollback(args) => rollback::run(args).await,
         Command::Run(args) => run::run(args).await,
         Command::Status(args) => status::run(args).await,
         Command::Render(args) => render::run(args),

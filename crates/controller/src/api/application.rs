@@ -97,6 +97,12 @@ pub struct ApplicationSpec {
     /// How this Application's objects are judged healthy.
     #[serde(default, skip_serializing_if = "HealthSpec::is_empty")]
     pub health: HealthSpec,
+    /// Held at an earlier revision by a rollback (`tether rollback`):
+    /// fetched and rendered instead of the branch head until removed
+    /// (`tether rollback --clear`), or until the branch head renders the
+    /// same objects (a revert commit landed). Condition `Pinned` says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<super::pin::Pin>,
 }
 
 impl ApplicationSpec {
@@ -709,14 +715,37 @@ pub struct Change {
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryEntry {
+    /// The entry's number, one more than the newest before it
+    /// (`tether rollback --to ID`); 0 on entries written before ids.
+    #[serde(default, skip_serializing_if = "is_zero_id")]
+    pub id: u64,
     pub revision: String,
     pub time: String,
-    /// Who or what started it: `automated`, `self-heal`, or `user`.
+    /// Who or what started it: `automated`, `self-heal`, `user`,
+    /// `rollback` or `unpin`.
     #[schemars(schema_with = "word::<Initiator>")]
     pub initiator: Initiator,
     /// The sync hooks it ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<HookRun>,
+    /// Who rolled back (or lifted a pin), for `rollback` and `unpin`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// Why: the rollback's `--reason`, or why a pin was lifted
+    /// (`GitMatches`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl HistoryEntry {
+    /// The id the next entry of `history` (newest first) gets.
+    pub fn next_id(history: &[HistoryEntry]) -> u64 {
+        history.iter().map(|entry| entry.id).max().unwrap_or(0) + 1
+    }
+}
+
+fn is_zero_id(id: &u64) -> bool {
+    *id == 0
 }
 
 /// The schema of a list whose items are defined (and validated) by the crate

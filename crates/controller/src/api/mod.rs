@@ -3,6 +3,7 @@
 pub mod application;
 pub mod break_glass;
 pub mod inventory;
+pub mod pin;
 pub mod project;
 pub(crate) mod schema;
 pub mod stored;

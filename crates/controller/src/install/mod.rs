@@ -12,6 +12,7 @@ use tether_core::{Action, ObjectRef};
 use crate::api::{Application, BreakGlass, Project};
 use crate::break_glass::audit::WINDOW_UID_LABEL;
 
+pub mod pin_policy;
 pub mod project_policy;
 pub mod rbac;
 pub mod uninstall;
@@ -113,6 +114,7 @@ pub fn manifests_with_cap(namespace: &str, cap: Duration) -> Vec<Value> {
             "labels": {rbac::INSTALL_NAMESPACE_LABEL: namespace}}}));
     manifests.extend(rbac::manifests(namespace));
     manifests.extend(project_policy::manifests());
+    manifests.extend(pin_policy::manifests());
     manifests.extend(vec![
         // The break-glass group may open, extend and close windows and read
         // what they are about; everyone who can view a namespace sees them.

@@ -92,7 +92,12 @@ pub async fn uninstall(
             gone.cluster::<ClusterRole>(name).await?;
         }
         gone.cluster::<ClusterRoleBinding>(BREAK_GLASS_ROLE).await?;
-        for name in [BREAK_GLASS_POLICY, AUDIT_RECORDS_POLICY, PROJECT_POLICY] {
+        for name in [
+            BREAK_GLASS_POLICY,
+            AUDIT_RECORDS_POLICY,
+            PROJECT_POLICY,
+            super::pin_policy::PIN_POLICY,
+        ] {
             gone.cluster::<ValidatingAdmissionPolicyBinding>(name)
                 .await?;
             gone.cluster::<ValidatingAdmissionPolicy>(name).await?;

@@ -53,7 +53,9 @@ pub async fn sync(
     // Inside a deny window (or outside every allow window) nothing runs
     // on its own; a `tether sync` got here only if a window lets it.
     let automated = policy.automated && super::schedule::automated(pass.sync_window());
-    let everything = requested || change == RevisionChange::New && automated;
+    // A rollback's pin applies its revision at once, automated or not.
+    let pinned = pass.pin_holds();
+    let everything = requested || change == RevisionChange::New && (automated || pinned);
     if !everything && (heal.is_empty() || !automated) {
         return None;
     }
@@ -97,6 +99,8 @@ pub async fn sync(
     let (initiator, result) = if everything {
         let initiator = if requested {
             Initiator::User
+        } else if pinned {
+            Initiator::Rollback
         } else {
             Initiator::Automated
         };

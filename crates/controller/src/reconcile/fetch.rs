@@ -11,7 +11,6 @@ use tether_source::{Rendered, Source, SourceError, SourceInput};
 use super::Pass;
 use crate::metrics::repo_label;
 use crate::report::status::Step;
-use crate::request;
 
 /// Why the desired state could not be fetched.
 #[derive(Debug, thiserror::Error)]
@@ -41,17 +40,35 @@ impl FetchError {
     }
 }
 
-/// Fetches and renders the source. A requested revision that cannot be
-/// fetched is reported and the request dropped (see `Pass::fail`), so it
-/// cannot wedge the app.
-pub async fn desired(pass: &Pass<'_>) -> Result<Rendered, FetchError> {
+/// Fetches and renders the source, its first source at `revision` when
+/// given (a pending `tether sync --revision`, see
+/// [`crate::request::requested_revision`]). A requested revision that
+/// cannot be fetched is reported and the request dropped (see
+/// `Pass::fail`), so it cannot wedge the app.
+pub async fn desired(pass: &Pass<'_>, revision: Option<&str>) -> Result<Rendered, FetchError> {
+    let mut rendered = desired_at(pass, &[revision]).await?;
+    Ok(rendered.remove(0))
+}
+
+/// [`desired`] at each of `revisions` (`None`: the source's own), from one
+/// fetch of the repository: a rollback's pin renders the branch head and
+/// the pinned commit.
+pub async fn desired_at(
+    pass: &Pass<'_>,
+    revisions: &[Option<&str>],
+) -> Result<Vec<Rendered>, FetchError> {
     let (ctx, app) = (pass.ctx, &pass.app);
     let repositories = ctx.repositories.clone();
-    let mut sources: Vec<Source> = app.spec.sources().into_iter().cloned().collect();
-    // `tether sync --revision` pins the first source.
-    if let Some(revision) = request::requested_revision(app) {
-        sources[0].pin(revision);
-    }
+    let sources: Vec<Source> = app.spec.sources().into_iter().cloned().collect();
+    let revisions: Vec<Option<String>> = revisions.iter().map(|r| r.map(String::from)).collect();
+    let at = move |revision: &Option<String>| {
+        let mut sources = sources.clone();
+        if let Some(revision) = revision {
+            sources[0].pin(revision);
+        }
+        sources
+    };
+    let sources = at(&None);
     if sources.iter().any(|s| s.secret_ref.is_some()) && !ctx.secrets_ready.wait().await {
         return Err(FetchError::SecretWatchStopped);
     }
@@ -79,27 +96,41 @@ pub async fn desired(pass: &Pass<'_>) -> Result<Rendered, FetchError> {
             let update = repositories.update(&source.repo_url, credentials.as_ref());
             let repo = repo_label(&source.repo_url);
             metrics.git_fetched(&repo, started.elapsed(), update.is_ok());
-            let started = Instant::now();
-            let rendered = repositories.render(source, &update?, &capabilities);
-            metrics.rendered(started.elapsed());
-            return rendered;
+            let update = update?;
+            return revisions
+                .iter()
+                .map(|revision| {
+                    let started = Instant::now();
+                    let rendered = repositories.render(&at(revision)[0], &update, &capabilities);
+                    metrics.rendered(started.elapsed());
+                    rendered
+                })
+                .collect::<Result<Vec<_>, _>>();
         }
         // Charts (resolving the version is one conditional index read, the
         // download and the render happen once per digest) and several
         // sources: one step.
-        let inputs = SourceInput::zip(&sources, &credentials);
-        let started = Instant::now();
-        let rendered = repositories.render_sources(&inputs, &capabilities);
-        metrics.rendered(started.elapsed());
-        rendered
+        revisions
+            .iter()
+            .map(|revision| {
+                let sources = at(revision);
+                let inputs = SourceInput::zip(&sources, &credentials);
+                let started = Instant::now();
+                let rendered = repositories.render_sources(&inputs, &capabilities);
+                metrics.rendered(started.elapsed());
+                rendered
+            })
+            .collect::<Result<Vec<_>, _>>()
     })
     .await??;
     // A CRD this app declares and discovery has not seen: the next Helm
     // render (of any app) discovers again.
-    let objects = rendered.manifests.iter().map(|manifest| &manifest.object);
-    pass.target
-        .capabilities
-        .forget_unless_serving(objects)
-        .await;
+    for rendered in &rendered {
+        let objects = rendered.manifests.iter().map(|manifest| &manifest.object);
+        pass.target
+            .capabilities
+            .forget_unless_serving(objects)
+            .await;
+    }
     Ok(rendered)
 }

@@ -19,6 +19,7 @@ pub mod hooks;
 pub mod invalid;
 pub mod observe;
 pub mod operation;
+pub mod pin;
 pub mod project;
 pub mod report;
 pub mod schedule;
@@ -113,8 +114,8 @@ async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
             .await;
     }
     let _ = pass.sync_window.set(sync_window);
-    // Fetch the desired state.
-    let desired = match fetch::desired(pass).await {
+    // Fetch the desired state (the pinned revision while a rollback holds).
+    let desired = match pin::desired(pass).await {
         Ok(desired) => desired,
         Err(error) => return pass.fail(error.step(), error).await,
     };
@@ -209,6 +210,9 @@ pub struct Pass<'a> {
     /// Checked before each write of this app (the leader's Lease, or the
     /// app's shard Lease when sharded); none outside leader election.
     pub fence: Option<crate::fence::Fence>,
+    /// The app's rollback pin, once [`pin`] has judged it (`None` inside:
+    /// not pinned).
+    pub pin: std::sync::OnceLock<Option<crate::api::pin::PinState>>,
 }
 
 impl<'a> Pass<'a> {
@@ -250,6 +254,7 @@ impl<'a> Pass<'a> {
             memo,
             sync_window: std::sync::OnceLock::new(),
             fence: ctx.fence.as_ref().map(|fence| fence.for_app(&key)),
+            pin: std::sync::OnceLock::new(),
         }
     }
 
@@ -257,6 +262,17 @@ impl<'a> Pass<'a> {
     /// were not judged yet).
     pub fn sync_window(&self) -> Option<&tether_core::sync_window::Verdict> {
         self.sync_window.get().and_then(Option::as_ref)
+    }
+
+    /// The app's rollback pin, once fetched (`None`: not pinned).
+    pub fn pin_state(&self) -> Option<&crate::api::pin::PinState> {
+        self.pin.get().and_then(Option::as_ref)
+    }
+
+    /// Whether a rollback's pin holds the app at another revision.
+    pub fn pin_holds(&self) -> bool {
+        self.pin_state()
+            .is_some_and(|state| state.verdict == tether_core::rollback::PinVerdict::Hold)
     }
 
     /// Whether a `tether sync` of the app is pending.

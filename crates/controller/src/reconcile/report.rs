@@ -60,6 +60,7 @@ pub async fn findings(pass: &Pass<'_>, found: &Findings<'_>) -> Result<Next, Rec
         prune: found.pruned,
         unsupported: found.unsupported,
         sync_window: super::schedule::blocking(found.sync_window),
+        pin: pass.pin_state(),
     };
     announce(
         &ctx.recorder,

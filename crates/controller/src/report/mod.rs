@@ -4,5 +4,6 @@
 
 pub mod events;
 pub mod notices;
+pub mod pinned;
 pub mod status;
 pub mod writes;

@@ -116,6 +116,8 @@ pub struct Observed<'a> {
     /// Why a sync window keeps automated syncs and self-heal from
     /// running, while one does.
     pub sync_window: Option<String>,
+    /// The app's rollback pin, when it has one (`spec.pin`).
+    pub pin: Option<&'a crate::api::pin::PinState>,
 }
 
 /// A sync this reconcile ran.
@@ -248,7 +250,8 @@ pub fn next_status(
         );
     }
 
-    if observed.is_some() {
+    if let Some(observed) = observed {
+        record_pin(&mut status, observed.pin, now);
         bound_resources(&mut status);
     }
     status.state = OperationalState::of(status.sync.status, status.health.status);
@@ -270,6 +273,45 @@ pub fn only_revision_moved(previous: &ApplicationStatus, next: &ApplicationStatu
     moved.sync.compared_to.clone_from(&next.sync.compared_to);
     moved.reconciled_at.clone_from(&next.reconciled_at);
     moved == *next
+}
+
+/// Writes what [`super::pinned::record`] decides of the app's pin.
+fn record_pin(status: &mut ApplicationStatus, pin: Option<&crate::api::pin::PinState>, now: &str) {
+    use crate::api::pin::PINNED_CONDITION;
+    let was_pinned = status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == PINNED_CONDITION && c.status == "True");
+    let synced = status.sync.revision.clone();
+    let Some(record) = super::pinned::record(pin, was_pinned, synced.as_deref()) else {
+        return;
+    };
+    let (value, reason, message) = record.condition;
+    set_condition(
+        &mut status.conditions,
+        PINNED_CONDITION,
+        value,
+        reason,
+        message,
+        now,
+    );
+    if let Some(compared_to) = record.out_of_sync {
+        status.sync.status = SyncStatus::OutOfSync;
+        status.sync.compared_to = Some(compared_to);
+    }
+    if let Some((revision, why)) = record.lifted {
+        let entry = HistoryEntry {
+            id: HistoryEntry::next_id(&status.history),
+            revision,
+            time: now.to_string(),
+            initiator: Initiator::Unpin,
+            hooks: Vec::new(),
+            by: None,
+            reason: Some(why.to_string()),
+        };
+        status.history.insert(0, entry);
+        status.history.truncate(HISTORY_LIMIT);
+    }
 }
 
 fn record_sync(
@@ -332,13 +374,19 @@ fn record_sync(
         return;
     };
     status.sync.revision = Some(sync.revision.to_string());
+    let pin = observed
+        .and_then(|observed| observed.pin)
+        .filter(|_| sync.initiator == Initiator::Rollback);
     status.history.insert(
         0,
         HistoryEntry {
+            id: HistoryEntry::next_id(&status.history),
             revision: sync.revision.to_string(),
             time: now.to_string(),
             initiator: sync.initiator,
             hooks: sync.hooks.to_vec(),
+            by: pin.map(|state| state.pin.by.clone()),
+            reason: pin.map(|state| state.pin.reason.clone()),
         },
     );
     status.history.truncate(HISTORY_LIMIT);
@@ -808,6 +856,13 @@ fn why_not_synced(status: &ApplicationStatus, failure: Option<&Failure>) -> (&'s
     if let Some(failure) = failure {
         let first = failure.message.lines().next().unwrap_or_default();
         return (failure.step.as_str(), first.to_string());
+    }
+    if let Some(pinned) = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == crate::api::pin::PINNED_CONDITION && c.status == "True")
+    {
+        return ("Pinned", pinned.message.clone());
     }
     let kept = |outcome: DriftOutcome| {
         status

@@ -142,6 +142,38 @@ impl Checkout {
         self.head().map(Some)
     }
 
+    /// Makes the working tree's `path` (the whole tree when empty or `.`)
+    /// what it was at commit `revision`, which must be on the branch:
+    /// files added since are removed, the others restored. Returns the
+    /// commits since `revision` that touched `path`, newest first, as
+    /// `short-sha subject`.
+    pub fn restore(&self, revision: &str, path: &str) -> Result<Vec<String>, AdoptError> {
+        let spec = match path.trim_matches('/') {
+            "" | "." => ".",
+            path => path,
+        };
+        let on_branch = self.git(
+            "merge-base",
+            &["merge-base", "--is-ancestor", revision, "HEAD"],
+        );
+        if on_branch.is_err() {
+            return Err(AdoptError::Unwritable {
+                reason: format!(
+                    "commit {revision} is not on branch {}; only a commit of the branch can be restored",
+                    self.branch
+                ),
+            });
+        }
+        let range = format!("{revision}..HEAD");
+        let log = self.git("log", &["log", "--format=%h %s", &range, "--", spec])?;
+        self.git("rm", &["rm", "-r", "-q", "--ignore-unmatch", "--", spec])?;
+        let existed = self.git("ls-tree", &["ls-tree", revision, "--", spec])?;
+        if !existed.is_empty() || spec == "." {
+            self.git("checkout", &["checkout", revision, "--", spec])?;
+        }
+        Ok(log.lines().map(str::to_string).collect())
+    }
+
     /// Pushes the commit to `branch` of the remote.
     pub fn push(&self, branch: &str) -> Result<(), AdoptError> {
         let refspec = format!("HEAD:refs/heads/{branch}");

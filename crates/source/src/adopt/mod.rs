@@ -36,6 +36,7 @@ pub mod helm;
 pub mod kustomize;
 pub mod path;
 mod plan;
+pub mod revert;
 pub mod scalar;
 mod tree;
 pub mod write;
