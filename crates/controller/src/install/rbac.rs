@@ -221,6 +221,14 @@ fn controller_role() -> Value {
         // Its own objects; Applications are applied too (app-of-apps).
         {"apiGroups": ["tether.dev"], "resources": ["applications", "breakglasses"],
          "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+        // ApplicationSets: read, their status written. The Applications a
+        // set generates name it as owner (with blockOwnerDeletion, which
+        // needs its finalizers subresource).
+        {"apiGroups": ["tether.dev"], "resources": ["applicationsets"],
+         "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["tether.dev"],
+         "resources": ["applicationsets/status", "applicationsets/finalizers"],
+         "verbs": ["get", "update", "patch"]},
         {"apiGroups": ["tether.dev"],
          "resources": ["applications/status", "breakglasses/status",
                        "applications/finalizers", "breakglasses/finalizers"],
@@ -284,6 +292,7 @@ pub fn tenant_role() -> Value {
     "metadata": {"name": TENANT_ROLE},
     "rules": [
         {"apiGroups": ["tether.dev"], "resources": ["applications"], "verbs": WRITE},
+        {"apiGroups": ["tether.dev"], "resources": ["applicationsets"], "verbs": WRITE},
         {"apiGroups": ["tether.dev"], "resources": ["breakglasses"],
          "verbs": ["get", "list", "watch", "create", "update", "patch"]},
     ]})
