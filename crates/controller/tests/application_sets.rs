@@ -152,6 +152,15 @@ async fn three_hundred_directories_make_three_hundred_apps_from_one_fetch_and_a_
          git over HTTP meanwhile: {listings} ref listings, {posts} upload-pack POSTs, so {fetches} pack fetch(es)"
     );
     assert!(fetches <= 1, "{fetches} fetches: {requests:?}");
+    // Each ref listing is one GET and one POST (protocol v2's ls-refs): in
+    // a quiet spell the two counts match, so the extra POSTs above are
+    // pack fetches.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let quiet = server.take_requests();
+    let quiet_listings = quiet.iter().filter(|r| r.contains("/info/refs")).count();
+    let quiet_posts = quiet.iter().filter(|r| r.starts_with("POST")).count();
+    println!("a quiet 4 s: {quiet_listings} ref listings, {quiet_posts} POSTs");
+    assert_eq!(quiet_listings, quiet_posts, "{quiet:?}");
     let generated = apps_of(&ns, "mono").await;
     assert!(!names(&generated).contains(&"legacy".to_string()));
     let first = &generated[0];
