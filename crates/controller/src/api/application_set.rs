@@ -48,7 +48,8 @@ use super::application::Condition;
 #[serde(rename_all = "camelCase")]
 pub struct ApplicationSetSpec {
     /// Each one of `list` (`elements`: maps of parameter to value), `git`
-    /// (`repoURL`, `revision`, `directories`: globs with `exclude`; gives
+    /// (`repoURL`, `revision`, `secretRef`, `directories`: globs with
+    /// `exclude`; gives
     /// `path`, `path.basename`, `path[n]`), `clusters` (`selector`,
     /// `includeLocal`; gives `name`, `server`, `metadata.labels.KEY`) or
     /// `matrix` (`generators`: two of these).

@@ -10,9 +10,14 @@ use tether_core::app_set::{Cluster, Facts, Generator};
 use crate::context::Context;
 use crate::metrics::repo_label;
 
-/// The facts `generators` need, and `REPO@COMMIT` for each repository read.
-pub async fn facts(ctx: &Context, generators: &[Generator]) -> (Facts, Vec<String>) {
-    let wanted: BTreeSet<(String, String)> = generators
+/// The facts `generators` (of a set in `namespace`) need, and
+/// `REPO@COMMIT` for each repository read.
+pub async fn facts(
+    ctx: &Context,
+    namespace: &str,
+    generators: &[Generator],
+) -> (Facts, Vec<String>) {
+    let wanted: BTreeSet<(String, String, Option<String>)> = generators
         .iter()
         .flat_map(Generator::repositories)
         .collect();
@@ -21,12 +26,19 @@ pub async fn facts(ctx: &Context, generators: &[Generator]) -> (Facts, Vec<Strin
         ..Facts::default()
     };
     let mut revisions = Vec::new();
-    for (repo_url, revision) in wanted {
+    for (repo_url, revision, secret) in wanted {
+        let credentials = match credentials(ctx, namespace, &repo_url, secret).await {
+            Ok(credentials) => credentials,
+            Err(error) => {
+                facts.directories.insert((repo_url, revision), Err(error));
+                continue;
+            }
+        };
         let (repositories, metrics) = (ctx.repositories.clone(), ctx.metrics.clone());
         let (url, rev) = (repo_url.clone(), revision.clone());
         let listed = tokio::task::spawn_blocking(move || {
             let started = Instant::now();
-            let update = repositories.update(&url, None);
+            let update = repositories.update(&url, credentials.as_ref());
             metrics.git_fetched(&repo_label(&url), started.elapsed(), update.is_ok());
             repositories.directories(&url, &rev, &update?)
         })
@@ -42,6 +54,29 @@ pub async fn facts(ctx: &Context, generators: &[Generator]) -> (Facts, Vec<Strin
         facts.directories.insert((repo_url, revision), listed);
     }
     (facts, revisions)
+}
+
+/// The credentials in Secret `secret` of `namespace`, read as an
+/// Application's `source.secretRef` is (so the generator and its apps
+/// share the repository's updates).
+async fn credentials(
+    ctx: &Context,
+    namespace: &str,
+    repo_url: &str,
+    secret: Option<String>,
+) -> Result<Option<tether_source::Credentials>, String> {
+    let Some(name) = secret else {
+        return Ok(None);
+    };
+    if !ctx.secrets_ready.wait().await {
+        return Err("the repository Secret watch stopped".into());
+    }
+    let source = tether_source::Source {
+        repo_url: repo_url.to_string(),
+        secret_ref: Some(tether_source::spec::SecretRef { name }),
+        ..tether_source::Source::default()
+    };
+    crate::credentials::for_source(&ctx.secrets, namespace, &source).map_err(|e| e.to_string())
 }
 
 /// The registered clusters as the `clusters` generator sees them.

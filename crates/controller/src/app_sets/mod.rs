@@ -122,7 +122,7 @@ pub async fn reconcile(set: Arc<ApplicationSet>, ctx: Arc<Context>) -> Result<Ac
         }
     };
     // Gather what they read: each repository fetched once, the clusters.
-    let (facts, revisions) = gather::facts(&ctx, &generators).await;
+    let (facts, revisions) = gather::facts(&ctx, &namespace, &generators).await;
     report.revisions = revisions;
     // Generate the parameter sets.
     let generated = match app_set::generate(&generators, &facts) {

@@ -48,9 +48,19 @@ pub struct GitGenerator {
     /// Branch, tag or commit (default `HEAD`).
     #[serde(default = "head")]
     pub revision: String,
+    /// The Secret (in the set's namespace) with the repository's
+    /// credentials, as an Application's `source.secretRef`.
+    #[serde(default, rename = "secretRef")]
+    pub secret_ref: Option<SecretRef>,
     /// Which directories: globs, each including unless `exclude: true`;
     /// an excluded directory is left out whatever includes it.
     pub directories: Vec<DirectoryPattern>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretRef {
+    pub name: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -146,10 +156,15 @@ impl Generator {
         }
     }
 
-    /// The (repoURL, revision) pairs whose directories it reads.
-    pub fn repositories(&self) -> Vec<(String, String)> {
+    /// The repositories whose directories it reads: (repoURL, revision,
+    /// the Secret with its credentials).
+    pub fn repositories(&self) -> Vec<(String, String, Option<String>)> {
         match self {
-            Generator::Git(git) => vec![(git.repo_url.clone(), git.revision.clone())],
+            Generator::Git(git) => vec![(
+                git.repo_url.clone(),
+                git.revision.clone(),
+                git.secret_ref.as_ref().map(|s| s.name.clone()),
+            )],
             Generator::Matrix(matrix) => matrix
                 .generators
                 .iter()
