@@ -519,11 +519,15 @@ mod tests {
     #[test]
     fn the_repositories_a_matrix_reads_are_its_git_generators() {
         let parsed = generators(
-            "- matrix:\n    generators:\n      - git: {repoURL: u, revision: main, directories: [{path: '*'}]}\n      - clusters: {}\n",
+            "- matrix:\n    generators:\n      - git: {repoURL: u, revision: main, secretRef: {name: mono-creds}, directories: [{path: '*'}]}\n      - clusters: {}\n",
         );
         assert_eq!(
             parsed[0].repositories(),
-            [("u".to_string(), "main".to_string())]
+            [(
+                "u".to_string(),
+                "main".to_string(),
+                Some("mono-creds".to_string())
+            )]
         );
     }
 }
