@@ -259,6 +259,31 @@ async fn list_and_matrix_generators_make_one_app_per_parameter_set() {
         .find(|c| c.type_ == "ParametersGenerated")
         .unwrap();
     assert_eq!(generated.status, "True");
+
+    // A second set generating a name the first one holds leaves it alone.
+    let rival = apply_set(
+        &ns,
+        "rival",
+        json!({
+            "generators": [{"list": {"elements": [{"name": "alpha"}]}}],
+            "template": {
+                "metadata": {"name": "listed-{{name}}"},
+                "spec": {"source": {"repoURL": url, "path": "svc/cart"},
+                         "destination": {"namespace": ns.name}, "syncPolicy": {"automated": false}}}
+        }),
+    )
+    .await;
+    let taken = eventually("NameTaken", || async {
+        let status = rival.get("rival").await.ok()?.status?;
+        status
+            .conditions
+            .into_iter()
+            .find(|c| c.type_ == "ResourcesUpToDate" && c.reason == "NameTaken")
+    })
+    .await;
+    assert!(taken.message.contains("listed-alpha"), "{}", taken.message);
+    let alpha: Application = ns.get("listed-alpha").await;
+    assert_eq!(alpha.spec.source.path, "svc/shop");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -331,4 +356,73 @@ async fn a_template_parameter_no_generator_makes_is_reported_naming_it() {
         "ApplicationSet broken: generators[0].list: template parameter region is not generated (used at spec.source.path)"
     );
     assert!(apps_of(&ns, "broken").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_clusters_generator_picks_registered_clusters_by_label_and_the_local_one() {
+    let ns = started("appset-clusters").await;
+    // A registered cluster: a labelled Secret in the controller's namespace
+    // (nothing answers at its server; the apps here never sync).
+    let secret = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "eu-1", "namespace": ns.name,
+                     "labels": {"tether.dev/cluster": "true", "env": "prod"}},
+        "stringData": {"server": "https://127.0.0.1:9", "token": "unused"}});
+    ns.kubectl_ok_with_stdin(&["apply", "-f", "-"], &secret.to_string());
+    let spec = |prefix: &str, clusters: Value| {
+        json!({
+            "generators": [{"clusters": clusters}],
+            "template": {
+                "metadata": {"name": format!("{prefix}-{{{{nameNormalized}}}}"),
+                             "labels": {"env": "{{metadata.labels.env}}"}},
+                "spec": {"source": {"repoURL": "file:///nowhere", "path": "web"},
+                         "destination": {"cluster": "{{name}}", "namespace": ns.name},
+                         "syncPolicy": {"automated": false}}}
+        })
+    };
+    apply_set(
+        &ns,
+        "prod",
+        spec(
+            "prod",
+            json!({"selector": {"matchLabels": {"env": "prod"}}}),
+        ),
+    )
+    .await;
+    let made = eventually("the prod cluster's app", || async {
+        let apps = apps_of(&ns, "prod").await;
+        (apps.len() == 1).then_some(apps)
+    })
+    .await;
+    assert_eq!(names(&made), ["prod-eu-1"]);
+    assert_eq!(made[0].spec.destination.cluster.as_deref(), Some("eu-1"));
+    assert_eq!(made[0].metadata.labels.as_ref().unwrap()["env"], "prod");
+
+    // With the local cluster, a template using a label the local cluster
+    // lacks names the parameter; without that label, both apps come.
+    let sets = apply_set(&ns, "all", spec("all", json!({"includeLocal": true}))).await;
+    let failed = eventually("the missing label reported", || async {
+        let status = sets.get("all").await.ok()?.status?;
+        status
+            .conditions
+            .into_iter()
+            .find(|c| c.type_ == "ParametersGenerated" && c.status == "False")
+    })
+    .await;
+    assert!(
+        failed.message.contains(
+            "generators[0].clusters: template parameter metadata.labels.env is not generated"
+        ),
+        "{}",
+        failed.message
+    );
+    let mut plain = spec("all", json!({"includeLocal": true}));
+    plain["template"]["metadata"]["labels"] = json!({});
+    apply_set(&ns, "all", plain).await;
+    let made = eventually("the local and the registered cluster's apps", || async {
+        let apps = apps_of(&ns, "all").await;
+        (apps.len() == 2).then_some(apps)
+    })
+    .await;
+    assert_eq!(names(&made), ["all-eu-1", "all-in-cluster"]);
+    assert_eq!(made[1].spec.destination.cluster, None);
 }

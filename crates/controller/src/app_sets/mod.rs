@@ -161,9 +161,12 @@ pub async fn reconcile(set: Arc<ApplicationSet>, ctx: Arc<Context>) -> Result<Ac
     };
     // Apply and delete.
     let failures = write::carry_out(&ctx, &namespace, &plan, &mut report).await;
-    match failures.is_empty() {
-        true => report.succeeded(RESOURCES_UP_TO_DATE, "UpToDate", report.summary(&plan)),
-        false => report.failed(RESOURCES_UP_TO_DATE, "ApplyFailed", failures.join("; ")),
+    let summary = report.summary(&plan);
+    match (failures.is_empty(), plan.conflicts.is_empty()) {
+        (true, true) => report.succeeded(RESOURCES_UP_TO_DATE, "UpToDate", summary),
+        // Another Application holds a generated name: the set's app is missing.
+        (true, false) => report.failed(RESOURCES_UP_TO_DATE, "NameTaken", summary),
+        (false, _) => report.failed(RESOURCES_UP_TO_DATE, "ApplyFailed", failures.join("; ")),
     }
     report.list_apps(&ctx, &namespace, &plan);
     report.write(&ctx, again).await
