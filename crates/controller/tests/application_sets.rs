@@ -248,6 +248,17 @@ async fn list_and_matrix_generators_make_one_app_per_parameter_set() {
         (names(&apps_of(&ns, "listed").await) == ["listed-alpha", "listed-beta"]).then_some(())
     })
     .await;
+    // An app deleted by hand is made again.
+    let apps: Api<Application> = ns.api();
+    let before: Application = ns.get("listed-beta").await;
+    apps.delete("listed-beta", &Default::default())
+        .await
+        .unwrap();
+    eventually("listed-beta made again", || async {
+        let again = apps.get_opt("listed-beta").await.ok()??;
+        (again.metadata.uid != before.metadata.uid).then_some(())
+    })
+    .await;
     let status = eventually("the set's status", || async {
         let status = sets.get("listed").await.ok()?.status?;
         (status.application_count == Some(2) && status.applications.len() == 2).then_some(status)

@@ -16,15 +16,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use kube::api::Api;
+use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use tether_core::app_set::{self, Generator};
 
-use crate::api::ApplicationSet;
 use crate::api::application_set::{PARAMETERS_GENERATED, RESOURCES_UP_TO_DATE};
+use crate::api::{Application, ApplicationSet};
 use crate::context::Context;
 use crate::shards::{self, Shards};
+use kube::runtime::reflector::ObjectRef;
+use tether_core::app_set::plan::SET_LABEL;
 pub use write::FIELD_MANAGER;
 
 /// Why a round of one set failed (its status says so too).
@@ -60,7 +62,10 @@ pub async fn run(ctx: Arc<Context>, sharded: Option<Shards>) {
     )
     .applied_objects()
     .predicate_filter(spec_changed, Default::default());
+    // A generated app deleted by hand is made again at once.
+    let deleted = deleted_apps(&ctx);
     Controller::for_stream(changes, reader)
+        .reconcile_on(deleted)
         .run(
             move |set: Arc<ApplicationSet>, ctx| {
                 let namespace = set.metadata.namespace.clone().unwrap_or_default();
@@ -82,6 +87,25 @@ pub async fn run(ctx: Arc<Context>, sharded: Option<Shards>) {
             }
         })
         .await;
+}
+
+/// The sets whose generated Applications were deleted (a metadata-only
+/// watch of the Applications carrying a set's label; nothing else of
+/// theirs wakes a set, so their status writes cost it nothing).
+fn deleted_apps(ctx: &Context) -> impl futures::Stream<Item = ObjectRef<ApplicationSet>> + use<> {
+    let apps: Api<PartialObjectMeta<Application>> = match &ctx.config.watch_namespace {
+        Some(namespace) => Api::namespaced(ctx.client.clone(), namespace),
+        None => Api::all(ctx.client.clone()),
+    };
+    watcher(apps, watcher::Config::default().labels(SET_LABEL))
+        .default_backoff()
+        .filter_map(|event| async move {
+            let watcher::Event::Delete(app) = event.ok()? else {
+                return None;
+            };
+            let set = app.metadata.labels.as_ref()?.get(SET_LABEL)?;
+            Some(ObjectRef::new(set).within(app.metadata.namespace.as_deref()?))
+        })
 }
 
 /// The set's identity and spec (its generation): what a round depends on
