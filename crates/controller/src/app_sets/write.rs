@@ -382,3 +382,54 @@ fn set_condition(
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set() -> ApplicationSet {
+        serde_json::from_value(json!({
+            "apiVersion": "tether.dev/v1alpha1", "kind": "ApplicationSet",
+            "metadata": {"name": "mono", "namespace": "tether", "uid": "u-1"},
+            "spec": {"generators": [], "template": {}}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_generated_app_is_labelled_and_owned_by_its_set() {
+        let app = owned(
+            json!({"metadata": {"name": "shop", "labels": {"team": "a"}}, "spec": {}}),
+            &set(),
+            Policy::default(),
+        );
+        assert_eq!(app["kind"], "Application");
+        assert_eq!(app["metadata"]["namespace"], "tether");
+        assert_eq!(
+            app["metadata"]["labels"],
+            json!({"team": "a", SET_LABEL: "mono"})
+        );
+        let owner = &app["metadata"]["ownerReferences"][0];
+        assert_eq!(
+            (&owner["kind"], &owner["name"], &owner["uid"]),
+            (&json!("ApplicationSet"), &json!("mono"), &json!("u-1"))
+        );
+        assert!(app["metadata"]["finalizers"].is_null());
+    }
+
+    #[test]
+    fn not_preserving_resources_gives_each_app_the_cascade_finalizer_once() {
+        let policy = Policy {
+            preserve_resources: false,
+            ..Policy::default()
+        };
+        let app = owned(
+            json!({"metadata": {"name": "shop", "finalizers": [CASCADE_FINALIZER]}}),
+            &set(),
+            policy,
+        );
+        assert_eq!(app["metadata"]["finalizers"], json!([CASCADE_FINALIZER]));
+        let bare = owned(json!({"metadata": {"name": "shop"}}), &set(), policy);
+        assert_eq!(bare["metadata"]["finalizers"], json!([CASCADE_FINALIZER]));
+    }
+}
