@@ -18,15 +18,15 @@ use std::time::Duration;
 use futures::StreamExt;
 use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{WatchStreamExt, reflector, watcher};
+use tether_core::app_set::plan::SET_LABEL;
 use tether_core::app_set::{self, Generator};
 
 use crate::api::application_set::{PARAMETERS_GENERATED, RESOURCES_UP_TO_DATE};
 use crate::api::{Application, ApplicationSet};
 use crate::context::Context;
 use crate::shards::{self, Shards};
-use kube::runtime::reflector::ObjectRef;
-use tether_core::app_set::plan::SET_LABEL;
 pub use write::FIELD_MANAGER;
 
 /// Why a round of one set failed (its status says so too).

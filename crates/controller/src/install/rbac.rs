@@ -221,13 +221,11 @@ fn controller_role() -> Value {
         // Its own objects; Applications are applied too (app-of-apps).
         {"apiGroups": ["tether.dev"], "resources": ["applications", "breakglasses"],
          "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
-        // ApplicationSets: read, their status written. The Applications a
-        // set generates name it as owner (with blockOwnerDeletion, which
-        // needs its finalizers subresource).
+        // ApplicationSets: read, their status written (the Applications a
+        // set generates are written with the rule above).
         {"apiGroups": ["tether.dev"], "resources": ["applicationsets"],
          "verbs": ["get", "list", "watch"]},
-        {"apiGroups": ["tether.dev"],
-         "resources": ["applicationsets/status", "applicationsets/finalizers"],
+        {"apiGroups": ["tether.dev"], "resources": ["applicationsets/status"],
          "verbs": ["get", "update", "patch"]},
         {"apiGroups": ["tether.dev"],
          "resources": ["applications/status", "breakglasses/status",
