@@ -86,6 +86,24 @@ async fn the_controller_service_account_may_do_exactly_what_the_can_i_table_says
             ],
             true,
         ),
+        (
+            &["watch", "applicationsets.tether.dev", "-n", "default"],
+            true,
+        ),
+        (
+            &[
+                "patch",
+                "applicationsets.tether.dev",
+                "--subresource=status",
+                "-n",
+                "default",
+            ],
+            true,
+        ),
+        (
+            &["create", "applicationsets.tether.dev", "-n", "default"],
+            false,
+        ),
         (&["create", "leases.coordination.k8s.io", "-n", me], true),
         (&["create", "events", "-n", "default"], true),
         (&["create", "events.events.k8s.io", "-n", "default"], true),
@@ -250,7 +268,8 @@ async fn the_dry_run_manifests_apply_cleanly_with_a_server_side_dry_run() {
         [
             (crd, "applications.tether.dev"),
             (crd, "breakglasses.tether.dev"),
-            (crd, "projects.tether.dev")
+            (crd, "projects.tether.dev"),
+            (crd, "applicationsets.tether.dev")
         ]
     );
 }

@@ -15,12 +15,15 @@
 //! - [`report`]: what status and events say, and writing status.
 //! - [`reconcile`]: the story for one Application: fetch, observe, diff,
 //!   apply, report — each step one call away.
+//! - [`app_sets`]: generated apps — one ApplicationSet's generators,
+//!   template and plan carried out (decided by `tether_core::app_set`).
 //! - [`serve`]: the HTTP endpoints (webhooks, health probes) and the
 //!   trigger that wakes the loop.
 //! - [`run`] wires it up: leader election, the watches and the workers.
 
 pub mod adopt;
 pub mod api;
+pub mod app_sets;
 pub mod break_glass;
 pub mod clusters;
 pub mod context;

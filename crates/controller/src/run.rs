@@ -456,11 +456,14 @@ async fn lead(
     let deferred_status = context.status_writes.run_deferred();
     let cluster_sweep = sweep_clusters(context.clone(), apps_seen);
     let event_series = context.recorder.run_flush();
+    // Generated apps (ApplicationSets), with the same caches and sources.
+    let app_sets = crate::app_sets::run(context.clone(), sharded.clone());
     tokio::select! {
         () = controller => Ok(()),
         () = polls => Ok(()),
         () = deferred_status => Ok(()),
         () = event_series => Ok(()),
+        () = app_sets => Ok(()),
         () = notifications => Ok(()),
         () = windows => Ok(()),
         () = secrets_watch => Ok(()),

@@ -7,6 +7,7 @@
 
 pub mod action;
 pub mod alert;
+pub mod app_set;
 pub mod argocd;
 pub mod attribution;
 pub mod audit;

@@ -164,6 +164,11 @@ impl SourceError {
     }
 }
 
+/// How deep [`Repositories::directories`] looks.
+const DIRECTORY_DEPTH: usize = 8;
+/// The most directories [`Repositories::directories`] lists.
+const MAX_DIRECTORIES: usize = 20_000;
+
 /// Object stores (one per repository URL) under a cache directory, and the
 /// render cache shared by all applications.
 pub struct Repositories {
@@ -342,6 +347,27 @@ impl Repositories {
             detection,
             files,
         })
+    }
+
+    /// The commit `revision` of `repo_url` resolves to in `update` (the
+    /// result of [`Repositories::update`] for it), and every directory of
+    /// that commit (see [`crate::git::Store::directories_at`]): one fetch
+    /// serves the generator and every app it generates.
+    pub fn directories(
+        &self,
+        repo_url: &str,
+        revision: &str,
+        update: &Update,
+    ) -> Result<(String, Vec<String>), SourceError> {
+        let source = Source {
+            repo_url: repo_url.to_string(),
+            revision: revision.to_string(),
+            ..Source::default()
+        };
+        let (store, resolved) = self.resolved(&source, update)?;
+        let directories =
+            store.directories_at(resolved.commit, DIRECTORY_DEPTH, MAX_DIRECTORIES)?;
+        Ok((resolved.commit.to_string(), directories))
     }
 
     /// [`Repositories::update`] then [`Repositories::render`], for one source.

@@ -333,3 +333,31 @@ fn served_shop() -> (Repo, HttpBackend, tempfile::TempDir, Repositories) {
     let repositories = Repositories::new(cache.path().into());
     (repo, server, cache, repositories)
 }
+
+#[test]
+fn the_directories_of_a_revision_are_listed_from_the_trees_after_one_update() {
+    let repo = Repo::new();
+    repo.commit(
+        &[
+            ("apps/shop/base/config.yaml", config_map("shop")),
+            ("apps/cart/config.yaml", config_map("cart")),
+            ("README.md", "# mono\n".to_string()),
+        ],
+        "first",
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let repositories = Repositories::new(cache.path().into());
+    let update = repositories.update(&repo.url(), None).unwrap();
+    let (commit, directories) = repositories
+        .directories(&repo.url(), "main", &update)
+        .unwrap();
+    assert_eq!(commit, repo.head());
+    assert_eq!(
+        directories,
+        ["apps", "apps/cart", "apps/shop", "apps/shop/base"]
+    );
+    let error = repositories
+        .directories(&repo.url(), "no-such-branch", &update)
+        .unwrap_err();
+    assert!(error.to_string().contains("no-such-branch"), "{error}");
+}

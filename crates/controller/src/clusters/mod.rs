@@ -69,6 +69,11 @@ impl Clusters {
         )
     }
 
+    /// The registered cluster Secrets, as last listed.
+    pub fn secrets(&self) -> Vec<Arc<Secret>> {
+        self.secrets.state()
+    }
+
     /// The cluster Tether runs in.
     pub fn local(&self) -> &Arc<Target> {
         &self.local

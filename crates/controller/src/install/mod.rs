@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tether_cluster::{Applier, ClusterError, Resources};
 use tether_core::{Action, ObjectRef};
 
-use crate::api::{Application, BreakGlass, Project};
+use crate::api::{Application, ApplicationSet, BreakGlass, Project};
 use crate::break_glass::audit::WINDOW_UID_LABEL;
 
 pub mod pin_policy;
@@ -86,12 +86,14 @@ impl Install {
     }
 }
 
-/// The CustomResourceDefinitions: Application, BreakGlass and Project.
+/// The CustomResourceDefinitions: Application, BreakGlass, Project and
+/// ApplicationSet.
 pub fn crds() -> Vec<Value> {
     vec![
         serde_json::to_value(Application::crd()).expect("CRD serializes"),
         serde_json::to_value(BreakGlass::crd()).expect("CRD serializes"),
         serde_json::to_value(Project::crd()).expect("CRD serializes"),
+        serde_json::to_value(ApplicationSet::crd()).expect("CRD serializes"),
     ]
 }
 

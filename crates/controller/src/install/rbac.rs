@@ -221,6 +221,12 @@ fn controller_role() -> Value {
         // Its own objects; Applications are applied too (app-of-apps).
         {"apiGroups": ["tether.dev"], "resources": ["applications", "breakglasses"],
          "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+        // ApplicationSets: read, their status written (the Applications a
+        // set generates are written with the rule above).
+        {"apiGroups": ["tether.dev"], "resources": ["applicationsets"],
+         "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["tether.dev"], "resources": ["applicationsets/status"],
+         "verbs": ["get", "update", "patch"]},
         {"apiGroups": ["tether.dev"],
          "resources": ["applications/status", "breakglasses/status",
                        "applications/finalizers", "breakglasses/finalizers"],
@@ -284,6 +290,7 @@ pub fn tenant_role() -> Value {
     "metadata": {"name": TENANT_ROLE},
     "rules": [
         {"apiGroups": ["tether.dev"], "resources": ["applications"], "verbs": WRITE},
+        {"apiGroups": ["tether.dev"], "resources": ["applicationsets"], "verbs": WRITE},
         {"apiGroups": ["tether.dev"], "resources": ["breakglasses"],
          "verbs": ["get", "list", "watch", "create", "update", "patch"]},
     ]})

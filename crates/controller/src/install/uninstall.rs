@@ -45,7 +45,11 @@ pub struct UninstallError {
 }
 
 /// The CRDs `tether install` creates.
-pub const CRDS: [&str; 2] = ["applications.tether.dev", "breakglasses.tether.dev"];
+pub const CRDS: [&str; 3] = [
+    "applications.tether.dev",
+    "breakglasses.tether.dev",
+    "applicationsets.tether.dev",
+];
 
 /// Removes what `tether install` put in `namespace`, then the shared
 /// cluster-wide objects if no install into another namespace is left, and

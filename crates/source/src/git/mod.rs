@@ -363,6 +363,38 @@ impl Store {
         Ok(names)
     }
 
+    /// Every directory of `commit` (`a`, `a/b`, …), sorted, at most
+    /// `max` of them (the rest left out) and none deeper than `depth`
+    /// segments: what the ApplicationSet Git directory generator matches
+    /// its globs against. Read from the (cached) trees, no checkout.
+    pub fn directories_at(
+        &self,
+        commit: ObjectId,
+        depth: usize,
+        max: usize,
+    ) -> Result<Vec<String>, GitError> {
+        let mut found = Vec::new();
+        let mut pending = vec![(String::new(), self.root_tree(commit)?, 0)];
+        while let Some((prefix, tree, level)) = pending.pop() {
+            if level >= depth {
+                continue;
+            }
+            for (name, (id, is_tree)) in self.decoded_tree(tree)?.iter() {
+                if !is_tree || found.len() >= max {
+                    continue;
+                }
+                let path = match prefix.is_empty() {
+                    true => name.clone(),
+                    false => format!("{prefix}/{name}"),
+                };
+                found.push(path.clone());
+                pending.push((path, *id, level + 1));
+            }
+        }
+        found.sort_unstable();
+        Ok(found)
+    }
+
     /// The root tree of `commit` (commits never change either).
     fn root_tree(&self, commit: ObjectId) -> Result<ObjectId, GitError> {
         if let Some(root) = self
