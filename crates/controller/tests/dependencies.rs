@@ -44,20 +44,19 @@ async fn an_app_waits_for_its_dependency_to_be_healthy_and_then_syncs_at_once() 
         (status.health.status == HealthStatus::Progressing).then_some(())
     })
     .await;
-    let waiting = eventually("shop waiting for base", || async {
+    // Until base's status is for its current spec, shop waits saying so;
+    // then it names base's sync and health.
+    let expected = format!(
+        "waiting for Application {}/base: Synced × Progressing",
+        ns.name
+    );
+    eventually("shop waiting for base, Synced × Progressing", || async {
         let status = apps.get("shop").await.ok()?.status?;
         let reconciled = condition(&status, "Reconciled")?.clone();
-        (reconciled.reason == "WaitingForDependency").then_some(reconciled)
+        (reconciled.reason == "WaitingForDependency" && reconciled.message.contains(&expected))
+            .then_some(())
     })
     .await;
-    assert!(
-        waiting.message.contains(&format!(
-            "waiting for Application {}/base: Synced × Progressing",
-            ns.name
-        )),
-        "{}",
-        waiting.message
-    );
     let config_maps: Api<ConfigMap> = ns.api();
     assert!(config_maps.get_opt("settings").await.unwrap().is_none());
 
