@@ -184,7 +184,11 @@ fn windows(description: &str, for_project: bool) -> Schema {
     if for_project {
         properties["applications"] = serde_json::json!({"type": "array",
             "items": {"type": "string", "minLength": 1},
-            "description": "Application names (patterns) it applies to; every Application of the project when empty."});
+            "description": "Application names (patterns) it applies to."});
+        properties["selector"] = serde_json::json!({"type": "object",
+            "description": "Applications whose labels it applies to; with applications, an Application either names is included; every Application of the project when neither is given.",
+            "properties": {"matchLabels": {"type": "object",
+                "additionalProperties": {"type": "string"}}}});
     }
     json_schema!({"type": "array", "description": description, "items": {"type": "object",
         "required": ["kind", "schedule", "duration"], "properties": properties}})

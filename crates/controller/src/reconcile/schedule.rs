@@ -22,7 +22,10 @@ pub fn verdict(pass: &Pass<'_>, membership: Membership<'_>) -> Result<Option<Ver
         .map(tether_core::sync_window::WindowSpec::window)
         .collect();
     let (project, from_project) = match membership {
-        Membership::Project { name, rules } => (name, rules.windows_for(&pass.key.1)),
+        Membership::Project { name, rules } => {
+            let labels = pass.app.metadata.labels.clone().unwrap_or_default();
+            (name, rules.windows_for(&pass.key.1, &labels))
+        }
         Membership::Unrestricted => ("", Vec::new()),
     };
     if own.is_empty() && from_project.is_empty() {

@@ -13,6 +13,7 @@
 
 pub mod glob;
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -103,24 +104,50 @@ pub struct Rules {
 pub struct ProjectWindow {
     #[serde(flatten)]
     pub window: crate::sync_window::WindowSpec,
-    /// Application names (patterns) it applies to; every app when empty.
+    /// Application names (patterns) it applies to.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub applications: Vec<String>,
+    /// Applications whose labels it applies to (`matchLabels`: every
+    /// label given, with that value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<WindowSelector>,
+}
+
+/// Which Applications' labels a Project's sync window applies to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WindowSelector {
+    #[serde(default)]
+    pub match_labels: BTreeMap<String, String>,
 }
 
 impl ProjectWindow {
-    /// Whether it applies to the app named `app`.
-    pub fn applies_to(&self, app: &str) -> bool {
-        self.applications.is_empty() || glob::any(&self.applications, app)
+    /// Whether it applies to the app named `app` with `labels`: to every
+    /// app when it names neither patterns nor a selector, else to an app
+    /// that either names (as Argo CD's windows match any of their lists).
+    pub fn applies_to(&self, app: &str, labels: &BTreeMap<String, String>) -> bool {
+        let by_name = glob::any(&self.applications, app);
+        let by_labels = self.selector.as_ref().is_some_and(|selector| {
+            selector
+                .match_labels
+                .iter()
+                .all(|(key, value)| labels.get(key) == Some(value))
+        });
+        (self.applications.is_empty() && self.selector.is_none()) || by_name || by_labels
     }
 }
 
 impl Rules {
-    /// The sync windows of this project that apply to the app `app`.
-    pub fn windows_for(&self, app: &str) -> Vec<crate::sync_window::SyncWindow> {
+    /// The sync windows of this project that apply to the app `app` with
+    /// `labels`.
+    pub fn windows_for(
+        &self,
+        app: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Vec<crate::sync_window::SyncWindow> {
         self.sync_windows
             .iter()
-            .filter(|window| window.applies_to(app))
+            .filter(|window| window.applies_to(app, labels))
             .map(|window| window.window.window())
             .collect()
     }

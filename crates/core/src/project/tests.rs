@@ -305,8 +305,8 @@ fn a_project_lets_its_apps_deploy_only_to_the_clusters_it_lists() {
 }
 
 #[test]
-fn a_projects_sync_windows_apply_to_the_apps_its_patterns_name() {
-    let window = |applications: &[&str]| ProjectWindow {
+fn a_projects_sync_windows_apply_to_the_apps_its_patterns_or_its_selector_name() {
+    let window = |applications: &[&str], selector: &[(&str, &str)]| ProjectWindow {
         window: crate::sync_window::WindowSpec {
             kind: "deny".into(),
             schedule: "0 18 * * 5".into(),
@@ -315,15 +315,42 @@ fn a_projects_sync_windows_apply_to_the_apps_its_patterns_name() {
             manual_sync: false,
         },
         applications: applications.iter().map(|a| a.to_string()).collect(),
+        selector: (!selector.is_empty()).then(|| super::WindowSelector {
+            match_labels: labels(selector),
+        }),
     };
     let rules = Rules {
-        sync_windows: vec![window(&["shop-*"]), window(&[])],
+        sync_windows: vec![
+            window(&["shop-*"], &[]),
+            window(&[], &[]),
+            window(&[], &[("tier", "frontend"), ("env", "prod")]),
+            window(&["billing"], &[("freeze", "yes")]),
+        ],
         ..Rules::default()
     };
-    assert_eq!(rules.windows_for("shop-web").len(), 2);
-    assert_eq!(rules.windows_for("billing").len(), 1);
+    let none = labels(&[]);
+    assert_eq!(rules.windows_for("shop-web", &none).len(), 2);
+    assert_eq!(rules.windows_for("billing", &none).len(), 2);
+    assert_eq!(rules.windows_for("other", &none).len(), 1);
+    let front = labels(&[("tier", "frontend"), ("env", "prod"), ("team", "a")]);
+    assert_eq!(rules.windows_for("other", &front).len(), 2);
+    let staging = labels(&[("tier", "frontend"), ("env", "staging")]);
+    assert_eq!(rules.windows_for("other", &staging).len(), 1);
     assert_eq!(
-        rules.windows_for("billing")[0].kind,
+        rules
+            .windows_for("other", &labels(&[("freeze", "yes")]))
+            .len(),
+        2
+    );
+    assert_eq!(
+        rules.windows_for("billing", &none)[0].kind,
         crate::sync_window::WindowKind::Deny
     );
+}
+
+fn labels(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
