@@ -181,6 +181,23 @@ impl Checkout {
             .map(|_| ())
     }
 
+    /// Pushes `commit` to `branch` of the remote; when the remote refuses
+    /// it, keeps the clone (and so the commit) on disk and says where.
+    pub fn push_or_keep(self, commit: &str, branch: &str) -> Result<(), AdoptError> {
+        match self.push(branch) {
+            Ok(()) => Ok(()),
+            Err(error) => Err(AdoptError::PushRefused {
+                commit: commit.to_string(),
+                branch: branch.to_string(),
+                message: match error {
+                    AdoptError::Git { message, .. } => message,
+                    other => other.to_string(),
+                },
+                dir: self.keep(),
+            }),
+        }
+    }
+
     /// Keeps the clone on disk (for a commit that could not be pushed) and
     /// returns where it is.
     pub fn keep(self) -> PathBuf {

@@ -181,18 +181,7 @@ pub fn adopt(request: &Request<'_>) -> Result<Adopted, AdoptError> {
         .ok_or(AdoptError::NothingChanged)?;
     // Push, keeping the commit when the remote refuses it.
     let branch = request.branch.unwrap_or(&checkout.branch).to_string();
-    if let Err(error) = checkout.push(&branch) {
-        let message = match error {
-            AdoptError::Git { message, .. } => message,
-            other => other.to_string(),
-        };
-        return Err(AdoptError::PushRefused {
-            commit,
-            branch,
-            dir: checkout.keep(),
-            message,
-        });
-    }
+    checkout.push_or_keep(&commit, &branch)?;
     Ok(Adopted {
         commit,
         branch,

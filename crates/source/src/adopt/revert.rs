@@ -54,18 +54,7 @@ pub fn revert(request: &RevertRequest<'_>) -> Result<Reverted, AdoptError> {
     };
     // Push, keeping the commit when the remote refuses it.
     let branch = checkout.branch.clone();
-    if let Err(error) = checkout.push(&branch) {
-        let message = match error {
-            AdoptError::Git { message, .. } => message,
-            other => other.to_string(),
-        };
-        return Err(AdoptError::PushRefused {
-            commit,
-            branch,
-            dir: checkout.keep(),
-            message,
-        });
-    }
+    checkout.push_or_keep(&commit, &branch)?;
     Ok(Reverted {
         commit: Some(commit),
         branch,
