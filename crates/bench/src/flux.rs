@@ -47,8 +47,12 @@ use crate::{
 
 /// Quiet time between the initial sync and the steady-state window.
 const SETTLE: Duration = Duration::from_secs(20);
-/// How long one commit may take to reach every app before the next.
+/// How long one commit may take to reach every app before the next, at
+/// least; a contender whose initial sync took longer gets twice that (a
+/// saturated Flux works through its whole queue before it reaches an app).
 const ALL_APPLIED_LIMIT: Duration = Duration::from_secs(240);
+/// How long one app may take to apply a commit, at least (likewise).
+const APPLIED_LIMIT: Duration = Duration::from_secs(300);
 
 pub struct Settings {
     pub apps: Vec<usize>,
@@ -300,7 +304,7 @@ async fn flux_side(s: &Shared<'_>, n: usize) -> anyhow::Result<Figures> {
         target_namespace: format!("{prefix}-latency"),
     };
     fc::create_kustomizations(&s.admin, &ns, &latency_label, interval, &[latency]).await?;
-    let limit = Duration::from_secs(300);
+    let limit = APPLIED_LIMIT.max(initial * 2);
     fc::wait_applied(&s.admin, &ns, &latency_label, 1, &head, limit).await?;
     let (steady_from, steady_to, steady_cpu) = steady(s, &pids).await?;
     let rss_mb = pids
@@ -319,7 +323,7 @@ async fn flux_side(s: &Shared<'_>, n: usize) -> anyhow::Result<Figures> {
         let id = s.commit();
         let started = Instant::now();
         fc::request_reconcile(&s.admin, &ns).await?;
-        poll(Duration::from_secs(300), || async {
+        poll(limit, || async {
             Ok(kustomizations
                 .get("latency")
                 .await
@@ -327,7 +331,8 @@ async fn flux_side(s: &Shared<'_>, n: usize) -> anyhow::Result<Figures> {
         })
         .await?;
         commit.push(started.elapsed());
-        match fc::wait_applied(&s.admin, &ns, &label, n, &id, ALL_APPLIED_LIMIT).await {
+        let all_limit = ALL_APPLIED_LIMIT.max(initial * 2);
+        match fc::wait_applied(&s.admin, &ns, &label, n, &id, all_limit).await {
             Ok(()) => commit_all.push(started.elapsed()),
             Err(error) => say(&format!("{error}; going on")),
         }

@@ -350,7 +350,9 @@ async fn lead(
     // list), and the watch tells the probe whether it works.
     let app_events = reflector::reflector(
         apps_writer,
-        watcher(apps, watcher::Config::default()).default_backoff(),
+        watcher(apps, watcher::Config::default())
+            .default_backoff()
+            .modify(StoredApplication::forget_managed_fields),
     )
     .inspect(move |event| match event {
         Ok(watcher::Event::InitDone) => probe.watch_ok(true),

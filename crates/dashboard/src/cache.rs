@@ -77,7 +77,7 @@ pub async fn watch(
         }
         let watched = watcher::watcher(api, watcher::Config::default())
             .default_backoff()
-            .modify(forget_managed_fields);
+            .modify(StoredApplication::forget_managed_fields);
         let events = reflector::reflector(writer, watched);
         events
             .for_each(|event| {
@@ -144,15 +144,4 @@ async fn tell_window_changes(
             futures::future::ready(())
         })
         .await;
-}
-
-/// Managed fields say who wrote which field of the Application itself:
-/// never shown, and the largest part of a stored Application's metadata,
-/// so the cache does not keep them (with 1,000 apps, several MB).
-fn forget_managed_fields(app: &mut StoredApplication) {
-    app.metadata.managed_fields = None;
-    if let Ok(decoded) = &mut app.decoded {
-        // The Arc is the watcher's own here: no copy is made.
-        std::sync::Arc::make_mut(decoded).metadata.managed_fields = None;
-    }
 }
