@@ -6,9 +6,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::flux::{Sources, depends_on, git_source, secret, semver_range};
+use super::flux::{Sources, depends_on, git_source, oci_version, secret};
 use super::report::{Fields, Finding, Report};
-use super::{Input, Options, application, interval, object_name};
+use super::{Input, Options, application, interval};
 
 const NO_RELEASE: &str =
     "Tether renders the chart and applies the objects itself: there is no Helm release";
@@ -95,18 +95,12 @@ pub fn helm_release(
     sources: &Sources<'_>,
     options: &Options,
 ) -> (Option<Value>, Vec<Finding>) {
-    let mut report = Report::new(input, object_name(&input.object));
+    let mut report = Report::of(input);
     let object = &input.object;
-    let name = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let from_namespace = object
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or("default");
+    let name = input.name();
+    let from_namespace = input.namespace().unwrap_or("default");
     let namespace = super::target_namespace(options, Some(from_namespace));
-    let mut spec = Fields::of(object.get("spec"), "spec");
+    let mut spec = Fields::spec(input);
     let target = spec.text("targetNamespace");
     let release_name = spec.text("releaseName").unwrap_or_else(|| match &target {
         Some(target) => format!("{target}-{name}"),
@@ -246,8 +240,8 @@ pub fn helm_release(
 
 /// A HelmRepository as a chart source (the caller adds the chart).
 fn helm_repository(input: &Input, options: &Options) -> (Value, Vec<Finding>) {
-    let mut report = Report::new(input, object_name(&input.object));
-    let mut spec = Fields::of(input.object.get("spec"), "spec");
+    let mut report = Report::of(input);
+    let mut spec = Fields::spec(input);
     let mut out = Map::new();
     let url = spec.text("url").unwrap_or_default();
     let oci = spec.text("type").as_deref() == Some("oci");
@@ -286,19 +280,15 @@ fn chart_ref_source(
         );
     }
     let found = sources.find(reference, namespace)?;
-    let mut report = Report::new(found, object_name(&found.object));
-    let mut spec = Fields::of(found.object.get("spec"), "spec");
+    let mut report = Report::of(found);
+    let mut spec = Fields::spec(found);
     let url = spec.text("url").unwrap_or_default();
     let (registry, chart) = url.rsplit_once('/').unwrap_or((&url, ""));
     let mut out = Map::new();
     out.insert("repoURL".into(), json!(registry));
     out.insert("chart".into(), json!(chart));
     let mut reference = spec.nested("ref");
-    let version = reference
-        .text("digest")
-        .or_else(|| reference.text("semver").map(|r| semver_range(&r)))
-        .or_else(|| reference.text("tag"));
-    if let Some(version) = version {
+    if let Some(version) = oci_version(&mut reference) {
         out.insert("version".into(), json!(version));
     }
     report.leftovers(reference, &[], "Tether has no such reference");
