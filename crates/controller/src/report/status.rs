@@ -18,7 +18,7 @@ use tether_core::{Action, Initiator, ObjectRef, OperationPhase, OperationalState
 use crate::api::application::{
     ApplicationStatus, Change, Condition, DriftEntry, GeneratedEntry, HealthInfo, HistoryEntry,
     HookRun, InventoryEntry, OperationState, OrphanStatus, OtherWriterEntry, ResourceStatus,
-    WaveWait,
+    WaveWait, set_condition,
 };
 use crate::observe::compare::{Compared, ObjectState};
 use crate::observe::drift::{Assessed, Response};
@@ -759,32 +759,6 @@ fn set_health_rules_condition(conditions: &mut Vec<Condition>, judge: &Judge, no
         ("False", "RulesLeftOut", problems.join("; "))
     };
     set_condition(conditions, health::CONDITION, value, reason, message, now);
-}
-
-fn set_condition(
-    conditions: &mut Vec<Condition>,
-    type_: &str,
-    value: &str,
-    reason: &str,
-    message: String,
-    now: &str,
-) {
-    if let Some(existing) = conditions.iter_mut().find(|c| c.type_ == type_) {
-        if existing.status != value {
-            existing.last_transition_time = Some(now.to_string());
-        }
-        existing.status = value.into();
-        existing.reason = reason.into();
-        existing.message = message;
-        return;
-    }
-    conditions.push(Condition {
-        type_: type_.into(),
-        status: value.into(),
-        reason: reason.into(),
-        message,
-        last_transition_time: Some(now.to_string()),
-    });
 }
 
 /// Sets condition `type_` True with `message`, or False when `None`
