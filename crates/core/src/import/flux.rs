@@ -162,7 +162,7 @@ pub fn kustomization(
             return (None, report.findings);
         }
     };
-    let (mut source, mut findings) = match reference["kind"].as_str() {
+    let (mut source, findings) = match reference["kind"].as_str() {
         Some("GitRepository") => git_source(source_input, options),
         Some("OCIRepository") => oci_source(source_input),
         _ => {
@@ -259,13 +259,26 @@ pub fn kustomization(
         );
     }
     report.leftovers(spec, KUSTOMIZATION_REASONS, "Tether has no such field");
-    let labels = object.pointer("/metadata/labels").cloned();
+    flux_application(input, &namespace, out, report, findings)
+}
+
+/// The Application imported from Flux object `input` (its name and
+/// labels) into `namespace`, with `spec`; with the findings about its
+/// sources, `findings`, then `report`'s.
+pub(crate) fn flux_application(
+    input: &Input,
+    namespace: &str,
+    spec: Map<String, Value>,
+    report: Report<'_>,
+    mut findings: Vec<Finding>,
+) -> (Option<Value>, Vec<Finding>) {
+    let labels = input.object.pointer("/metadata/labels").cloned();
     let app = application(
-        name,
-        &namespace,
+        input.name(),
+        namespace,
         &format!("flux {}", report.object),
         labels,
-        Value::Object(out),
+        Value::Object(spec),
     );
     findings.extend(report.findings);
     (Some(app), findings)

@@ -6,9 +6,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::flux::{Sources, depends_on, git_source, oci_version, secret};
+use super::flux::{Sources, depends_on, flux_application, git_source, oci_version, secret};
 use super::report::{Fields, Finding, Report};
-use super::{Input, Options, application, interval};
+use super::{Input, Options, interval};
 
 const NO_RELEASE: &str =
     "Tether renders the chart and applies the objects itself: there is no Helm release";
@@ -96,7 +96,6 @@ pub fn helm_release(
     options: &Options,
 ) -> (Option<Value>, Vec<Finding>) {
     let mut report = Report::of(input);
-    let object = &input.object;
     let name = input.name();
     let from_namespace = input.namespace().unwrap_or("default");
     let namespace = super::target_namespace(options, Some(from_namespace));
@@ -112,7 +111,7 @@ pub fn helm_release(
     let mut chart_spec = chart.nested("spec");
     report.leftovers(chart, &[], "Tether has no such chart field");
     let chart_ref = spec.take("chartRef");
-    let (source, mut findings, value_files) = if let Some(reference) = chart_ref {
+    let (source, findings, value_files) = if let Some(reference) = chart_ref {
         match chart_ref_source(&reference, sources, from_namespace) {
             Ok(made) => (made.0, made.1, Vec::new()),
             Err(why) => {
@@ -226,16 +225,7 @@ pub fn helm_release(
         }),
     );
     report.leftovers(spec, RELEASE_REASONS, "Tether has no such field");
-    let labels = object.pointer("/metadata/labels").cloned();
-    let app = application(
-        name,
-        &namespace,
-        &format!("flux {}", report.object),
-        labels,
-        Value::Object(out),
-    );
-    findings.extend(report.findings);
-    (Some(app), findings)
+    flux_application(input, &namespace, out, report, findings)
 }
 
 /// A HelmRepository as a chart source (the caller adds the chart).
