@@ -250,23 +250,20 @@ impl Report {
     }
 
     pub fn failed(&mut self, type_: &str, reason: &str, message: String) {
-        let now = k8s_openapi::jiff::Timestamp::now().to_string();
-        set_condition(
-            &mut self.status.conditions,
-            type_,
-            "False",
-            reason,
-            message,
-            &now,
-        );
+        self.condition(type_, "False", reason, message);
     }
 
     pub fn succeeded(&mut self, type_: &str, reason: &str, message: String) {
+        self.condition(type_, "True", reason, message);
+    }
+
+    /// Sets condition `type_` to `value` (`True`, `False`) as of now.
+    fn condition(&mut self, type_: &str, value: &str, reason: &str, message: String) {
         let now = k8s_openapi::jiff::Timestamp::now().to_string();
         set_condition(
             &mut self.status.conditions,
             type_,
-            "True",
+            value,
             reason,
             message,
             &now,
