@@ -14,11 +14,13 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
-use support::{config_map, installed, run_controller, tether_ok};
+use support::{
+    audited_plane, config_map, converged, hijack_until_healed, installed, run_controller, tether_ok,
+};
 use tether_controller::api::{Application, ApplicationStatus};
 use tether_core::{HealthStatus, SyncStatus};
 use tether_testkit::{
-    Component, ControlPlane, Launch, Repo, TestNamespace, application, client_for, eventually,
+    Component, ControlPlane, Repo, TestNamespace, application, client_for, eventually,
 };
 
 const APPS: usize = 30;
@@ -47,26 +49,10 @@ struct Remote {
 fn planes() -> &'static [(ControlPlane, PathBuf); 2] {
     static PLANES: std::sync::OnceLock<[(ControlPlane, PathBuf); 2]> = std::sync::OnceLock::new();
     PLANES.get_or_init(|| {
-        let b = std::thread::spawn(|| start_remote("b"));
-        let c = start_remote("c");
+        let b = std::thread::spawn(|| audited_plane("cluster-b"));
+        let c = audited_plane("cluster-c");
         [b.join().unwrap(), c]
     })
-}
-
-fn start_remote(name: &'static str) -> (ControlPlane, PathBuf) {
-    let dir =
-        std::env::temp_dir().join(format!("tether-test-cluster-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let audit_log = dir.join("audit.log");
-    let plane = ControlPlane::start(
-        &dir.join("plane"),
-        &Launch {
-            audit_log: Some(audit_log.clone()),
-            ..Launch::default()
-        },
-    );
-    (plane, audit_log)
 }
 
 async fn remote(
@@ -94,10 +80,6 @@ async fn status(apps: &Api<Application>, i: usize) -> Option<ApplicationStatus> 
     apps.get(&format!("app-{i}")).await.ok()?.status
 }
 
-fn converged(status: &ApplicationStatus) -> bool {
-    status.sync.status == SyncStatus::Synced && status.health.status == HealthStatus::Healthy
-}
-
 /// The ConfigMap app `i` deploys, on its cluster.
 fn config_maps(i: usize, ns: &TestNamespace, remotes: &[Remote]) -> Api<ConfigMap> {
     match cluster_of(i) {
@@ -113,16 +95,8 @@ fn config_maps(i: usize, ns: &TestNamespace, remotes: &[Remote]) -> Api<ConfigMa
 async fn drift_healed_in(i: usize, ns: &TestNamespace, remotes: &[Remote]) -> Duration {
     let api = config_maps(i, ns, remotes);
     let name = format!("settings-{i}");
-    let patch = json!({"data": {"greeting": "hijacked"}});
     let began = Instant::now();
-    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .unwrap();
-    eventually(&format!("{name} healed"), || async {
-        let live = api.get(&name).await.ok()?;
-        (live.data?.get("greeting")? == "hello").then_some(())
-    })
-    .await;
+    hijack_until_healed(&api, &name, "").await;
     began.elapsed()
 }
 

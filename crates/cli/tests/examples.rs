@@ -12,10 +12,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use kube::api::Api;
-use support::{Repo, run_controller, tether_ok};
+use support::{Repo, converged, run_controller, tether_ok};
 use tether_controller::api::Application;
-use tether_controller::api::application::ApplicationStatus;
-use tether_core::{HealthStatus, SyncStatus};
 use tether_testkit::{TestNamespace, status_of};
 
 /// Every file under `dir`, as (path relative to `dir`, text).
@@ -95,10 +93,6 @@ const EXAMPLES: [Example; 9] = [
         flags: &[],
     },
 ];
-
-fn converged(status: &ApplicationStatus) -> bool {
-    status.sync.status == SyncStatus::Synced && status.health.status == HealthStatus::Healthy
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_first_hour_example_reaches_synced_and_healthy_from_app_create() {

@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use support::{
     config_map, create_app, error_text, installed, pushable_settings_repo, run_controller, tether,
-    tether_command, tether_ok,
+    tether_blocking, tether_ok,
 };
 use tether_controller::api::Application;
 use tether_controller::api::pin::PINNED_CONDITION;
@@ -82,14 +82,6 @@ async fn two_revisions(ns: &TestNamespace) -> (support::Running, support::Repo, 
     app_where(ns, "synced to the bad commit", |app| synced_to(app, &bad)).await;
     greeting_is(ns, "broken").await;
     (controller, repo, good, bad)
-}
-
-/// Runs `tether ARGS` off the async runtime (the command blocks).
-async fn tether_blocking(ns: &TestNamespace, args: &[&str]) -> std::process::Output {
-    let mut command = tether_command(ns, args);
-    tokio::task::spawn_blocking(move || command.output().expect("tether runs"))
-        .await
-        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -10,21 +10,21 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
-use support::{Running, config_map, tether_command_as, tether_ok};
-use tether_controller::api::{Application, ApplicationStatus};
-use tether_core::shard::{lease_name, shard_of};
-use tether_core::{HealthStatus, SyncStatus};
-use tether_testkit::{
-    ControlPlane, Launch, Repo, TestNamespace, application, client_for, eventually,
+use support::{
+    Running, audited_plane, config_map, converged, hijack_until_healed, tether_command_as,
+    tether_ok,
 };
+use tether_controller::api::Application;
+use tether_core::shard::{lease_name, shard_of};
+use tether_testkit::{ControlPlane, Repo, TestNamespace, application, client_for, eventually};
 
 const APPS: usize = 30;
 const SHARDS: u32 = 3;
@@ -32,22 +32,6 @@ const REPLICAS: [&str; 3] = ["tether-a", "tether-b", "tether-c"];
 /// The acceptance bound: a killed replica's apps are reconciled by the
 /// others within this.
 const TAKEOVER_LIMIT: Duration = Duration::from_secs(20);
-
-/// A control plane of this test's own, writing its audit log.
-fn plane() -> (ControlPlane, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("tether-test-shards-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let audit_log = dir.join("audit.log");
-    let plane = ControlPlane::start(
-        &dir.join("plane"),
-        &Launch {
-            audit_log: Some(audit_log.clone()),
-            ..Launch::default()
-        },
-    );
-    (plane, audit_log)
-}
 
 /// Namespace `name` on `plane`, as its administrator.
 async fn namespace(plane: &ControlPlane, name: &str) -> TestNamespace {
@@ -195,13 +179,31 @@ async fn holders(leases: &Api<Lease>) -> BTreeMap<u32, String> {
     holders
 }
 
-fn converged(status: &ApplicationStatus) -> bool {
-    status.sync.status == SyncStatus::Synced && status.health.status == HealthStatus::Healthy
+/// Waits until each app of `which` is converged, reconciled by the
+/// holder of its shard in `holders` (`status.controller`).
+async fn converged_by_holders(
+    what: &str,
+    apps: &Api<Application>,
+    namespace: &str,
+    which: &[usize],
+    holders: &BTreeMap<u32, String>,
+) {
+    eventually(what, || async {
+        for &i in which {
+            let status = apps.get(&app_name(i)).await.ok()?.status?;
+            let holder = &holders[&shard_of(namespace, &app_name(i), SHARDS)];
+            if !converged(&status) || status.controller? != *holder {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn three_sharded_replicas_split_the_apps_and_take_over_a_killed_ones_without_two_writers() {
-    let (plane, audit_log) = plane();
+    let (plane, audit_log) = audited_plane("shards");
     let ns = namespace(&plane, "shards").await;
     tether_ok(&ns, &["install", "--namespace", &ns.name]);
     let repo = Repo::new();
@@ -251,17 +253,13 @@ async fn three_sharded_replicas_split_the_apps_and_take_over_a_killed_ones_witho
     let owner = |i: usize, holders: &BTreeMap<u32, String>| {
         holders[&shard_of(&ns.name, &app_name(i), SHARDS)].clone()
     };
-    eventually(
+    let all: Vec<usize> = (0..APPS).collect();
+    converged_by_holders(
         "all thirty apps converged, each by its shard's holder",
-        || async {
-            for i in 0..APPS {
-                let status = apps.get(&app_name(i)).await.ok()?.status?;
-                if !converged(&status) || status.controller? != owner(i, &held) {
-                    return None;
-                }
-            }
-            Some(())
-        },
+        &apps,
+        &ns.name,
+        &all,
+        &held,
     )
     .await;
     println!(
@@ -278,19 +276,7 @@ async fn three_sharded_replicas_split_the_apps_and_take_over_a_killed_ones_witho
     let drifted = victims[victims.len() / 2];
     let config_maps: Api<ConfigMap> = ns.api();
     let name = format!("settings-{drifted}");
-    config_maps
-        .patch(
-            &name,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"data": {"greeting": "hijacked"}})),
-        )
-        .await
-        .unwrap();
-    eventually(&format!("{name} healed by a survivor"), || async {
-        let live = config_maps.get(&name).await.ok()?;
-        (live.data?.get("greeting")? == "hello").then_some(())
-    })
-    .await;
+    hijack_until_healed(&config_maps, &name, " by a survivor").await;
     let healed = killed.elapsed();
     let after = eventually("the survivors holding every shard", || async {
         let holders = holders(&leases).await;
@@ -299,17 +285,12 @@ async fn three_sharded_replicas_split_the_apps_and_take_over_a_killed_ones_witho
     })
     .await;
     let taken = killed.elapsed();
-    eventually(
+    converged_by_holders(
         "the killed replica's apps reconciled by the survivors",
-        || async {
-            for i in &victims {
-                let status = apps.get(&app_name(*i)).await.ok()?.status?;
-                if !converged(&status) || status.controller? != owner(*i, &after) {
-                    return None;
-                }
-            }
-            Some(())
-        },
+        &apps,
+        &ns.name,
+        &victims,
+        &after,
     )
     .await;
     let reconciled = killed.elapsed();
@@ -344,15 +325,13 @@ async fn three_sharded_replicas_split_the_apps_and_take_over_a_killed_ones_witho
     .await;
     let moved: Vec<u32> = (0..SHARDS).filter(|s| balanced[s] != after[s]).collect();
     assert_eq!(moved.len(), 1, "{after:?} → {balanced:?}");
-    eventually("every app converged, by its shard's new holder", || async {
-        for i in 0..APPS {
-            let status = apps.get(&app_name(i)).await.ok()?.status?;
-            if !converged(&status) || status.controller? != owner(i, &balanced) {
-                return None;
-            }
-        }
-        Some(())
-    })
+    converged_by_holders(
+        "every app converged, by its shard's new holder",
+        &apps,
+        &ns.name,
+        &all,
+        &balanced,
+    )
     .await;
     println!(
         "{victim} restarted: shard {moved:?} moved to it, its apps reconciled by it after {:.1} s ({balanced:?})",
@@ -363,22 +342,7 @@ async fn three_sharded_replicas_split_the_apps_and_take_over_a_killed_ones_witho
         .find(|i| shard_of(&ns.name, &app_name(*i), SHARDS) == moved[0])
         .unwrap();
     let name = format!("settings-{taken_back}");
-    config_maps
-        .patch(
-            &name,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({"data": {"greeting": "hijacked"}})),
-        )
-        .await
-        .unwrap();
-    eventually(
-        &format!("{name} healed by the restarted replica"),
-        || async {
-            let live = config_maps.get(&name).await.ok()?;
-            (live.data?.get("greeting")? == "hello").then_some(())
-        },
-    )
-    .await;
+    hijack_until_healed(&config_maps, &name, " by the restarted replica").await;
 
     // SIGTERM another (a deleted pod): it gives its shard back as it
     // exits, and the others take it at once, not after the Lease expires.
@@ -393,15 +357,13 @@ async fn three_sharded_replicas_split_the_apps_and_take_over_a_killed_ones_witho
     })
     .await;
     let handed_over = terminated.elapsed();
-    eventually("every app reconciled by the two left", || async {
-        for i in 0..APPS {
-            let status = apps.get(&app_name(i)).await.ok()?.status?;
-            if !converged(&status) || status.controller? != owner(i, &last_two) {
-                return None;
-            }
-        }
-        Some(())
-    })
+    converged_by_holders(
+        "every app reconciled by the two left",
+        &apps,
+        &ns.name,
+        &all,
+        &last_two,
+    )
     .await;
     let reconciled = terminated.elapsed();
     let exited = running

@@ -11,7 +11,7 @@ use kube::api::Api;
 use serde_json::json;
 use support::{
     Repo, config_map, create_app, installed, run_controller, settings_repo, settings_repo_greeting,
-    tether, tether_command, tether_ok, text,
+    tether, tether_blocking, tether_ok, text,
 };
 use tether_controller::api::Application;
 
@@ -126,13 +126,7 @@ async fn sync_to_an_older_revision_follows_the_sync_and_records_the_revision() {
         "--timeout",
         "120",
     ];
-    let command = tether_command(&ns, &args);
-    let synced = tokio::task::spawn_blocking(move || {
-        let mut command = command;
-        command.output().unwrap()
-    })
-    .await
-    .unwrap();
+    let synced = tether_blocking(&ns, &args).await;
     let shown = text(&synced);
     assert!(synced.status.success(), "{shown}");
     assert!(
@@ -154,13 +148,7 @@ async fn sync_to_an_older_revision_follows_the_sync_and_records_the_revision() {
     assert_eq!(status.history[0].initiator, tether_core::Initiator::User);
 
     // Without --revision, the next sync goes to the source's revision.
-    let command = tether_command(&ns, &["sync", "shop", "-n", &ns.name, "--timeout", "120"]);
-    let synced = tokio::task::spawn_blocking(move || {
-        let mut command = command;
-        command.output().unwrap()
-    })
-    .await
-    .unwrap();
+    let synced = tether_blocking(&ns, &["sync", "shop", "-n", &ns.name, "--timeout", "120"]).await;
     let shown = text(&synced);
     assert!(synced.status.success(), "{shown}");
     let status = apps.get("shop").await.unwrap().status.unwrap();

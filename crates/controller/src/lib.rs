@@ -29,6 +29,7 @@ pub mod clusters;
 pub mod context;
 pub mod credentials;
 pub mod fence;
+pub mod guarded;
 pub mod install;
 pub mod lease;
 pub mod metrics;

@@ -130,18 +130,9 @@ pub async fn clear(client: &Client, app: &Application) {
     let Some(patch) = clearing(app) else {
         return;
     };
-    let api: Api<Application> =
-        Api::namespaced(client.clone(), &app.namespace().unwrap_or_default());
-    match api
-        .patch(
-            &app.name_any(),
-            &PatchParams::default(),
-            &Patch::Json::<()>(patch),
-        )
-        .await
-    {
-        Ok(_) => {}
-        Err(kube::Error::Api(status)) if status.code == 422 || status.code == 409 => {
+    match crate::guarded::patch(client, app, patch).await {
+        Ok(true) => {}
+        Ok(false) => {
             tracing::debug!(app = %app.name_any(), "a newer sync request arrived; kept for the next reconcile");
         }
         Err(error) => {

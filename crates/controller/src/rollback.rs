@@ -59,18 +59,13 @@ pub async fn pin(
     to: Option<u64>,
     reason: &str,
 ) -> Result<Pin, RollbackError> {
-    let app_name = format!("{namespace}/{name}");
-    let failed = |error| RollbackError::Api {
-        app: app_name.clone(),
-        error,
-    };
-    let api = Api::<Application>::namespaced(client.clone(), namespace);
-    let app = api.get(name).await.map_err(failed)?;
+    let stored = Stored::new(client, namespace, name);
+    let app = stored.get().await?;
     let target = target(&app, to)?;
     let by = whoami(client)
         .await
         .map_err(|error| RollbackError::Identity {
-            app: app_name.clone(),
+            app: stored.app_name(),
             error,
         })?
         .username;
@@ -81,28 +76,63 @@ pub async fn pin(
         reason: reason.to_string(),
         since: k8s_openapi::jiff::Timestamp::now().to_string(),
     };
-    let patch = serde_json::json!({"spec": {"pin": pin}});
-    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map_err(failed)?;
+    stored.set_pin(Some(&pin)).await?;
     Ok(pin)
 }
 
 /// Lifts the pin of Application `namespace/name`; returns the pin lifted.
 pub async fn clear(client: &Client, namespace: &str, name: &str) -> Result<Pin, RollbackError> {
-    let app_name = format!("{namespace}/{name}");
-    let failed = |error| RollbackError::Api {
-        app: app_name.clone(),
-        error,
-    };
-    let api = Api::<Application>::namespaced(client.clone(), namespace);
-    let app = api.get(name).await.map_err(failed)?;
+    let stored = Stored::new(client, namespace, name);
+    let app = stored.get().await?;
     let Some(pin) = app.spec.pin else {
-        return Err(RollbackError::NotPinned { app: app_name });
+        return Err(RollbackError::NotPinned {
+            app: stored.app_name(),
+        });
     };
-    let patch = serde_json::json!({"spec": {"pin": null}});
-    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map_err(failed)?;
+    stored.set_pin(None).await?;
     Ok(pin)
+}
+
+/// Application `namespace/name` as the API server stores it: read, and
+/// its pin written, each failure naming the app.
+struct Stored<'a> {
+    api: Api<Application>,
+    namespace: &'a str,
+    name: &'a str,
+}
+
+impl<'a> Stored<'a> {
+    fn new(client: &Client, namespace: &'a str, name: &'a str) -> Self {
+        Stored {
+            api: Api::namespaced(client.clone(), namespace),
+            namespace,
+            name,
+        }
+    }
+
+    /// `namespace/name`, as errors name the app.
+    fn app_name(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    fn failed(&self, error: kube::Error) -> RollbackError {
+        RollbackError::Api {
+            app: self.app_name(),
+            error,
+        }
+    }
+
+    async fn get(&self) -> Result<Application, RollbackError> {
+        self.api.get(self.name).await.map_err(|e| self.failed(e))
+    }
+
+    /// Sets `spec.pin` to `pin`; `None` removes it.
+    async fn set_pin(&self, pin: Option<&Pin>) -> Result<(), RollbackError> {
+        let patch = serde_json::json!({"spec": {"pin": pin}});
+        self.api
+            .patch(self.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .map_err(|e| self.failed(e))?;
+        Ok(())
+    }
 }

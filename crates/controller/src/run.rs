@@ -90,12 +90,6 @@ pub async fn run_until(
     if config.shards > 0 {
         return run_sharded(client, config, wiring, shutdown).await;
     }
-    let Wiring {
-        trigger,
-        probe,
-        metrics,
-        connection,
-    } = wiring;
     let mut shutdown = std::pin::pin!(shutdown);
     let identity = config.identity.clone();
     let pod = config.pod.clone();
@@ -103,7 +97,7 @@ pub async fn run_until(
         lease::label_pod(&client, pod, false).await;
     }
     let acquired = tokio::select! {
-        hold = lease::acquire(&client, &config, &probe) => Some(hold?),
+        hold = lease::acquire(&client, &config, &wiring.probe) => Some(hold?),
         () = &mut shutdown => None,
     };
     let Some(hold) = acquired else {
@@ -114,7 +108,7 @@ pub async fn run_until(
     }
     let leading = hold.leading.clone();
     let result = tokio::select! {
-        result = lead(client.clone(), config, (trigger, probe), (metrics, connection), Scope::Leader(leading)) => result,
+        result = lead(client.clone(), config, wiring, Scope::Leader(leading)) => result,
         () = shutdown => {
             tracing::info!(%identity, "stopping: giving the lease back");
             Ok(())
@@ -136,21 +130,15 @@ async fn run_sharded(
     wiring: Wiring,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), RunError> {
-    let Wiring {
-        trigger,
-        probe,
-        metrics,
-        connection,
-    } = wiring;
     let identity = config.identity.clone();
     let pod = config.pod.clone();
     let (shards, mut keeper) =
         shards::keeper(&client, &config.lease_namespace, &identity, config.shards);
     tracing::info!(%identity, shards = config.shards, "sharded: reconciling the apps of the shards held");
-    let reported = shards::report(&client, pod.clone(), shards.clone(), metrics.clone());
+    let reported = shards::report(&client, pod.clone(), shards.clone(), wiring.metrics.clone());
     let result = tokio::select! {
         () = keeper.run() => Ok(()),
-        result = lead(client.clone(), config, (trigger, probe), (metrics, connection), Scope::Shards(shards)) => result,
+        result = lead(client.clone(), config, wiring, Scope::Shards(shards)) => result,
         () = reported => Ok(()),
         () = shutdown => {
             tracing::info!(%identity, "stopping: giving the shards back");
@@ -185,10 +173,15 @@ impl Scope {
 async fn lead(
     client: Client,
     config: Config,
-    (trigger, probe): (Trigger, Probe),
-    (metrics, connection): (Arc<Metrics>, Option<tether_cluster::Connection>),
+    wiring: Wiring,
     scope: Scope,
 ) -> Result<(), RunError> {
+    let Wiring {
+        trigger,
+        probe,
+        metrics,
+        connection,
+    } = wiring;
     let sharded = scope.shards();
     tracing::info!(identity = %config.identity, "leading; reconciling");
     let audit_key = audit_key(&client, &config.lease_namespace).await?;

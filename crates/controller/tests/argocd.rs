@@ -9,28 +9,17 @@ use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use serde_json::json;
 use support::waves::{synced_wave_by_wave, two_waves};
-use support::{Repo, create_app_with, start_controller, status_where};
+use support::{Repo, create_app_with, deployment, jobs, start_controller, status_where};
 use tether_testkit::{TestNamespace, condition, eventually};
-
-const DEPLOYMENT: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.27\n";
 
 /// A Job the API server names (`migrate-…`), running `version`'s migration.
 fn migration(version: &str) -> String {
     format!(
         "apiVersion: batch/v1\nkind: Job\nmetadata:\n  generateName: migrate-\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n        - name: migrate\n          image: busybox:1.36\n          command: [migrate, \"{version}\"]\n"
     )
-}
-
-/// The Jobs in `ns`, by name.
-async fn jobs(ns: &TestNamespace) -> Vec<Job> {
-    Api::<Job>::namespaced(ns.client.clone(), &ns.name)
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
 }
 
 fn name_and_uid(job: &Job) -> (String, String) {
@@ -46,7 +35,7 @@ async fn a_job_named_by_the_server_is_created_once_and_replaced_when_it_changes(
     let repo = Repo::new();
     let first = repo.commit(
         &[
-            ("app/web.yaml", DEPLOYMENT.to_string()),
+            ("app/web.yaml", deployment(1)),
             ("app/migrate.yaml", migration("v1")),
         ],
         "a Deployment and its migration",

@@ -9,9 +9,12 @@ mod support;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, ListParams};
+use kube::api::Api;
 use serde_json::json;
-use support::{Repo, config_for, create_app_with, start_controller, status_where, sync_failed};
+use support::{
+    Repo, config_for, create_app_with, deployment, jobs, start_controller, status_where,
+    sync_failed,
+};
 use tether_controller::api::application::HookRun;
 use tether_controller::install;
 use tether_core::hook::{HookOutcome, HookPhase};
@@ -27,20 +30,6 @@ fn job(name_line: &str, annotations: &str, image: &str) -> String {
 
 const SETTINGS: &str =
     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  greeting: hi\n";
-
-fn deployment(replicas: u32) -> String {
-    format!(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: {replicas}\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.27\n"
-    )
-}
-
-async fn jobs(ns: &TestNamespace) -> Vec<Job> {
-    Api::<Job>::namespaced(ns.client.clone(), &ns.name)
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-}
 
 fn run_of<'a>(runs: &'a [HookRun], name_part: &str) -> &'a HookRun {
     runs.iter()

@@ -267,33 +267,29 @@ mod tests {
         assert!(matches!(refused, Err(PickError::NoPrevious { .. })));
     }
 
+    fn rendition(
+        commit: &'static str,
+        tree: &'static str,
+        digest: &'static str,
+    ) -> Rendition<'static> {
+        Rendition {
+            commit,
+            tree,
+            digest,
+        }
+    }
+
     #[test]
     fn a_pin_holds_while_the_head_renders_something_else() {
-        let head = Rendition {
-            commit: "c3",
-            tree: "t3",
-            digest: "d3",
-        };
-        let pinned = Rendition {
-            commit: "c2",
-            tree: "t2",
-            digest: "d2",
-        };
+        let head = rendition("c3", "t3", "d3");
+        let pinned = rendition("c2", "t2", "d2");
         assert_eq!(judge_pin(head, pinned), PinVerdict::Hold);
     }
 
     #[test]
     fn a_pin_lifts_once_the_head_has_the_pinned_tree_or_renders_the_same_objects() {
-        let pinned = Rendition {
-            commit: "c2",
-            tree: "t2",
-            digest: "d2",
-        };
-        let revert = Rendition {
-            commit: "c4",
-            tree: "t2",
-            digest: "d2",
-        };
+        let pinned = rendition("c2", "t2", "d2");
+        let revert = rendition("c4", "t2", "d2");
         assert_eq!(judge_pin(revert, pinned), PinVerdict::GitMatches);
         let same_objects = Rendition {
             tree: "t4",
@@ -305,11 +301,7 @@ mod tests {
 
     #[test]
     fn a_pin_to_the_head_itself_holds() {
-        let head = Rendition {
-            commit: "c3",
-            tree: "t3",
-            digest: "d3",
-        };
+        let head = rendition("c3", "t3", "d3");
         assert_eq!(judge_pin(head, head), PinVerdict::Hold);
     }
 }

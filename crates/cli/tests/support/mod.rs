@@ -12,8 +12,12 @@ pub mod tenancy;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-use serde_json::Value;
-use tether_testkit::{TestNamespace, application, run_ok};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Value, json};
+use tether_controller::api::ApplicationStatus;
+use tether_core::{HealthStatus, SyncStatus};
+use tether_testkit::{ControlPlane, Launch, TestNamespace, application, eventually, run_ok};
 
 pub use tether_testkit::Repo;
 
@@ -22,6 +26,14 @@ pub fn tether_command(ns: &TestNamespace, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_tether"));
     command.args(args).env("TETHER_KUBECONFIG", &ns.kubeconfig);
     command
+}
+
+/// Runs `tether ARGS` off the async runtime (the command blocks).
+pub async fn tether_blocking(ns: &TestNamespace, args: &[&str]) -> Output {
+    let mut command = tether_command(ns, args);
+    tokio::task::spawn_blocking(move || command.output().expect("tether runs"))
+        .await
+        .unwrap()
 }
 
 /// `tether ARGS` as the user of `kubeconfig`, found through
@@ -233,6 +245,45 @@ pub fn config_map(name: &str, greeting: &str) -> String {
     format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  greeting: \"{greeting}\"\n"
     )
+}
+
+/// Whether an app is Synced and Healthy.
+pub fn converged(status: &ApplicationStatus) -> bool {
+    status.sync.status == SyncStatus::Synced && status.health.status == HealthStatus::Healthy
+}
+
+/// A control plane of the test's own, in a fresh folder
+/// `tether-test-NAME-PID` under the temporary directory, writing the API
+/// server's audit log; returns it and the log's path.
+pub fn audited_plane(name: &str) -> (ControlPlane, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("tether-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let audit_log = dir.join("audit.log");
+    let plane = ControlPlane::start(
+        &dir.join("plane"),
+        &Launch {
+            audit_log: Some(audit_log.clone()),
+            ..Launch::default()
+        },
+    );
+    (plane, audit_log)
+}
+
+/// Changes ConfigMap `name`'s greeting ("hello") behind Git's back, and
+/// waits until it says "hello" again (`healed`: by whom, for the wait's
+/// message).
+pub async fn hijack_until_healed(config_maps: &Api<ConfigMap>, name: &str, healed: &str) {
+    let patch = json!({"data": {"greeting": "hijacked"}});
+    config_maps
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    eventually(&format!("{name} healed{healed}"), || async {
+        let live = config_maps.get(name).await.ok()?;
+        (live.data?.get("greeting")? == "hello").then_some(())
+    })
+    .await;
 }
 
 /// Runs `tether app create shop` in `ns` for `repo`'s `app/` directory,

@@ -627,6 +627,35 @@ pub struct Condition {
     pub last_transition_time: Option<String>,
 }
 
+/// Sets condition `type_` of `conditions` to `value` (`True`, `False`),
+/// for `reason`; its transition time moves to `now` only when `value`
+/// changes (or the condition is new).
+pub fn set_condition(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    value: &str,
+    reason: &str,
+    message: String,
+    now: &str,
+) {
+    if let Some(existing) = conditions.iter_mut().find(|c| c.type_ == type_) {
+        if existing.status != value {
+            existing.last_transition_time = Some(now.to_string());
+        }
+        existing.status = value.into();
+        existing.reason = reason.into();
+        existing.message = message;
+        return;
+    }
+    conditions.push(Condition {
+        type_: type_.into(),
+        status: value.into(),
+        reason: reason.into(),
+        message,
+        last_transition_time: Some(now.to_string()),
+    });
+}
+
 /// The last (or running) sync operation.
 #[serde_with::skip_serializing_none]
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]

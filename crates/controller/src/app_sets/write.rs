@@ -14,7 +14,7 @@ use tether_core::app_set::plan::{DIGEST_ANNOTATION, SET_LABEL};
 use tether_core::app_set::{Deletion, Existing, Plan, Policy};
 
 use super::SetError;
-use crate::api::application::{CASCADE_FINALIZER, Condition};
+use crate::api::application::{CASCADE_FINALIZER, set_condition};
 use crate::api::application_set::{ApplicationSetStatus, GeneratedApplication};
 use crate::api::{Application, ApplicationSet, StoredApplication};
 use crate::context::Context;
@@ -250,11 +250,24 @@ impl Report {
     }
 
     pub fn failed(&mut self, type_: &str, reason: &str, message: String) {
-        set_condition(&mut self.status.conditions, type_, "False", reason, message);
+        self.condition(type_, "False", reason, message);
     }
 
     pub fn succeeded(&mut self, type_: &str, reason: &str, message: String) {
-        set_condition(&mut self.status.conditions, type_, "True", reason, message);
+        self.condition(type_, "True", reason, message);
+    }
+
+    /// Sets condition `type_` to `value` (`True`, `False`) as of now.
+    fn condition(&mut self, type_: &str, value: &str, reason: &str, message: String) {
+        let now = k8s_openapi::jiff::Timestamp::now().to_string();
+        set_condition(
+            &mut self.status.conditions,
+            type_,
+            value,
+            reason,
+            message,
+            &now,
+        );
     }
 
     /// The generators and the template made `count` apps.
@@ -353,33 +366,6 @@ impl Report {
                 error,
             }),
         }
-    }
-}
-
-fn set_condition(
-    conditions: &mut Vec<Condition>,
-    type_: &str,
-    value: &str,
-    reason: &str,
-    message: String,
-) {
-    let now = k8s_openapi::jiff::Timestamp::now().to_string();
-    match conditions.iter_mut().find(|c| c.type_ == type_) {
-        Some(existing) => {
-            if existing.status != value {
-                existing.last_transition_time = Some(now);
-            }
-            existing.status = value.into();
-            existing.reason = reason.into();
-            existing.message = message;
-        }
-        None => conditions.push(Condition {
-            type_: type_.into(),
-            status: value.into(),
-            reason: reason.into(),
-            message,
-            last_transition_time: Some(now),
-        }),
     }
 }
 

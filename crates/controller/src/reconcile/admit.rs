@@ -36,12 +36,7 @@ pub async fn destination(
     let destination = &app.spec.destination;
     let mut refused = Vec::new();
     for manifest in manifests {
-        // A kind not served yet (its CRD is in this commit) keeps the
-        // namespace it declares.
-        let id = applier
-            .identify(&manifest.object)
-            .await
-            .unwrap_or_else(|_| manifest.id.clone());
+        let id = super::identify(applier, manifest).await;
         let namespace = id.namespace.as_deref();
         if !ownership::namespace_allowed(
             namespace,

@@ -28,7 +28,7 @@ use crate::observe::compare::Compared;
 use crate::observe::drift::{Assessed, Response};
 use crate::observe::memo::Awaited;
 use crate::report::events::publish;
-use crate::sync::prune::{Cluster, PruneReport, prune as prune_orphans};
+use crate::sync::prune::{PruneReport, prune as prune_orphans};
 use crate::sync::{Ran, SyncError, reapply};
 use tether_core::hook::HookPhase;
 
@@ -246,12 +246,7 @@ pub async fn prune(
         allow_mass_prune: app.annotations().contains_key(ALLOW_MASS_PRUNE_ANNOTATION),
         prune_adopted: policy.prune_adopted,
     };
-    let cluster = Cluster {
-        live: &pass.target.live,
-        resources: &pass.target.resources,
-        applier: &pass.applier,
-        fence: pass.fence.as_ref(),
-    };
+    let cluster = pass.prune_cluster();
     let propagation = policy.prune_propagation.unwrap_or_default();
     prune_orphans(
         &cluster,

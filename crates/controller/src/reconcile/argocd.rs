@@ -19,12 +19,7 @@ pub async fn set_aside(pass: &Pass<'_>, mut desired: Rendered) -> (Rendered, Vec
             kept.push(manifest.clone());
             continue;
         }
-        // A kind not served yet keeps the identity it declares.
-        let id = pass
-            .applier
-            .identify(&manifest.object)
-            .await
-            .unwrap_or_else(|_| manifest.id.clone());
+        let id = super::identify(&pass.applier, manifest).await;
         let review = review(&id, &manifest.object);
         warnings.extend(review.warnings);
         if !review.withheld {

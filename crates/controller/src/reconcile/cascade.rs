@@ -25,7 +25,7 @@ use crate::api::StoredApplication;
 use crate::api::application::CASCADE_FINALIZER;
 use crate::report::events::publish;
 use crate::report::status::Step;
-use crate::sync::prune::{Cluster, prune};
+use crate::sync::prune::prune;
 
 /// How soon to look again while deleted objects are going away.
 const WAIT_FOR_GONE: Duration = Duration::from_secs(1);
@@ -60,12 +60,7 @@ pub async fn delete(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
         allow_mass_prune: true,
         prune_adopted: policy.prune_adopted,
     };
-    let cluster = Cluster {
-        live: &pass.target.live,
-        resources: &pass.target.resources,
-        applier: &pass.applier,
-        fence: pass.fence.as_ref(),
-    };
+    let cluster = pass.prune_cluster();
     let propagation = policy.prune_propagation.unwrap_or_default();
     let report = prune(&cluster, &pass.owner, inventory, &[], &options, propagation).await;
 

@@ -52,12 +52,7 @@ pub async fn set_aside(
             kept.push(manifest.clone());
             continue;
         }
-        // A kind not served yet keeps the identity it declares.
-        let id = pass
-            .applier
-            .identify(&manifest.object)
-            .await
-            .unwrap_or_else(|_| manifest.id.clone());
+        let id = super::identify(&pass.applier, manifest).await;
         candidates.push((id, manifest.object.clone()));
     }
     let planned = plan(&candidates)?;

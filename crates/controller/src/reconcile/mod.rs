@@ -302,6 +302,17 @@ impl<'a> Pass<'a> {
             .alert_after(self.ctx.config.alert_not_synced_after)
     }
 
+    /// What prune works on in this pass: the target's live objects,
+    /// deleted as the app's identity, while this replica holds the fence.
+    pub fn prune_cluster(&self) -> crate::sync::prune::Cluster<'_> {
+        crate::sync::prune::Cluster {
+            live: &self.target.live,
+            resources: &self.target.resources,
+            applier: &self.applier,
+            fence: self.fence.as_ref(),
+        }
+    }
+
     /// Reports that `step` failed with `error`, and ends the reconcile. A
     /// pending `tether sync` request is answered by this failure: it is
     /// dropped once the status says why, so the command can show it.
@@ -335,4 +346,13 @@ fn with_written_status(app: &Arc<Application>, memo: &Mutex<AppMemo>) -> Arc<App
         }
         None => app.clone(),
     }
+}
+
+/// The identity the API server gives `manifest`'s object. A kind not served
+/// yet (its CRD may be in this very commit) keeps the identity it declares.
+async fn identify(applier: &Applier, manifest: &tether_source::Manifest) -> tether_core::ObjectRef {
+    applier
+        .identify(&manifest.object)
+        .await
+        .unwrap_or_else(|_| manifest.id.clone())
 }

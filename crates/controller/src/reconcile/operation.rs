@@ -135,19 +135,6 @@ pub async fn all_healthy(
     gate.wait(last, &report.applied)
         .await
         .map_err(|error| match error {
-            SyncError::Waiting {
-                object,
-                wave,
-                message,
-                since,
-                ..
-            } => SyncError::Waiting {
-                object,
-                wave,
-                message,
-                since,
-                applied: report.results.clone(),
-            },
             SyncError::Unhealthy {
                 object,
                 waited,
@@ -159,7 +146,7 @@ pub async fn all_healthy(
                 message,
                 applied: report.results.clone(),
             },
-            other => other,
+            other => other.waiting_after(report),
         })
 }
 

@@ -5,13 +5,11 @@
 //! the spec and the head is the desired state again.
 
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams};
 use tether_core::rollback::{PinVerdict, Rendition, judge_pin};
 use tether_source::Rendered;
 
 use super::Pass;
 use super::fetch::{self, FetchError};
-use crate::api::Application;
 use crate::api::pin::{Pin, PinState};
 use crate::request;
 
@@ -56,10 +54,6 @@ fn rendition(rendered: &Rendered) -> Rendition<'_> {
 /// reconcile judges the pin again.
 async fn lift(pass: &Pass<'_>, pin: &Pin) {
     let app = &pass.app;
-    let api: Api<Application> = Api::namespaced(
-        pass.ctx.client.clone(),
-        &app.namespace().unwrap_or_default(),
-    );
     let patch: json_patch::Patch = match serde_json::from_value(serde_json::json!([
         {"op": "test", "path": "/spec/pin/revision", "value": pin.revision},
         {"op": "test", "path": "/spec/pin/since", "value": pin.since},
@@ -71,20 +65,13 @@ async fn lift(pass: &Pass<'_>, pin: &Pin) {
             return;
         }
     };
-    match api
-        .patch(
-            &app.name_any(),
-            &PatchParams::default(),
-            &Patch::Json::<()>(patch),
-        )
-        .await
-    {
-        Ok(_) => tracing::info!(
+    match crate::guarded::patch(&pass.ctx.client, app, patch).await {
+        Ok(true) => tracing::info!(
             app = %app.name_any(),
             revision = %pin.revision,
             "the branch head renders the pinned state: pin lifted (GitMatches)"
         ),
-        Err(kube::Error::Api(status)) if status.code == 422 || status.code == 409 => {
+        Ok(false) => {
             tracing::debug!(app = %app.name_any(), "the pin changed meanwhile; kept");
         }
         Err(error) => {

@@ -95,11 +95,7 @@ pub async fn admit_objects(
     }
     let mut ids: Vec<ObjectRef> = Vec::with_capacity(manifests.len());
     for manifest in manifests {
-        let id = pass
-            .applier
-            .identify(&manifest.object)
-            .await
-            .unwrap_or_else(|_| manifest.id.clone());
+        let id = super::identify(&pass.applier, manifest).await;
         ids.push(id);
     }
     let violations = project::admit_objects(membership, &pass.key.0, &ids);

@@ -185,6 +185,14 @@ impl SyncError {
                 source,
                 applied: report.results.clone(),
             },
+            other => other.waiting_after(report),
+        }
+    }
+
+    /// This error, a wait for a wave knowing what `report` had applied
+    /// before it (the wave gate does not know).
+    pub(crate) fn waiting_after(self, report: &SyncReport) -> SyncError {
+        match self {
             SyncError::Waiting {
                 object,
                 wave,

@@ -29,8 +29,8 @@ pub const HIJACK_GREETING: [&str; 4] = [
     r#"{"data":{"greeting":"hijacked"}}"#,
 ];
 
-/// The configuration `tether run --watch-namespace` would use for `ns`,
-/// with a 2 s safety-net resync.
+/// App `web`'s files: ConfigMap `settings` saying `greeting`, and
+/// Deployment `web` with `replicas`.
 pub fn web(replicas: u32, greeting: &str) -> Vec<(&'static str, String)> {
     vec![
         (
@@ -39,15 +39,28 @@ pub fn web(replicas: u32, greeting: &str) -> Vec<(&'static str, String)> {
                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  greeting: \"{greeting}\"\n"
             ),
         ),
-        (
-            "app/web.yaml",
-            format!(
-                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: {replicas}\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.27\n"
-            ),
-        ),
+        ("app/web.yaml", deployment(replicas)),
     ]
 }
 
+/// Deployment `web` (nginx) with `replicas`.
+pub fn deployment(replicas: u32) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: {replicas}\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.27\n"
+    )
+}
+
+/// The Jobs in `ns`.
+pub async fn jobs(ns: &TestNamespace) -> Vec<k8s_openapi::api::batch::v1::Job> {
+    Api::<k8s_openapi::api::batch::v1::Job>::namespaced(ns.client.clone(), &ns.name)
+        .list(&kube::api::ListParams::default())
+        .await
+        .unwrap()
+        .items
+}
+
+/// The configuration `tether run --watch-namespace` would use for `ns`,
+/// with a 2 s safety-net resync.
 pub fn config_for(ns: &TestNamespace) -> Config {
     Config {
         resync: Duration::from_secs(2),

@@ -46,7 +46,7 @@ pub fn application_set(
 ) -> (Vec<Value>, Vec<Finding>) {
     let set = &input.object;
     let mut report = Report::new(input, object_name(set));
-    let mut spec = super::report::Fields::of(set.get("spec"), "spec");
+    let mut spec = super::report::Fields::spec(input);
     let go_template = spec.flag("goTemplate").unwrap_or(false);
     let template = spec.take("template").unwrap_or(Value::Null);
     let generators = spec.list("generators");

@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::argocd_source::{SourceContext, source};
 use super::report::{Fields, Finding, Report};
-use super::{Detect, Input, Options, application as tether_application, host_name, object_name};
+use super::{Detect, Input, Options, application as tether_application, host_name};
 
 /// The in-cluster destination, as Argo CD names it.
 const LOCAL_SERVER: &str = "https://kubernetes.default.svc";
@@ -46,7 +46,7 @@ pub fn application(
     options: &Options,
     detect: &mut Detect<'_>,
 ) -> (Option<Value>, Vec<Finding>) {
-    let mut report = Report::new(input, object_name(&input.object));
+    let mut report = Report::of(input);
     let app = convert(&input.object, &mut report, options, detect);
     (app, report.findings)
 }

@@ -122,6 +122,13 @@ pub(crate) fn source(
                 );
                 return None;
             }
+            // Where Argo CD would look to pick a renderer.
+            let place = Place {
+                repo_url: repo_url.clone(),
+                revision: revision.clone().unwrap_or_default(),
+                path: path.clone().unwrap_or_default(),
+                secret: None,
+            };
             if helm.present {
                 Some(helm_renderer(&mut helm, context, report))
             } else if kustomize.present {
@@ -130,13 +137,13 @@ pub(crate) fn source(
                 let jsonnet_main = directory
                     .get("jsonnet")
                     .is_some()
-                    .then(|| jsonnet_main(&repo_url, &revision, &path, report, &at, detect));
+                    .then(|| jsonnet_main(&place, report, &at, detect));
                 Some(directory_renderer(&mut directory, jsonnet_main, report))
             } else if name.is_some() && path.is_none() {
                 // Only lends its files to `$NAME/…` value files.
                 None
             } else {
-                detected(&repo_url, &revision, &path, context, report, &at, detect)
+                detected(&place, context, report, &at, detect)
             }
         }
     };
@@ -165,21 +172,13 @@ pub(crate) fn source(
 /// The renderer Argo CD would pick for a Git directory, which it decides
 /// from the files there: asked of `detect`.
 fn detected(
-    repo_url: &str,
-    revision: &Option<String>,
-    path: &Option<String>,
+    place: &Place,
     context: &SourceContext<'_>,
     report: &mut Report<'_>,
     at: &str,
     detect: &mut Detect<'_>,
 ) -> Option<Value> {
-    let place = Place {
-        repo_url: repo_url.to_string(),
-        revision: revision.clone().unwrap_or_default(),
-        path: path.clone().unwrap_or_default(),
-        secret: None,
-    };
-    match detect(&place) {
+    match detect(place) {
         Ok(Renderer::Helm) => Some(json!({"helm": {
             "releaseName": context.app_name,
             "namespace": context.destination_namespace,
@@ -201,20 +200,12 @@ fn detected(
 /// The Jsonnet entry file at the app's path: Argo CD evaluates every
 /// `*.jsonnet` file there, Tether one entry file.
 fn jsonnet_main(
-    repo_url: &str,
-    revision: &Option<String>,
-    path: &Option<String>,
+    place: &Place,
     report: &mut Report<'_>,
     at: &str,
     detect: &mut Detect<'_>,
 ) -> String {
-    let place = Place {
-        repo_url: repo_url.to_string(),
-        revision: revision.clone().unwrap_or_default(),
-        path: path.clone().unwrap_or_default(),
-        secret: None,
-    };
-    match detect(&place) {
+    match detect(place) {
         Ok(Renderer::Jsonnet { main }) => main,
         Ok(_) | Err(_) => {
             report.note(

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 
 use super::report::{Fields, Finding, Report};
-use super::{Detect, Input, Options, Place, Renderer, application, interval, object_name};
+use super::{Detect, Input, Options, Place, Renderer, application, interval};
 
 const KUSTOMIZE_OPTION: &str =
     "Tether's kustomize renderer takes no options: write it in a kustomization.yaml at the path";
@@ -145,18 +145,12 @@ pub fn kustomization(
     options: &Options,
     detect: &mut Detect<'_>,
 ) -> (Option<Value>, Vec<Finding>) {
-    let mut report = Report::new(input, object_name(&input.object));
+    let mut report = Report::of(input);
     let object = &input.object;
-    let name = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let from_namespace = object
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or("flux-system");
+    let name = input.name();
+    let from_namespace = input.namespace().unwrap_or("flux-system");
     let namespace = super::target_namespace(options, Some(from_namespace));
-    let mut spec = Fields::of(object.get("spec"), "spec");
+    let mut spec = Fields::spec(input);
     let reference = spec.take("sourceRef").unwrap_or(Value::Null);
     let source_input = match sources.find(&reference, from_namespace) {
         Ok(found) => found,
@@ -168,7 +162,7 @@ pub fn kustomization(
             return (None, report.findings);
         }
     };
-    let (mut source, mut findings) = match reference["kind"].as_str() {
+    let (mut source, findings) = match reference["kind"].as_str() {
         Some("GitRepository") => git_source(source_input, options),
         Some("OCIRepository") => oci_source(source_input),
         _ => {
@@ -265,13 +259,26 @@ pub fn kustomization(
         );
     }
     report.leftovers(spec, KUSTOMIZATION_REASONS, "Tether has no such field");
-    let labels = object.pointer("/metadata/labels").cloned();
+    flux_application(input, &namespace, out, report, findings)
+}
+
+/// The Application imported from Flux object `input` (its name and
+/// labels) into `namespace`, with `spec`; with the findings about its
+/// sources, `findings`, then `report`'s.
+pub(crate) fn flux_application(
+    input: &Input,
+    namespace: &str,
+    spec: Map<String, Value>,
+    report: Report<'_>,
+    mut findings: Vec<Finding>,
+) -> (Option<Value>, Vec<Finding>) {
+    let labels = input.object.pointer("/metadata/labels").cloned();
     let app = application(
-        name,
-        &namespace,
+        input.name(),
+        namespace,
         &format!("flux {}", report.object),
         labels,
-        Value::Object(out),
+        Value::Object(spec),
     );
     findings.extend(report.findings);
     (Some(app), findings)
@@ -314,16 +321,31 @@ pub(crate) fn depends_on(items: Vec<Value>, options: &Options, from_namespace: &
         .collect()
 }
 
-/// A Flux GitRepository as a Tether Git source; `suspended` is set (and
-/// taken out by the caller) when the repository is suspended.
-pub(crate) fn git_source(input: &Input, options: &Options) -> (Value, Vec<Finding>) {
-    let mut report = Report::new(input, object_name(&input.object));
-    let mut spec = Fields::of(input.object.get("spec"), "spec");
+/// A Tether source holding the repository of a Flux source's `spec.url`.
+fn repo_url(spec: &mut Fields) -> Map<String, Value> {
     let mut out = Map::new();
     out.insert(
         "repoURL".into(),
         json!(spec.text("url").unwrap_or_default()),
     );
+    out
+}
+
+/// The version an OCIRepository's `ref` names: its digest, else its semver
+/// range, else its tag.
+pub(crate) fn oci_version(reference: &mut Fields) -> Option<String> {
+    reference
+        .text("digest")
+        .or_else(|| reference.text("semver").map(|r| semver_range(&r)))
+        .or_else(|| reference.text("tag"))
+}
+
+/// A Flux GitRepository as a Tether Git source; `suspended` is set (and
+/// taken out by the caller) when the repository is suspended.
+pub(crate) fn git_source(input: &Input, options: &Options) -> (Value, Vec<Finding>) {
+    let mut report = Report::of(input);
+    let mut spec = Fields::spec(input);
+    let mut out = repo_url(&mut spec);
     let mut reference = spec.nested("ref");
     let commit = reference.text("commit");
     let name = reference.text("name");
@@ -373,19 +395,11 @@ pub(crate) fn git_source(input: &Input, options: &Options) -> (Value, Vec<Findin
 
 /// A Flux OCIRepository (an artifact of files) as a Tether source.
 fn oci_source(input: &Input) -> (Value, Vec<Finding>) {
-    let mut report = Report::new(input, object_name(&input.object));
-    let mut spec = Fields::of(input.object.get("spec"), "spec");
-    let mut out = Map::new();
-    out.insert(
-        "repoURL".into(),
-        json!(spec.text("url").unwrap_or_default()),
-    );
+    let mut report = Report::of(input);
+    let mut spec = Fields::spec(input);
+    let mut out = repo_url(&mut spec);
     let mut reference = spec.nested("ref");
-    let version = reference
-        .text("digest")
-        .or_else(|| reference.text("semver").map(|r| semver_range(&r)))
-        .or_else(|| reference.text("tag"));
-    if let Some(version) = version {
+    if let Some(version) = oci_version(&mut reference) {
         out.insert("version".into(), json!(version));
     }
     report.leftovers(reference, &[], "Tether has no such reference");
@@ -415,11 +429,7 @@ pub(crate) fn secret(
     let Some(name) = spec.nested("secretRef").text("name") else {
         return;
     };
-    let from = input
-        .object
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str);
-    let namespace = super::target_namespace(options, from);
+    let namespace = super::target_namespace(options, input.namespace());
     report.note(
         &at,
         format!(

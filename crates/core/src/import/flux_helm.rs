@@ -6,9 +6,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::flux::{Sources, depends_on, git_source, secret, semver_range};
+use super::flux::{Sources, depends_on, flux_application, git_source, oci_version, secret};
 use super::report::{Fields, Finding, Report};
-use super::{Input, Options, application, interval, object_name};
+use super::{Input, Options, interval};
 
 const NO_RELEASE: &str =
     "Tether renders the chart and applies the objects itself: there is no Helm release";
@@ -95,18 +95,11 @@ pub fn helm_release(
     sources: &Sources<'_>,
     options: &Options,
 ) -> (Option<Value>, Vec<Finding>) {
-    let mut report = Report::new(input, object_name(&input.object));
-    let object = &input.object;
-    let name = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let from_namespace = object
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or("default");
+    let mut report = Report::of(input);
+    let name = input.name();
+    let from_namespace = input.namespace().unwrap_or("default");
     let namespace = super::target_namespace(options, Some(from_namespace));
-    let mut spec = Fields::of(object.get("spec"), "spec");
+    let mut spec = Fields::spec(input);
     let target = spec.text("targetNamespace");
     let release_name = spec.text("releaseName").unwrap_or_else(|| match &target {
         Some(target) => format!("{target}-{name}"),
@@ -118,7 +111,7 @@ pub fn helm_release(
     let mut chart_spec = chart.nested("spec");
     report.leftovers(chart, &[], "Tether has no such chart field");
     let chart_ref = spec.take("chartRef");
-    let (source, mut findings, value_files) = if let Some(reference) = chart_ref {
+    let (source, findings, value_files) = if let Some(reference) = chart_ref {
         match chart_ref_source(&reference, sources, from_namespace) {
             Ok(made) => (made.0, made.1, Vec::new()),
             Err(why) => {
@@ -232,22 +225,13 @@ pub fn helm_release(
         }),
     );
     report.leftovers(spec, RELEASE_REASONS, "Tether has no such field");
-    let labels = object.pointer("/metadata/labels").cloned();
-    let app = application(
-        name,
-        &namespace,
-        &format!("flux {}", report.object),
-        labels,
-        Value::Object(out),
-    );
-    findings.extend(report.findings);
-    (Some(app), findings)
+    flux_application(input, &namespace, out, report, findings)
 }
 
 /// A HelmRepository as a chart source (the caller adds the chart).
 fn helm_repository(input: &Input, options: &Options) -> (Value, Vec<Finding>) {
-    let mut report = Report::new(input, object_name(&input.object));
-    let mut spec = Fields::of(input.object.get("spec"), "spec");
+    let mut report = Report::of(input);
+    let mut spec = Fields::spec(input);
     let mut out = Map::new();
     let url = spec.text("url").unwrap_or_default();
     let oci = spec.text("type").as_deref() == Some("oci");
@@ -286,19 +270,15 @@ fn chart_ref_source(
         );
     }
     let found = sources.find(reference, namespace)?;
-    let mut report = Report::new(found, object_name(&found.object));
-    let mut spec = Fields::of(found.object.get("spec"), "spec");
+    let mut report = Report::of(found);
+    let mut spec = Fields::spec(found);
     let url = spec.text("url").unwrap_or_default();
     let (registry, chart) = url.rsplit_once('/').unwrap_or((&url, ""));
     let mut out = Map::new();
     out.insert("repoURL".into(), json!(registry));
     out.insert("chart".into(), json!(chart));
     let mut reference = spec.nested("ref");
-    let version = reference
-        .text("digest")
-        .or_else(|| reference.text("semver").map(|r| semver_range(&r)))
-        .or_else(|| reference.text("tag"));
-    if let Some(version) = version {
+    if let Some(version) = oci_version(&mut reference) {
         out.insert("version".into(), json!(version));
     }
     report.leftovers(reference, &[], "Tether has no such reference");

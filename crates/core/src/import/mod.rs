@@ -47,6 +47,23 @@ pub struct Input {
     pub object: Value,
 }
 
+impl Input {
+    /// The object's `metadata.name`, empty when it has none.
+    fn name(&self) -> &str {
+        self.object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+
+    /// The object's `metadata.namespace`, if it has one.
+    fn namespace(&self) -> Option<&str> {
+        self.object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+    }
+}
+
 /// Why a file could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{file}:{line}: {message}")]
@@ -222,7 +239,7 @@ pub fn import(inputs: &[Input], options: &Options, detect: &mut Detect<'_>) -> I
                 continue;
             }
             (group, _) if group == "argoproj.io" || group.ends_with(".toolkit.fluxcd.io") => {
-                let mut report = report::Report::new(input, object_name(&input.object));
+                let mut report = report::Report::of(input);
                 report.not_mapped(
                     "kind",
                     format!(
@@ -274,7 +291,7 @@ fn unique_names(apps: Vec<(&Input, Value)>, findings: &mut Vec<Finding>) -> Vec<
             unique = format!("{name}-{number}");
         }
         if unique != name {
-            let mut report = report::Report::new(input, object_name(&input.object));
+            let mut report = report::Report::of(input);
             report.note(
                 "metadata.name",
                 format!(

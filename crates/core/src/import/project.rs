@@ -6,7 +6,7 @@
 use serde_json::{Map, Value, json};
 
 use super::report::{Fields, Finding, Report};
-use super::{IMPORTED_FROM_ANNOTATION, Input, Options, host_name, object_name};
+use super::{IMPORTED_FROM_ANNOTATION, Input, Options, host_name};
 
 const SPEC_REASONS: &[(&str, &str)] = &[
     (
@@ -32,18 +32,9 @@ const SPEC_REASONS: &[(&str, &str)] = &[
 
 /// Converts the AppProject of `input`.
 pub fn project(input: &Input, options: &Options) -> (Value, Vec<Finding>) {
-    let mut report = Report::new(input, object_name(&input.object));
-    let object = &input.object;
-    let name = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let namespace = super::target_namespace(
-        options,
-        object
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str),
-    );
+    let mut report = Report::of(input);
+    let name = input.name();
+    let namespace = super::target_namespace(options, input.namespace());
     if name == crate::project::DEFAULT_PROJECT {
         report.note(
             "metadata.name",
@@ -52,7 +43,7 @@ pub fn project(input: &Input, options: &Options) -> (Value, Vec<Finding>) {
              it out unless that is meant",
         );
     }
-    let mut spec = Fields::of(object.get("spec"), "spec");
+    let mut spec = Fields::spec(input);
     let mut out = Map::new();
     if let Some(description) = spec.text("description") {
         out.insert("description".into(), json!(description));

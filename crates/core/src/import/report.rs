@@ -69,6 +69,11 @@ pub(crate) struct Report<'a> {
 }
 
 impl<'a> Report<'a> {
+    /// The findings about `input`'s object, named as findings name it.
+    pub fn of(input: &'a Input) -> Self {
+        Self::new(input, super::object_name(&input.object))
+    }
+
     pub fn new(input: &'a Input, object: String) -> Self {
         Report {
             input,
@@ -136,6 +141,11 @@ impl Fields {
                 .cloned()
                 .unwrap_or_default(),
         }
+    }
+
+    /// The fields of `input`'s `spec`.
+    pub fn spec(input: &Input) -> Fields {
+        Fields::of(input.object.get("spec"), "spec")
     }
 
     /// Takes `key`, unless it is absent or null.

@@ -1,0 +1,215 @@
+//! The conditions a reconcile sets: `Reconciled`, `HealthRules`, the
+//! problem conditions (True while the problem lasts) and
+//! `NotSyncedTooLong` with why the app is not Synced.
+
+use std::time::Duration;
+
+use tether_core::SyncStatus;
+use tether_core::alert;
+use tether_core::argocd::Warning;
+use tether_core::drift::{DriftKind, DriftOutcome};
+
+use crate::api::application::{ApplicationStatus, Condition, set_condition};
+use crate::observe::health::{self, Judge};
+
+use super::{Failure, NOT_SYNCED_TOO_LONG_CONDITION, RECONCILED_CONDITION, RECONCILED_REASON};
+
+/// At most this many warnings are spelled out in the message.
+const UNSUPPORTED_SHOWN: usize = 10;
+
+pub(super) fn set_reconciled_condition(
+    conditions: &mut Vec<Condition>,
+    failure: Option<&Failure>,
+    now: &str,
+) {
+    let (value, reason, message) = match failure {
+        Some(failure) => ("False", failure.step.as_str(), failure.message.clone()),
+        None => ("True", RECONCILED_REASON, String::new()),
+    };
+    set_condition(
+        conditions,
+        RECONCILED_CONDITION,
+        value,
+        reason,
+        message,
+        now,
+    );
+}
+
+/// `HealthRules`: True when every rule in force compiled; False, naming
+/// each rule left out, when some did not.
+pub(super) fn set_health_rules_condition(
+    conditions: &mut Vec<Condition>,
+    judge: &Judge,
+    now: &str,
+) {
+    let problems = judge.problems();
+    let (value, reason, message) = if problems.is_empty() {
+        ("True", "Loaded", judge.summary())
+    } else {
+        ("False", "RulesLeftOut", problems.join("; "))
+    };
+    set_condition(conditions, health::CONDITION, value, reason, message, now);
+}
+
+/// Sets condition `type_` True with `message`, or False when `None`
+/// (added only once it has been True).
+pub(super) fn set_problem_condition(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    reason: &str,
+    message: Option<String>,
+    now: &str,
+) {
+    let value = if message.is_some() { "True" } else { "False" };
+    let existing = conditions.iter_mut().find(|c| c.type_ == type_);
+    match (existing, message) {
+        (Some(existing), message) => {
+            if existing.status != value {
+                existing.last_transition_time = Some(now.to_string());
+            }
+            existing.status = value.into();
+            existing.reason = if value == "True" { reason } else { "Resolved" }.into();
+            existing.message = message.unwrap_or_default();
+        }
+        (None, Some(message)) => conditions.push(Condition {
+            type_: type_.into(),
+            status: value.into(),
+            reason: reason.into(),
+            message,
+            last_transition_time: Some(now.to_string()),
+        }),
+        (None, None) => {}
+    }
+}
+
+/// The `Unsupported` condition's message: each warning, at most
+/// [`UNSUPPORTED_SHOWN`]; `None` when there is none.
+pub(super) fn unsupported_message(warnings: &[Warning]) -> Option<String> {
+    if warnings.is_empty() {
+        return None;
+    }
+    let mut shown: Vec<String> = warnings
+        .iter()
+        .take(UNSUPPORTED_SHOWN)
+        .map(ToString::to_string)
+        .collect();
+    if warnings.len() > UNSUPPORTED_SHOWN {
+        shown.push(format!("and {} more", warnings.len() - UNSUPPORTED_SHOWN));
+    }
+    Some(shown.join("; "))
+}
+
+/// Product rule 5: `sync.notSyncedSince` follows whether the app is Synced
+/// (live matches Git and no step of the reconcile fails), and
+/// [`NOT_SYNCED_TOO_LONG_CONDITION`] is True — saying since when and why —
+/// while that has lasted longer than `alert_after`; False once Synced.
+pub(super) fn set_not_synced_condition(
+    status: &mut ApplicationStatus,
+    failure: Option<&Failure>,
+    alert_after: Duration,
+    now: &str,
+) {
+    let synced = status.sync.status == SyncStatus::Synced && failure.is_none();
+    let since = alert::not_synced_since(status.sync.not_synced_since.as_deref(), synced, now);
+    let overdue = alert::too_long(since.as_deref(), now, alert_after);
+    let (reason, why) = why_not_synced(status, failure);
+    let message = overdue.then(|| {
+        format!(
+            "not Synced for more than {} (since {}): {why}",
+            alert::span(alert_after),
+            since.as_deref().unwrap_or(now),
+        )
+    });
+    status.sync.not_synced_since = since;
+    set_problem_condition(
+        &mut status.conditions,
+        NOT_SYNCED_TOO_LONG_CONDITION,
+        reason,
+        message,
+        now,
+    );
+}
+
+/// Why an app is not Synced, as a condition reason and a sentence: the
+/// failing step, else the drift left in place (and why it is left), else a
+/// sync that has not run.
+fn why_not_synced(status: &ApplicationStatus, failure: Option<&Failure>) -> (&'static str, String) {
+    if let Some(failure) = failure {
+        let first = failure.message.lines().next().unwrap_or_default();
+        return (failure.step.as_str(), first.to_string());
+    }
+    if let Some(pinned) = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == crate::api::pin::PINNED_CONDITION && c.status == "True")
+    {
+        return ("Pinned", pinned.message.clone());
+    }
+    let kept = |outcome: DriftOutcome| {
+        status
+            .drift
+            .iter()
+            .filter(|entry| entry.response == outcome)
+            .map(|entry| entry.record.object.to_string())
+            .collect::<Vec<_>>()
+    };
+    let emergency: Vec<String> = status
+        .drift
+        .iter()
+        .filter(|entry| entry.record.kind == DriftKind::Emergency)
+        .map(|entry| entry.record.object.to_string())
+        .collect();
+    let fighting = kept(DriftOutcome::BackedOff);
+    let reported = kept(DriftOutcome::Reported);
+    let named = |objects: &[String]| {
+        let shown = objects
+            .iter()
+            .take(3)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        match objects.len() {
+            n if n > 3 => format!("{shown} and {} more", n - 3),
+            _ => shown,
+        }
+    };
+    if !emergency.is_empty() {
+        return (
+            "BreakGlassOpen",
+            format!(
+                "changes made in an open break-glass window are kept: {}",
+                named(&emergency)
+            ),
+        );
+    }
+    if !fighting.is_empty() {
+        return (
+            "SelfHealBackOff",
+            format!(
+                "self-heal backed off from another writer: {}",
+                named(&fighting)
+            ),
+        );
+    }
+    if !reported.is_empty() {
+        return (
+            "DriftKept",
+            format!(
+                "drift is reported and left in place (self-heal off or driftResponse: warn): {}",
+                named(&reported)
+            ),
+        );
+    }
+    match status.sync.status {
+        SyncStatus::OutOfSync => (
+            "SyncPending",
+            "live state differs from Git and no sync has applied it (automated sync off? run `tether sync`)"
+                .to_string(),
+        ),
+        _ => (
+            "NotCompared",
+            "live state has not been compared with Git yet".to_string(),
+        ),
+    }
+}
