@@ -53,6 +53,9 @@ const SETTLE: Duration = Duration::from_secs(20);
 const ALL_APPLIED_LIMIT: Duration = Duration::from_secs(240);
 /// How long one app may take to apply a commit, at least (likewise).
 const APPLIED_LIMIT: Duration = Duration::from_secs(300);
+/// How long a drifted object may take to be healed, at least (likewise:
+/// Flux heals on its interval, once its queue reaches the app).
+const HEAL_LIMIT: Duration = Duration::from_secs(600);
 
 pub struct Settings {
     pub apps: Vec<usize>,
@@ -206,7 +209,7 @@ async fn tether_side(s: &Shared<'_>, n: usize) -> anyhow::Result<Figures> {
     let (rss_mb, _) = memory(tether.pid())?;
 
     // 3. Drift.
-    let drift = heal_times(s, &victims(&set.prefix, n, s.settings.drifts)).await?;
+    let drift = heal_times(s, &victims(&set.prefix, n, s.settings.drifts), HEAL_LIMIT).await?;
 
     // 4. Commits, each announced by a push webhook.
     let mut commit = Vec::new();
@@ -313,7 +316,8 @@ async fn flux_side(s: &Shared<'_>, n: usize) -> anyhow::Result<Figures> {
         .sum::<anyhow::Result<f64>>()?;
 
     // 3. Drift.
-    let drift = heal_times(s, &victims(&prefix, n, s.settings.drifts)).await?;
+    let heal_limit = HEAL_LIMIT.max(initial * 2);
+    let drift = heal_times(s, &victims(&prefix, n, s.settings.drifts), heal_limit).await?;
 
     // 4. Commits, each announced by annotating the GitRepository.
     let kustomizations = fc::kustomizations(&s.admin, &ns);
@@ -398,8 +402,13 @@ fn victims(prefix: &str, n: usize, count: usize) -> Vec<(String, String)> {
 }
 
 /// Changes `data.index` of each victim ConfigMap (as the admin user, all at
-/// once) and returns how long each took to be back at Git's value, `"0"`.
-async fn heal_times(s: &Shared<'_>, victims: &[(String, String)]) -> anyhow::Result<Vec<Duration>> {
+/// once) and returns how long each took to be back at Git's value, `"0"`,
+/// failing when one is not back within `limit`.
+async fn heal_times(
+    s: &Shared<'_>,
+    victims: &[(String, String)],
+    limit: Duration,
+) -> anyhow::Result<Vec<Duration>> {
     say(&format!("drifting {} ConfigMaps", victims.len()));
     let patch = json!({"data": {"index": "drifted"}});
     let mut pending = Vec::new();
@@ -409,7 +418,7 @@ async fn heal_times(s: &Shared<'_>, victims: &[(String, String)]) -> anyhow::Res
             .await?;
         pending.push((api, name.clone(), Instant::now()));
     }
-    let deadline = Instant::now() + Duration::from_secs(600);
+    let deadline = Instant::now() + limit;
     let mut healed = Vec::new();
     while !pending.is_empty() {
         let mut still = Vec::new();
@@ -427,8 +436,9 @@ async fn heal_times(s: &Shared<'_>, victims: &[(String, String)]) -> anyhow::Res
         pending = still;
         if Instant::now() > deadline {
             bail!(
-                "{} drifted ConfigMaps not healed within 10 min",
-                pending.len()
+                "{} drifted ConfigMaps not healed within {} s",
+                pending.len(),
+                limit.as_secs()
             );
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
