@@ -195,14 +195,16 @@ impl Inner {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Drops the watch when it has not been used for `limit` (an open
-    /// change stream is a use), or says when to look again.
+    /// Drops the watch when it has not been used for `limit`, or says
+    /// when to look again. An open change stream is a use, seen every
+    /// tenth of `limit`: the watch outlives the last one by about `limit`.
     fn drop_if_idle(&self, limit: Duration) -> Option<Instant> {
         let mut running = self.running();
         let now = Instant::now();
         let watch = running.as_mut()?;
         if self.changes.receiver_count() > 0 {
             watch.used = now;
+            return Some(now + limit / 10);
         }
         let until = watch.used + limit;
         if now < until {
@@ -382,9 +384,12 @@ pub(crate) mod tests {
         tokio::time::sleep(limit * 5 + Duration::from_secs(1)).await;
         assert!(cache.watching(), "an open change stream is a use");
         drop(stream);
-        tokio::time::sleep(limit / 4).await;
-        assert!(cache.watching());
-        tokio::time::sleep(limit).await;
+        tokio::time::sleep(limit * 3 / 4).await;
+        assert!(
+            cache.watching(),
+            "the idle time counts from the stream's end"
+        );
+        tokio::time::sleep(limit / 2).await;
         assert!(!cache.watching());
     }
 
