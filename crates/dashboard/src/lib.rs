@@ -2,7 +2,8 @@
 //!
 //! `tether dashboard` runs it with the user's own kubeconfig, so each
 //! person sees exactly what their RBAC lets them list. One watch on the
-//! Applications fills a cache ([`cache`]); every page is rendered from it
+//! Applications fills a cache ([`cache`]), in the controller only while
+//! the dashboard is used; every page is rendered from it
 //! ([`overview`] decides, [`page`] writes the HTML) and every browser is
 //! told of changes through one broadcast ([`server`]'s `/events`).
 
@@ -44,7 +45,6 @@ pub enum Error {
 pub struct Dashboard {
     listener: TcpListener,
     shared: server::Shared,
-    filling: tokio::task::JoinHandle<()>,
 }
 
 impl Dashboard {
@@ -57,10 +57,9 @@ impl Dashboard {
         listen: Listen,
     ) -> Result<Dashboard, Error> {
         let address = listen.address();
-        let (cache, filling) = cache::watch(client.clone(), namespace).await?;
-        let filling = tokio::spawn(filling);
+        let cache = cache::watch(client.clone(), namespace, cache::Keep::Always).await?;
         // The first list is complete before the first page is served.
-        let _ = cache.store.wait_until_ready().await;
+        cache.apps().await;
         let listener = TcpListener::bind(address)
             .await
             .map_err(|source| Error::Bind { address, source })?;
@@ -74,11 +73,7 @@ impl Dashboard {
             acting: Acting::Kubeconfig(user),
             base: "/".to_string(),
         };
-        Ok(Dashboard {
-            listener,
-            shared,
-            filling,
-        })
+        Ok(Dashboard { listener, shared })
     }
 
     /// `http://ADDRESS/`, with the port actually bound.
@@ -95,9 +90,8 @@ impl Dashboard {
         let address = self.listener.local_addr().map_err(Error::Serve)?;
         let guard = axum::middleware::from_fn_with_state(address, actions::host::guard);
         let app = server::app(self.shared).layer(guard);
-        let served = axum::serve(self.listener, app).await;
-        self.filling.abort();
-        served.map_err(Error::Serve)
+        // The watch stops with the last clone of the cache, the router's.
+        axum::serve(self.listener, app).await.map_err(Error::Serve)
     }
 }
 
@@ -113,7 +107,9 @@ async fn whoami(client: &kube::Client) -> String {
 /// The dashboard as the controller serves it, to be nested at `/ui`: the
 /// Applications of `namespace` (all when none) watched with
 /// `connection`'s own identity, each request's user known by its bearer
-/// token (see [`tokens`]) and acting with that token alone.
+/// token (see [`tokens`]) and acting with that token alone. The
+/// Applications are watched from the first request on, until
+/// [`cache::IDLE_LIMIT`] passes without one.
 pub async fn in_controller(
     connection: tether_cluster::Connection,
     namespace: Option<&str>,
@@ -121,8 +117,8 @@ pub async fn in_controller(
     let client = connection
         .client()
         .map_err(|e| Error::Serve(std::io::Error::other(e.to_string())))?;
-    let (cache, filling) = cache::watch(client, namespace).await?;
-    tokio::spawn(filling);
+    // Watched only while someone uses the dashboard.
+    let cache = cache::watch(client, namespace, cache::Keep::WhileUsed(cache::IDLE_LIMIT)).await?;
     let users = tokens::TokenUsers::new(connection, cache.clone())
         .map_err(|e| Error::Serve(std::io::Error::other(e)))?;
     let shared = server::Shared {

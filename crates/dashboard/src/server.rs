@@ -113,7 +113,7 @@ async fn render(
     markup: fn(&Overview) -> maud::Markup,
 ) -> Result<Html<String>, BadQuery> {
     let view = View::parse(query).map_err(BadQuery)?;
-    let stored = shared.cache.store.state();
+    let stored = shared.cache.apps().await.state();
     let mut apps: Vec<&Application> = Vec::with_capacity(stored.len());
     for app in stored.iter().filter_map(|app| app.decoded.as_deref().ok()) {
         if user
@@ -148,7 +148,7 @@ async fn events(
     State(shared): State<Shared>,
     _user: User,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    let changes = shared.cache.changes.subscribe();
+    let changes = shared.cache.subscribe().await;
     let stream = futures::stream::unfold((changes, None), |(mut changes, last)| async move {
         if let Err(broadcast::error::RecvError::Closed) = changes.recv().await {
             return None;
@@ -174,40 +174,20 @@ pub(crate) mod tests {
     use super::*;
     use axum::body::Body;
     use axum::http::Request;
-    use kube::runtime::reflector;
-    use kube::runtime::watcher;
-    use tether_controller::api::StoredApplication;
     use tower::ServiceExt;
+
+    use crate::cache::Keep;
+    use crate::cache::tests::{listing, stored};
 
     use crate::user::Sees;
 
     /// A cache holding Applications `names` of namespace `shop`, all
     /// Converged except `broken`.
     fn cache_of(names: &[&str]) -> Cache {
-        let (store, mut writer) = reflector::store::<StoredApplication>();
-        for name in names {
-            let (sync, health, state) = match *name {
-                "broken" => ("OutOfSync", "Degraded", "Broken"),
-                _ => ("Synced", "Healthy", "Converged"),
-            };
-            let app = StoredApplication::decode(&serde_json::json!({
-                "apiVersion": "tether.dev/v1alpha1", "kind": "Application",
-                "metadata": {"name": name, "namespace": "shop"},
-                "spec": {"source": {"repoURL": "file:///srv/git/shop.git"},
-                         "destination": {"namespace": "shop"}},
-                "status": {"sync": {"status": sync, "revision": "abc123"},
-                           "health": {"status": health}, "state": state,
-                           "project": "default"}
-            }));
-            writer.apply_watcher_event(&watcher::Event::Apply(app));
-        }
-        let (changes, _) = broadcast::channel(4);
-        Cache {
-            store,
-            changes,
-            scope: "namespace shop".to_string(),
-            namespace: Some("shop".to_string()),
-        }
+        listing(
+            names.iter().map(|name| stored(name)).collect(),
+            Keep::Always,
+        )
     }
 
     /// A user whose client points nowhere: these routes read the cache only.
@@ -278,7 +258,7 @@ pub(crate) mod tests {
     async fn a_burst_of_changes_reaches_a_browser_as_two_events() {
         use futures::StreamExt;
         let cache = cache_of(&["web"]);
-        let changes = cache.changes.clone();
+        let told = cache.clone();
         let acting = Acting::Kubeconfig(nobody());
         let shared = Shared {
             cache,
@@ -290,12 +270,12 @@ pub(crate) mod tests {
             .await
             .unwrap();
         let mut body = response.into_body().into_data_stream();
-        changes.send(()).unwrap();
+        told.tell();
         let first = body.next().await.unwrap().unwrap();
         assert!(String::from_utf8_lossy(&first).contains("event: change"));
         let told_first = tokio::time::Instant::now();
         for _ in 0..49 {
-            changes.send(()).unwrap();
+            told.tell();
         }
         let mut told = 1;
         let quiet = told_first + 3 * EVENT_SPACING;

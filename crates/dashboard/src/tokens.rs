@@ -96,7 +96,8 @@ impl TokenUsers {
         } else {
             let mut namespaces: Vec<String> = self
                 .cache
-                .store
+                .apps()
+                .await
                 .state()
                 .iter()
                 .filter_map(|app| app.metadata.namespace.clone())

@@ -221,8 +221,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         kubernetes = %server,
         "tether controller starting"
     );
-    // The dashboard at /ui: its own watch of the Applications, each
-    // request acting with the bearer token it carries.
+    // The dashboard at /ui: its own watch of the Applications while
+    // someone uses it, each request acting with the bearer token it
+    // carries.
     let ui_connection = connection.clone();
     let ui_namespace = config.watch_namespace.clone();
     let wiring = Wiring {

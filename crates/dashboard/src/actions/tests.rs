@@ -4,26 +4,18 @@
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
-use kube::runtime::reflector;
-use tokio::sync::broadcast;
 use tower::ServiceExt;
 
-use crate::cache::Cache;
+use crate::cache::Keep;
+use crate::cache::tests::listing;
 use crate::server::{Shared, app};
 use crate::user::Acting;
 
 use crate::server::tests::nobody;
 
 fn shared() -> Shared {
-    let (store, _writer) = reflector::store();
-    let (changes, _) = broadcast::channel(4);
     Shared {
-        cache: Cache {
-            store,
-            changes,
-            scope: "namespace shop".to_string(),
-            namespace: Some("shop".to_string()),
-        },
+        cache: listing(vec![], Keep::Always),
         acting: Acting::Kubeconfig(nobody()),
         base: "/".to_string(),
     }

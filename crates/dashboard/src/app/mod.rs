@@ -50,7 +50,8 @@ async fn render(
 ) -> Response {
     let stored = shared
         .cache
-        .store
+        .apps()
+        .await
         .get(&ObjectRef::<StoredApplication>::new(name).within(ns));
     let app = match stored.as_deref().map(|s| &s.decoded) {
         Some(Ok(app)) if user.sees(ns).await => app.clone(),
