@@ -1,11 +1,29 @@
 //! Path globs for the Git directory generator: `*` and `?` within one
 //! path segment, `[abc]` classes, and `**` for any number of segments.
+//!
+//! Patterns come from ApplicationSets and paths from repositories, so each
+//! match fills a table over (pattern position, text position) instead of
+//! backtracking: `*a*a*a*a*b` or `**/**/**/x` cost the pattern's size times
+//! the path's, never an exponential.
 
 /// Whether `path` (`/`-separated, no leading `/`) matches `pattern`.
 pub fn matches(pattern: &str, path: &str) -> bool {
     let pattern: Vec<&str> = split(pattern);
     let path: Vec<&str> = split(path);
-    segments(&pattern, &path)
+    let (n, width) = (path.len(), path.len() + 1);
+    // from[i * width + j]: pattern segments i.. match path segments j..
+    let mut from = vec![false; (pattern.len() + 1) * width];
+    from[pattern.len() * width + n] = true;
+    for i in (0..pattern.len()).rev() {
+        for j in (0..=n).rev() {
+            from[i * width + j] = if pattern[i] == "**" {
+                from[(i + 1) * width + j] || (j < n && from[i * width + j + 1])
+            } else {
+                j < n && segment_matches(pattern[i], path[j]) && from[(i + 1) * width + j + 1]
+            };
+        }
+    }
+    from[0]
 }
 
 fn split(text: &str) -> Vec<&str> {
@@ -14,44 +32,68 @@ fn split(text: &str) -> Vec<&str> {
         .collect()
 }
 
-fn segments(pattern: &[&str], path: &[&str]) -> bool {
-    match pattern.split_first() {
-        None => path.is_empty(),
-        Some((&"**", rest)) => (0..=path.len()).any(|skip| segments(rest, &path[skip..])),
-        Some((first, rest)) => match path.split_first() {
-            Some((segment, tail)) => segment_matches(first, segment) && segments(rest, tail),
-            None => false,
-        },
+/// One item of a segment's pattern.
+enum Token {
+    Star,
+    One,
+    Class { negated: bool, class: Vec<char> },
+    Literal(char),
+}
+
+fn tokens(pattern: &str) -> Vec<Token> {
+    let pattern: Vec<char> = pattern.chars().collect();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < pattern.len() {
+        let close = || pattern[i + 1..].iter().position(|c| *c == ']');
+        tokens.push(
+            match (pattern[i], if pattern[i] == '[' { close() } else { None }) {
+                ('*', _) => Token::Star,
+                ('?', _) => Token::One,
+                ('[', Some(close)) => {
+                    let class = &pattern[i + 1..i + 1 + close];
+                    i += close + 1;
+                    match class.split_first() {
+                        Some(('!' | '^', class)) => Token::Class {
+                            negated: true,
+                            class: class.to_vec(),
+                        },
+                        _ => Token::Class {
+                            negated: false,
+                            class: class.to_vec(),
+                        },
+                    }
+                }
+                // An unclosed `[` is itself.
+                (literal, _) => Token::Literal(literal),
+            },
+        );
+        i += 1;
     }
+    tokens
 }
 
 fn segment_matches(pattern: &str, text: &str) -> bool {
-    let pattern: Vec<char> = pattern.chars().collect();
+    let tokens = tokens(pattern);
     let text: Vec<char> = text.chars().collect();
-    chars(&pattern, &text)
-}
-
-fn chars(pattern: &[char], text: &[char]) -> bool {
-    match pattern.split_first() {
-        None => text.is_empty(),
-        Some(('*', rest)) => (0..=text.len()).any(|skip| chars(rest, &text[skip..])),
-        Some(('?', rest)) => !text.is_empty() && chars(rest, &text[1..]),
-        Some(('[', rest)) => {
-            let Some(close) = rest.iter().position(|c| *c == ']') else {
-                return text.first() == Some(&'[') && chars(rest, &text[1..]);
+    let (n, width) = (text.len(), text.len() + 1);
+    // from[i * width + j]: tokens i.. match characters j..
+    let mut from = vec![false; (tokens.len() + 1) * width];
+    from[tokens.len() * width + n] = true;
+    for (i, token) in tokens.iter().enumerate().rev() {
+        for j in (0..=n).rev() {
+            let one = |fits: bool| j < n && fits && from[(i + 1) * width + j + 1];
+            from[i * width + j] = match token {
+                Token::Star => from[(i + 1) * width + j] || (j < n && from[i * width + j + 1]),
+                Token::One => one(true),
+                Token::Class { negated, class } => {
+                    one(j < n && in_class(class, text[j]) != *negated)
+                }
+                Token::Literal(literal) => one(j < n && text[j] == *literal),
             };
-            let (class, after) = (&rest[..close], &rest[close + 1..]);
-            let (negated, class) = match class.split_first() {
-                Some(('!' | '^', class)) => (true, class),
-                _ => (false, class),
-            };
-            match text.split_first() {
-                Some((c, tail)) => in_class(class, *c) != negated && chars(after, tail),
-                None => false,
-            }
         }
-        Some((literal, rest)) => text.first() == Some(literal) && chars(rest, &text[1..]),
     }
+    from[0]
 }
 
 fn in_class(class: &[char], c: char) -> bool {
@@ -96,5 +138,20 @@ mod tests {
         assert!(matches("team-[a-c]/app?", "team-b/app1"));
         assert!(!matches("team-[!a-c]/app?", "team-b/app1"));
         assert!(!matches("app?", "app"));
+        assert!(matches("[a", "[a"));
+    }
+
+    #[test]
+    fn a_hostile_pattern_is_answered_at_once_rather_than_by_exponential_backtracking() {
+        let star_a = format!("{}b", "*a".repeat(40));
+        let long = "a".repeat(200);
+        let started = std::time::Instant::now();
+        assert!(!matches(&star_a, &long));
+        let deep = format!("{}x", "**/".repeat(40));
+        let path = vec!["a"; 60].join("/");
+        assert!(!matches(&deep, &path));
+        assert!(matches(&deep, &format!("{path}/x")));
+        // Backtracking took longer than the age of the universe here.
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
     }
 }
