@@ -3,7 +3,8 @@
 //! Each object is kept as its JSON text — exactly as the API server sent
 //! it, less the `kubectl.kubernetes.io/last-applied-configuration`
 //! annotation, which no decision reads (the diff drops it on both sides) —
-//! beside the one label lookups filter on. A `serde_json::Value` tree costs
+//! deflated (an object's keys and `managedFields` repeat themselves: a
+//! ConfigMap's text halves), beside the one label lookups filter on. A `serde_json::Value` tree costs
 //! several times its text: every non-empty mapping is a B-tree node of
 //! about half a kilobyte, and `managedFields`, which drift attribution
 //! needs whole, are mostly such small mappings. An object is expanded only
@@ -12,8 +13,10 @@
 //! The store follows the watch's events as kube's reflector does: a relist
 //! is gathered aside and replaces the objects when complete.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
+use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 use kube::api::DynamicObject;
 use kube::runtime::watcher;
 use tether_core::tracking::APP_LABEL;
@@ -31,11 +34,11 @@ pub struct PackedStore {
     relist: Option<HashMap<Box<str>, Packed>>,
 }
 
-/// One object as text, and the label lookups filter on.
+/// One object as deflated JSON text, and the label lookups filter on.
 #[derive(Debug)]
 struct Packed {
     app: Box<str>,
-    text: Box<str>,
+    deflated: Box<[u8]>,
 }
 
 impl PackedStore {
@@ -118,19 +121,56 @@ fn pack(object: &DynamicObject) -> Option<(Box<str>, Packed)> {
         if let Some(annotations) = &mut trimmed.metadata.annotations {
             annotations.remove(LAST_APPLIED);
         }
-        serde_json::to_string(&trimmed)
+        serde_json::to_vec(&trimmed)
     } else {
-        serde_json::to_string(object)
+        serde_json::to_vec(object)
     };
     let packed = Packed {
         app: app.as_str().into(),
-        text: text.ok()?.into_boxed_str(),
+        deflated: deflate(&text.ok()?),
     };
     Some((key_of(object).into_boxed_str(), packed))
 }
 
+thread_local! {
+    /// One deflater and one inflater per thread, reset for each object: a
+    /// fresh one allocates (and frees) a few hundred KB of tables, churn
+    /// that would cost more resident memory than deflating saves.
+    static DEFLATER: RefCell<Compress> = RefCell::new(Compress::new(Compression::fast(), false));
+    static INFLATER: RefCell<Decompress> = RefCell::new(Decompress::new(false));
+}
+
+/// `text` deflated at the fastest level (a few microseconds per object).
+fn deflate(text: &[u8]) -> Box<[u8]> {
+    DEFLATER.with_borrow_mut(|deflater| {
+        deflater.reset();
+        // Deflate's worst case: the text stored, 5 bytes per 16 KB block.
+        let mut out = Vec::with_capacity(text.len() + text.len() / 1000 * 5 + 64);
+        let status = deflater
+            .compress_vec(text, &mut out, FlushCompress::Finish)
+            .expect("deflating into memory");
+        debug_assert_eq!(status, Status::StreamEnd);
+        out.into_boxed_slice()
+    })
+}
+
 fn unpack(packed: &Packed) -> Option<DynamicObject> {
-    serde_json::from_str(&packed.text).ok()
+    let text = INFLATER.with_borrow_mut(|inflater| {
+        inflater.reset(false);
+        let mut text = Vec::with_capacity(packed.deflated.len() * 4);
+        loop {
+            let read = inflater.total_in() as usize;
+            let status = inflater
+                .decompress_vec(&packed.deflated[read..], &mut text, FlushDecompress::Finish)
+                .ok()?;
+            match status {
+                Status::StreamEnd => return Some(text),
+                _ if text.len() == text.capacity() => text.reserve(text.capacity()),
+                _ => return None,
+            }
+        }
+    })?;
+    serde_json::from_slice(&text).ok()
 }
 
 #[cfg(test)]
@@ -170,6 +210,17 @@ mod tests {
             serde_json::to_value(&expected).unwrap()
         );
         assert_eq!(store.get(Some("other"), "web").map(|_| ()), None);
+    }
+
+    #[test]
+    fn an_object_much_larger_than_its_deflated_text_reads_back_whole() {
+        let mut store = PackedStore::default();
+        let value = "abcdefgh".repeat(50_000);
+        store.apply(&watcher::Event::Apply(object(
+            "shop", "big", "shop.big", &value,
+        )));
+        let read = store.get(Some("shop"), "big").unwrap();
+        assert_eq!(read.data["data"]["value"], value.as_str());
     }
 
     #[test]
