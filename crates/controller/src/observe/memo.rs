@@ -139,8 +139,7 @@ pub struct AppMemo {
     /// cache can lag behind it (a reconcile woken by the watch events of
     /// objects it just applied may run before the cache sees its own status
     /// write), and computing from a stale status would rewrite the status
-    /// without the revision and history just recorded. Dropped once the
-    /// cache holds it ([`crate::context::Context::cache_saw`]).
+    /// without the revision and history just recorded.
     pub written_status: Option<ApplicationStatus>,
     /// The uid of the Application this memory is about: an app deleted and
     /// created again under the same name starts with a clean slate.
