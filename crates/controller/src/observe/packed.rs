@@ -4,8 +4,8 @@
 //! it, less the `kubectl.kubernetes.io/last-applied-configuration`
 //! annotation, which no decision reads (the diff drops it on both sides) —
 //! deflated (an object's keys and `managedFields` repeat themselves: a
-//! ConfigMap's text halves), beside the one label lookups filter on. A `serde_json::Value` tree costs
-//! several times its text: every non-empty mapping is a B-tree node of
+//! ConfigMap's text halves), beside the one label lookups filter on. A
+//! `serde_json::Value` tree costs several times its text: every non-empty mapping is a B-tree node of
 //! about half a kilobyte, and `managedFields`, which drift attribution
 //! needs whole, are mostly such small mappings. An object is expanded only
 //! when a reconcile reads it, which a steady state never does.
@@ -144,13 +144,19 @@ thread_local! {
 fn deflate(text: &[u8]) -> Box<[u8]> {
     DEFLATER.with_borrow_mut(|deflater| {
         deflater.reset();
-        // Deflate's worst case: the text stored, 5 bytes per 16 KB block.
+        // Room for deflate's worst case (the text stored, a few bytes per
+        // block); should it not suffice, the output grows until the end.
         let mut out = Vec::with_capacity(text.len() + text.len() / 1000 * 5 + 64);
-        let status = deflater
-            .compress_vec(text, &mut out, FlushCompress::Finish)
-            .expect("deflating into memory");
-        debug_assert_eq!(status, Status::StreamEnd);
-        out.into_boxed_slice()
+        loop {
+            let read = deflater.total_in() as usize;
+            let status = deflater
+                .compress_vec(&text[read..], &mut out, FlushCompress::Finish)
+                .expect("deflating into memory");
+            if status == Status::StreamEnd {
+                return out.into_boxed_slice();
+            }
+            out.reserve(out.capacity().max(64));
+        }
     })
 }
 
