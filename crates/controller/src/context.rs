@@ -13,7 +13,7 @@ use kube::runtime::reflector::Store;
 use tether_core::drift::{FlapGuard, FlapPolicy};
 use tether_source::Repositories;
 
-use crate::api::{BreakGlass, Project};
+use crate::api::{ApplicationStatus, BreakGlass, Project};
 use crate::break_glass::audit::AuditLog;
 use crate::break_glass::key::AuditKey;
 use crate::clusters::Clusters;
@@ -236,6 +236,52 @@ impl Context {
         }
         drop(remembered);
         memo
+    }
+
+    /// The watch cache now holds `app` as stored: once it holds the status
+    /// this controller last wrote, the memo's copy of that status is
+    /// dropped (the cache's is as new, and only newer ones follow), so a
+    /// steady state keeps each status once, not twice.
+    pub fn cache_saw(&self, app: &crate::api::StoredApplication) {
+        let Ok(decoded) = &app.decoded else {
+            return;
+        };
+        let key = (
+            app.metadata.namespace.clone().unwrap_or_default(),
+            app.metadata.name.clone().unwrap_or_default(),
+        );
+        let Some(memo) = self.memos.lock().expect("lock").get(&key).cloned() else {
+            return;
+        };
+        let mut memo = memo.lock().expect("lock");
+        if memo.uid == app.metadata.uid
+            && !memo.status_held
+            && memo.written_status.is_some()
+            && memo.written_status == decoded.status
+        {
+            memo.written_status = None;
+        }
+    }
+
+    /// Remembers `status` as the one this controller last wrote for `app`,
+    /// unless the watch cache holds it already; a status held for a sync's
+    /// progress writes is let go. (Checked under the memo's
+    /// lock, which [`Context::cache_saw`] takes after the cache is updated:
+    /// whichever comes second drops the copy.)
+    pub fn remember_written(&self, app: &AppKey, memo: &Mutex<AppMemo>, status: ApplicationStatus) {
+        let mut memo = memo.lock().expect("lock");
+        let cached = self
+            .apps
+            .get(&kube::runtime::reflector::ObjectRef::new(&app.1).within(&app.0))
+            .is_some_and(|stored| {
+                stored.metadata.uid == memo.uid
+                    && stored
+                        .decoded
+                        .as_ref()
+                        .is_ok_and(|decoded| decoded.status.as_ref() == Some(&status))
+            });
+        memo.written_status = (!cached).then_some(status);
+        memo.status_held = false;
     }
 
     /// What this controller remembers about one application.

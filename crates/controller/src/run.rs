@@ -356,13 +356,16 @@ async fn lead(
         }
     })
     .applied_objects()
-    // Apps waiting for one whose sync or health moved are woken.
+    // Apps waiting for one whose sync or health moved are woken; a status
+    // this controller wrote, once cached, is not kept a second time.
     .inspect({
         let (apps, wake) = (apps_store.clone(), wake_tx.clone());
         let waker = crate::reconcile::dependencies::Waker::default();
+        let context = context.clone();
         move |app| {
             if let Ok(app) = app {
                 waker.arrived(app, &apps, &wake);
+                context.cache_saw(app);
             }
         }
     })

@@ -139,8 +139,16 @@ pub struct AppMemo {
     /// cache can lag behind it (a reconcile woken by the watch events of
     /// objects it just applied may run before the cache sees its own status
     /// write), and computing from a stale status would rewrite the status
-    /// without the revision and history just recorded.
+    /// without the revision and history just recorded. Dropped once the
+    /// cache holds it ([`crate::context::Context::cache_saw`]), unless
+    /// `status_held`.
     pub written_status: Option<ApplicationStatus>,
+    /// A sync's progress writes (`operationState` Running, which clears
+    /// the hook or wave it waits on) change the stored status apart from
+    /// the status the sync works from: that one is held here until the
+    /// next full status write, whatever the cache shows
+    /// ([`crate::reconcile::Pass::hold_status`]).
+    pub status_held: bool,
     /// The uid of the Application this memory is about: an app deleted and
     /// created again under the same name starts with a clean slate.
     pub uid: Option<String>,

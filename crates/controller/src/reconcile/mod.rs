@@ -330,6 +330,19 @@ impl<'a> Pass<'a> {
         request::clear(&self.ctx.client, &self.app).await;
         Ok(next)
     }
+
+    /// Before a write that changes part of the stored status (a sync's
+    /// progress: `operationState` Running, which clears the hook or wave
+    /// the sync waits on), holds the status this pass works from as the
+    /// controller's own, so the next pass reads it and not the partial
+    /// write, until the next full status write.
+    pub fn hold_status(&self) {
+        let mut memo = self.memo.lock().expect("lock");
+        if memo.written_status.is_none() {
+            memo.written_status = self.app.status.clone();
+        }
+        memo.status_held = true;
+    }
 }
 
 /// `app` with the status this controller last wrote, when it has written

@@ -33,6 +33,7 @@ const PROGRESS_MANAGER: &str = "tether-progress";
 pub async fn mark_running(pass: &Pass<'_>, revision: &str, started_at: &str, objects: usize) {
     let (ctx, app) = (pass.ctx, &pass.app);
     let _turn = ctx.status_writes.exclusive(&pass.key).await;
+    pass.hold_status();
     let api: Api<Application> = Api::namespaced(ctx.client.clone(), &pass.key.0);
     let patch = running(
         &format!("applying {objects} object(s)"),
@@ -181,6 +182,7 @@ async fn write_progress(
         }
         let progress = *seen.borrow_and_update();
         let patch = running(&progress.to_string(), revision, started_at);
+        pass.hold_status();
         if let Err(error) = api
             .patch_status(&app.name_any(), &params, &Patch::Merge(&patch))
             .await

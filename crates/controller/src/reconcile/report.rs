@@ -191,6 +191,7 @@ pub fn look_again(
     let alert_due = memo
         .written_status
         .as_ref()
+        .or(pass.app.status.as_ref())
         .and_then(|status| status.sync.not_synced_since.as_deref())
         .and_then(|since| alert::due_in(Some(since), &self::now(), pass.alert_after()))
         .map(|due| due + ALERT_MARGIN);
@@ -303,7 +304,7 @@ pub async fn status(
                     error,
                 })?;
         }
-        pass.memo.lock().expect("lock").written_status = Some(status);
+        ctx.remember_written(key, &pass.memo, status);
     }
     if let Some(failure) = failure {
         tracing::warn!(app = %app.name_any(), reason = failure.step.as_str(), message = %failure.message, "reconcile step failed");
