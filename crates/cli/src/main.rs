@@ -15,6 +15,14 @@ use clap::Parser;
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
 
+/// jemalloc, configured at build time (`.cargo/config.toml`) to keep one
+/// arena and hand freed pages back at once: the controller holds ~12%
+/// less resident memory at 10,000 objects than with glibc's malloc
+/// (docs/memory.md, cut 8).
+#[cfg(all(not(feature = "dhat-heap"), not(target_env = "msvc")))]
+#[global_allocator]
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     // The Jsonnet child the renderers spawn: not a user command, so it is
     // answered before (and outside) argument parsing.
