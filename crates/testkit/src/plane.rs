@@ -87,6 +87,7 @@ impl ControlPlane {
             );
         };
         let stdin = child.stdin.take().expect("piped stdin");
+        forget_discovery(&kubeconfig);
         ControlPlane {
             kubeconfig,
             started: Some(Started {
@@ -121,6 +122,34 @@ impl ControlPlane {
         }
         run_ok(command.arg("--out").arg(&out));
         out
+    }
+}
+
+/// Drops kubectl's discovery cache of the server `kubeconfig` names.
+/// kubectl keeps one per host and port (`~/.kube/cache/discovery/
+/// 127.0.0.1_PORT`, for hours), and a plane may get the port of an earlier
+/// one: its cache would still list that plane's kinds, so `kubectl patch
+/// application/shop` could mean an `applications.argoproj.io` that an
+/// earlier plane had and this one has not (NotFound, seen in CI).
+fn forget_discovery(kubeconfig: &Path) {
+    let Ok(text) = std::fs::read_to_string(kubeconfig) else {
+        return;
+    };
+    let cache = std::env::var_os("KUBECACHEDIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".kube/cache")));
+    let servers = text
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("server:"))
+        .map(|url| {
+            url.trim()
+                .trim_start_matches("https://")
+                .trim_start_matches("http://")
+        });
+    for server in servers {
+        if let Some(cache) = &cache {
+            let _ = std::fs::remove_dir_all(cache.join("discovery").join(server.replace(':', "_")));
+        }
     }
 }
 
