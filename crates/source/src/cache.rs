@@ -8,10 +8,12 @@
 //! output also depends on the destination cluster's capabilities (version
 //! and API versions), so they are part of its key, and only of its.
 //!
-//! An entry keeps its objects as JSON text: a `serde_json::Value` tree
-//! costs several times its text (each non-empty mapping is a B-tree node of
-//! about half a kilobyte), and with thousands of apps the desired state was
-//! the controller's largest holding. While some caller still holds the
+//! An entry keeps its objects as one deflated JSON text: a
+//! `serde_json::Value` tree costs several times its text (each non-empty
+//! mapping is a B-tree node of about half a kilobyte), and with thousands
+//! of apps the desired state was the controller's largest holding; an
+//! app's objects repeat their keys and labels, so deflated together they
+//! take a fraction of their text. While some caller still holds the
 //! objects of an entry, a hit shares them; else it reads them back from the
 //! text (tens of microseconds for an app's objects, against a render).
 
@@ -24,6 +26,7 @@ use tether_core::ObjectRef;
 
 use sha2::{Digest, Sha256};
 
+use crate::deflated::{deflate, inflate};
 use crate::manifest::{Manifest, Origin};
 use crate::render::Capabilities;
 use crate::spec::Renderer;
@@ -38,37 +41,25 @@ pub struct RenderCache {
     renders: AtomicU64,
 }
 
-/// One render's objects: as text, and shared while anyone holds them.
+/// One render's objects: deflated, and shared while anyone holds them.
 #[derive(Debug)]
 struct Entry {
-    packed: Box<[Packed]>,
+    /// Each manifest's identity and origin, in order.
+    manifests: Box<[(ObjectRef, Origin)]>,
+    /// The manifests' objects as one JSON array, deflated.
+    objects: Box<[u8]>,
     shared: Weak<Vec<Manifest>>,
-}
-
-/// A manifest with its object as JSON text.
-#[derive(Debug)]
-struct Packed {
-    id: ObjectRef,
-    origin: Origin,
-    object: Box<str>,
 }
 
 impl Entry {
     fn new(manifests: &Arc<Vec<Manifest>>) -> Option<Entry> {
-        let packed = manifests
-            .iter()
-            .map(|manifest| {
-                Some(Packed {
-                    id: manifest.id.clone(),
-                    origin: manifest.origin.clone(),
-                    object: serde_json::to_string(&manifest.object)
-                        .ok()?
-                        .into_boxed_str(),
-                })
-            })
-            .collect::<Option<_>>()?;
+        let objects: Vec<&Value> = manifests.iter().map(|manifest| &manifest.object).collect();
         Some(Entry {
-            packed,
+            manifests: manifests
+                .iter()
+                .map(|manifest| (manifest.id.clone(), manifest.origin.clone()))
+                .collect(),
+            objects: deflate(&serde_json::to_vec(&objects).ok()?),
             shared: Arc::downgrade(manifests),
         })
     }
@@ -78,17 +69,20 @@ impl Entry {
         if let Some(shared) = self.shared.upgrade() {
             return Some(shared);
         }
+        let objects: Vec<Value> = serde_json::from_slice(&inflate(&self.objects)?).ok()?;
+        if objects.len() != self.manifests.len() {
+            return None;
+        }
         let manifests: Vec<Manifest> = self
-            .packed
+            .manifests
             .iter()
-            .map(|packed| {
-                Some(Manifest {
-                    id: packed.id.clone(),
-                    origin: packed.origin.clone(),
-                    object: serde_json::from_str::<Value>(&packed.object).ok()?,
-                })
+            .zip(objects)
+            .map(|((id, origin), object)| Manifest {
+                id: id.clone(),
+                origin: origin.clone(),
+                object,
             })
-            .collect::<Option<_>>()?;
+            .collect();
         let manifests = Arc::new(manifests);
         self.shared = Arc::downgrade(&manifests);
         Some(manifests)

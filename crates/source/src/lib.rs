@@ -10,6 +10,7 @@ pub mod cache;
 pub mod chart;
 mod combined;
 pub mod credentials;
+pub mod deflated;
 pub mod detect;
 pub mod directory;
 pub mod files;

@@ -3,9 +3,10 @@
 //! Each object is kept as its JSON text — exactly as the API server sent
 //! it, less the `kubectl.kubernetes.io/last-applied-configuration`
 //! annotation, which no decision reads (the diff drops it on both sides) —
-//! deflated (an object's keys and `managedFields` repeat themselves: a
-//! ConfigMap's text halves), beside the one label lookups filter on. A
-//! `serde_json::Value` tree costs several times its text: every non-empty mapping is a B-tree node of
+//! deflated (`tether_source::deflated`: an object's keys and
+//! `managedFields` repeat themselves, a ConfigMap's text halves), beside
+//! the one label lookups filter on. A `serde_json::Value` tree costs
+//! several times its text: every non-empty mapping is a B-tree node of
 //! about half a kilobyte, and `managedFields`, which drift attribution
 //! needs whole, are mostly such small mappings. An object is expanded only
 //! when a reconcile reads it, which a steady state never does.
@@ -13,13 +14,12 @@
 //! The store follows the watch's events as kube's reflector does: a relist
 //! is gathered aside and replaces the objects when complete.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 
-use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 use kube::api::DynamicObject;
 use kube::runtime::watcher;
 use tether_core::tracking::APP_LABEL;
+use tether_source::deflated::{deflate, inflate};
 
 /// The annotation `kubectl apply` (client-side) writes: a copy of the whole
 /// object, which the diff ignores and nothing else reads.
@@ -132,51 +132,8 @@ fn pack(object: &DynamicObject) -> Option<(Box<str>, Packed)> {
     Some((key_of(object).into_boxed_str(), packed))
 }
 
-thread_local! {
-    /// One deflater and one inflater per thread, reset for each object: a
-    /// fresh one allocates (and frees) a few hundred KB of tables, churn
-    /// that would cost more resident memory than deflating saves.
-    static DEFLATER: RefCell<Compress> = RefCell::new(Compress::new(Compression::fast(), false));
-    static INFLATER: RefCell<Decompress> = RefCell::new(Decompress::new(false));
-}
-
-/// `text` deflated at the fastest level (a few microseconds per object).
-fn deflate(text: &[u8]) -> Box<[u8]> {
-    DEFLATER.with_borrow_mut(|deflater| {
-        deflater.reset();
-        // Room for deflate's worst case (the text stored, a few bytes per
-        // block); should it not suffice, the output grows until the end.
-        let mut out = Vec::with_capacity(text.len() + text.len() / 1000 * 5 + 64);
-        loop {
-            let read = deflater.total_in() as usize;
-            let status = deflater
-                .compress_vec(&text[read..], &mut out, FlushCompress::Finish)
-                .expect("deflating into memory");
-            if status == Status::StreamEnd {
-                return out.into_boxed_slice();
-            }
-            out.reserve(out.capacity().max(64));
-        }
-    })
-}
-
 fn unpack(packed: &Packed) -> Option<DynamicObject> {
-    let text = INFLATER.with_borrow_mut(|inflater| {
-        inflater.reset(false);
-        let mut text = Vec::with_capacity(packed.deflated.len() * 4);
-        loop {
-            let read = inflater.total_in() as usize;
-            let status = inflater
-                .decompress_vec(&packed.deflated[read..], &mut text, FlushDecompress::Finish)
-                .ok()?;
-            match status {
-                Status::StreamEnd => return Some(text),
-                _ if text.len() == text.capacity() => text.reserve(text.capacity()),
-                _ => return None,
-            }
-        }
-    })?;
-    serde_json::from_slice(&text).ok()
+    serde_json::from_slice(&inflate(&packed.deflated)?).ok()
 }
 
 #[cfg(test)]
