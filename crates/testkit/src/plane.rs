@@ -39,6 +39,11 @@ struct Started {
     binary: PathBuf,
     _stdin: Mutex<ChildStdin>,
     _child: Mutex<Child>,
+    /// Held while kube-local issues a user's certificate: two tests asking
+    /// for the same user at once would write `pki/user-NAME.crt` and
+    /// `.key` over each other, and a kubeconfig could get one's
+    /// certificate with the other's key (seen in CI: KeyMismatch).
+    issuing: Mutex<()>,
 }
 
 impl ControlPlane {
@@ -95,6 +100,7 @@ impl ControlPlane {
                 binary,
                 _stdin: Mutex::new(stdin),
                 _child: Mutex::new(child),
+                issuing: Mutex::new(()),
             }),
         }
     }
@@ -107,10 +113,16 @@ impl ControlPlane {
     /// Writes a kubeconfig for a certificate user `user` in `groups`,
     /// signed by the control plane's CA. Only for a plane this process started.
     pub fn user_kubeconfig(&self, user: &str, groups: &[&str]) -> PathBuf {
-        let Started { dir, binary, .. } = self
+        let Started {
+            dir,
+            binary,
+            issuing,
+            ..
+        } = self
             .started
             .as_ref()
             .expect("user kubeconfigs need a control plane started by this process");
+        let _issuing = issuing.lock().unwrap_or_else(|e| e.into_inner());
         let out = dir.join(format!("kubeconfig-{user}"));
         let mut command = Command::new(binary);
         command
