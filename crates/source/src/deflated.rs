@@ -50,7 +50,7 @@ pub fn inflate(deflated: &[u8]) -> Option<Vec<u8>> {
             .ok()?;
         match status {
             Status::StreamEnd => return Some(bytes),
-            _ if bytes.len() == bytes.capacity() => bytes.reserve(bytes.capacity()),
+            _ if bytes.len() == bytes.capacity() => bytes.reserve(bytes.capacity().max(64)),
             _ => return None,
         }
     }
@@ -77,6 +77,11 @@ mod tests {
         let text = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web-0","namespace":"shop","labels":{"tether.dev/app":"shop.web"}},"data":{"value":"1"}}"#
             .repeat(10);
         assert!(deflate(text.as_bytes()).len() * 2 < text.len());
+    }
+
+    #[test]
+    fn nothing_at_all_is_not_a_deflate_stream() {
+        assert_eq!(inflate(&[]), None);
     }
 
     #[test]
