@@ -581,15 +581,27 @@ fn post_push(
 /// VmRSS and VmHWM of process `pid`, in MB.
 fn memory(pid: u32) -> anyhow::Result<(f64, f64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let field = |name: &str| -> f64 {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map_or(f64::NAN, |kb| kb / 1024.0)
-    };
-    Ok((field("VmRSS:"), field("VmHWM:")))
+    Ok((status_mb(&status, "VmRSS:"), status_mb(&status, "VmHWM:")))
+}
+
+/// Of process `pid`'s VmRSS, the anonymous part (heap, stacks) and the
+/// file-backed part (the binary's own code and read-only data), in MB.
+fn resident_split(pid: u32) -> anyhow::Result<(f64, f64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    Ok((
+        status_mb(&status, "RssAnon:"),
+        status_mb(&status, "RssFile:"),
+    ))
+}
+
+/// Field `name` (a size in kB) of a /proc/PID/status text, in MB.
+fn status_mb(status: &str, name: &str) -> f64 {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
 struct Kubectl {

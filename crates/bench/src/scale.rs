@@ -28,7 +28,7 @@ use crate::tether::{free_loopback_addr, start_leading};
 use crate::workload::{OBJECTS_PER_APP, repo_files};
 use tether_testkit::Repo;
 
-use crate::{audit, memory, percentile_ms, say, start_plane};
+use crate::{audit, memory, percentile_ms, resident_split, say, start_plane};
 
 /// What `--scale` runs.
 pub struct Settings {
@@ -48,6 +48,9 @@ struct Point {
     objects: usize,
     rss: f64,
     hwm: f64,
+    /// VmRSS's anonymous and file-backed parts.
+    anon: f64,
+    file: f64,
 }
 
 pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow::Result<()> {
@@ -84,6 +87,7 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
     .await?;
     let pid = tether.pid();
     let (idle, _) = memory(pid)?;
+    let (idle_anon, idle_file) = resident_split(pid)?;
     say(&format!("idle: VmRSS {idle:.1} MB"));
 
     let mut points = Vec::with_capacity(settings.steps.len());
@@ -98,6 +102,7 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
         }
         tokio::time::sleep(settings.settle).await;
         let (rss, hwm) = memory(pid)?;
+        let (anon, file) = resident_split(pid)?;
         say(&format!(
             "  synced in {:.1} s, healthy in {:.1} s; VmRSS {rss:.1} MB, VmHWM {hwm:.1} MB",
             synced.as_secs_f64(),
@@ -107,6 +112,8 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
             objects: n * OBJECTS_PER_APP,
             rss,
             hwm,
+            anon,
+            file,
         });
     }
 
@@ -139,11 +146,21 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
     );
     println!();
     println!("1. Controller memory (tether run, pid {pid}; all apps Synced and Healthy)");
-    println!("   {:>8}  {:>9}  {:>9}", "objects", "VmRSS MB", "VmHWM MB");
-    println!("   {:>8}  {:>9.1}  {:>9}", 0, idle, "");
+    println!(
+        "   {:>8}  {:>9}  {:>9}  {:>9}  {:>9}",
+        "objects", "VmRSS MB", "VmHWM MB", "anon MB", "file MB"
+    );
+    println!(
+        "   {:>8}  {:>9.1}  {:>9}  {:>9.1}  {:>9.1}",
+        0, idle, "", idle_anon, idle_file
+    );
     for p in &points {
-        println!("   {:>8}  {:>9.1}  {:>9.1}", p.objects, p.rss, p.hwm);
+        println!(
+            "   {:>8}  {:>9.1}  {:>9.1}  {:>9.1}  {:>9.1}",
+            p.objects, p.rss, p.hwm, p.anon, p.file
+        );
     }
+    println!("   (anon: heap and stacks; file: the binary's own code and read-only data pages)");
     if let Some((slope, intercept)) = slope(&points) {
         println!(
             "   slope {slope:.2} MB per 1,000 objects (least squares over the steps; intercept {intercept:.1} MB)"
