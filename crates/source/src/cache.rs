@@ -8,7 +8,8 @@
 //! output also depends on the destination cluster's capabilities (version
 //! and API versions), so they are part of its key, and only of its.
 //!
-//! An entry keeps its objects as one deflated JSON text: a
+//! An entry keeps its objects (with their identities and origins) as one
+//! deflated JSON text: a
 //! `serde_json::Value` tree costs several times its text (each non-empty
 //! mapping is a B-tree node of about half a kilobyte), and with thousands
 //! of apps the desired state was the controller's largest holding; an
@@ -21,13 +22,10 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
-use serde_json::Value;
-use tether_core::ObjectRef;
-
 use sha2::{Digest, Sha256};
 
 use crate::deflated::{deflate, inflate};
-use crate::manifest::{Manifest, Origin};
+use crate::manifest::Manifest;
 use crate::render::Capabilities;
 use crate::spec::Renderer;
 
@@ -41,25 +39,18 @@ pub struct RenderCache {
     renders: AtomicU64,
 }
 
-/// One render's objects: deflated, and shared while anyone holds them.
+/// One render's objects, with their identities and origins, as one JSON
+/// array, deflated, and shared while anyone holds them.
 #[derive(Debug)]
 struct Entry {
-    /// Each manifest's identity and origin, in order.
-    manifests: Box<[(ObjectRef, Origin)]>,
-    /// The manifests' objects as one JSON array, deflated.
-    objects: Box<[u8]>,
+    deflated: Box<[u8]>,
     shared: Weak<Vec<Manifest>>,
 }
 
 impl Entry {
     fn new(manifests: &Arc<Vec<Manifest>>) -> Option<Entry> {
-        let objects: Vec<&Value> = manifests.iter().map(|manifest| &manifest.object).collect();
         Some(Entry {
-            manifests: manifests
-                .iter()
-                .map(|manifest| (manifest.id.clone(), manifest.origin.clone()))
-                .collect(),
-            objects: deflate(&serde_json::to_vec(&objects).ok()?),
+            deflated: deflate(&serde_json::to_vec(&**manifests).ok()?),
             shared: Arc::downgrade(manifests),
         })
     }
@@ -69,20 +60,7 @@ impl Entry {
         if let Some(shared) = self.shared.upgrade() {
             return Some(shared);
         }
-        let objects: Vec<Value> = serde_json::from_slice(&inflate(&self.objects)?).ok()?;
-        if objects.len() != self.manifests.len() {
-            return None;
-        }
-        let manifests: Vec<Manifest> = self
-            .manifests
-            .iter()
-            .zip(objects)
-            .map(|((id, origin), object)| Manifest {
-                id: id.clone(),
-                origin: origin.clone(),
-                object,
-            })
-            .collect();
+        let manifests: Vec<Manifest> = serde_json::from_slice(&inflate(&self.deflated)?).ok()?;
         let manifests = Arc::new(manifests);
         self.shared = Arc::downgrade(&manifests);
         Some(manifests)
@@ -149,7 +127,9 @@ impl RenderCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::manifest::Origin;
     use crate::spec::{HelmOptions, KustomizeOptions};
+    use tether_core::ObjectRef;
 
     fn key(tree: &str, root: &str, renderer: &Renderer) -> [u8; 32] {
         RenderCache::key(tree, root, "apps/web", renderer, &Capabilities::default())

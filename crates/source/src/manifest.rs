@@ -47,7 +47,7 @@ impl fmt::Display for Origin {
 }
 
 /// One desired object and where it came from.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Manifest {
     pub id: ObjectRef,
     pub object: Value,
