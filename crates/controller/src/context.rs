@@ -256,8 +256,10 @@ impl Context {
         let mut memo = memo.lock().expect("lock");
         if memo.uid == app.metadata.uid
             && !memo.status_held
-            && memo.written_status.is_some()
-            && memo.written_status == decoded.status
+            && memo
+                .written_status
+                .as_deref()
+                .is_some_and(|written| decoded.status.as_ref() == Some(written))
         {
             memo.written_status = None;
         }
@@ -280,7 +282,7 @@ impl Context {
                         .as_ref()
                         .is_ok_and(|decoded| decoded.status.as_ref() == Some(&status))
             });
-        memo.written_status = (!cached).then_some(status);
+        memo.written_status = (!cached).then(|| Box::new(status));
         memo.status_held = false;
     }
 

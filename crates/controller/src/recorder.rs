@@ -8,6 +8,7 @@
 //! one per loop; an event not repeated for [`FORGET_AFTER`] starts over.
 
 use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -25,17 +26,22 @@ pub const SERIES_INTERVAL: Duration = Duration::from_secs(60);
 /// is a new Event.
 pub const FORGET_AFTER: Duration = Duration::from_secs(600);
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Key {
-    regarding: (
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-    ),
-    warning: bool,
-    reason: String,
-    action: String,
+/// What makes two events one series: the object, the type, the reason and
+/// the action, kept as their hash (six strings per series otherwise, held
+/// for [`FORGET_AFTER`] for every app that had an event).
+fn series_key(event: &Event, regarding: &ObjectReference) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    (
+        &regarding.kind,
+        &regarding.namespace,
+        &regarding.name,
+        &regarding.uid,
+        event.type_ == EventType::Warning,
+        &event.reason,
+        &event.action,
+    )
+        .hash(&mut hasher);
+    hasher.finish()
 }
 
 struct Series {
@@ -53,7 +59,7 @@ struct Series {
 pub struct Recorder {
     client: Client,
     reporter: Reporter,
-    series: Mutex<HashMap<Key, Series>>,
+    series: Mutex<HashMap<u64, Series>>,
 }
 
 /// A write the recorder decided on.
@@ -84,21 +90,17 @@ impl Recorder {
         event: &Event,
         regarding: &ObjectReference,
     ) -> Result<(), kube::Error> {
-        let key = Key {
-            regarding: (
-                regarding.kind.clone(),
-                regarding.namespace.clone(),
-                regarding.name.clone(),
-                regarding.uid.clone(),
-            ),
-            warning: event.type_ == EventType::Warning,
-            reason: event.reason.clone(),
-            action: event.action.clone(),
-        };
+        let key = series_key(event, regarding);
         let now = Timestamp::now();
         let write = {
             let mut all = self.series.lock().expect("lock");
             all.retain(|_, s| s.last_write.elapsed() < FORGET_AFTER || s.count > s.written);
+            // A burst (the first sync of a thousand apps) grew the table;
+            // give it back once most of it is forgotten.
+            let held = all.len();
+            if all.capacity() > 64 && held < all.capacity() / 4 {
+                all.shrink_to(held * 2);
+            }
             match all.get_mut(&key) {
                 Some(series) => {
                     series.count += 1;

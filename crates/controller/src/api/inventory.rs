@@ -105,7 +105,13 @@ pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Vec<InventoryEntry>, D::Error> {
     let stored = Vec::<Stored>::deserialize(deserializer)?;
-    let mut inventory = Vec::new();
+    // Exactly as many as there are: every Application holds its inventory
+    // for as long as it lives.
+    let entries = stored
+        .iter()
+        .map(|group| group.names.len() + usize::from(group.name.is_some()))
+        .sum();
+    let mut inventory = Vec::with_capacity(entries);
     for group in stored {
         for name in group.names.iter().chain(group.name.iter()) {
             inventory.push(InventoryEntry {

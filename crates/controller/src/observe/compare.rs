@@ -143,13 +143,9 @@ async fn compare_one(
         })
     });
     if let Some(Some(diff)) = &foreign {
-        memo.lock().expect("lock").remember(
-            id.clone(),
-            desired_hash,
-            live_version.clone(),
-            diff.clone(),
-            None,
-        );
+        memo.lock()
+            .expect("lock")
+            .remember(&id, desired_hash, &live_version, diff.clone(), None);
     }
     let diff = match remembered.or(foreign.flatten()) {
         Some(diff) => diff,
@@ -163,9 +159,9 @@ async fn compare_one(
                     }
                 };
                 memo.lock().expect("lock").remember(
-                    id.clone(),
+                    &id,
                     desired_hash,
-                    live_version,
+                    &live_version,
                     diff.clone(),
                     Some(Prediction::of(&desired, &predicted)),
                 );

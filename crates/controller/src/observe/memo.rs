@@ -28,11 +28,13 @@ pub struct AppliedObject {
     pub live: Value,
 }
 
-/// The last comparison of one object.
+/// The last comparison of one object. The live object's resourceVersion
+/// is kept as a hash: it is only ever compared for equality, and a
+/// thousand apps' objects cost a string each otherwise.
 #[derive(Debug, Clone)]
 pub struct Compared {
     pub desired_hash: u64,
-    pub live_version: String,
+    pub live_version: u64,
     pub diff: Diff,
     /// What the API server said Git's fields of the object would be once
     /// `desired_hash` is applied (from a dry-run or apply result).
@@ -128,7 +130,9 @@ impl RetryPolicy {
 /// What the controller remembers about one application.
 #[derive(Debug, Default)]
 pub struct AppMemo {
-    pub compared: HashMap<ObjectRef, Compared>,
+    /// By the hash of the object's identity ([`id_hash`]): the memory is
+    /// only ever asked about one object, and an identity is four strings.
+    pub compared: HashMap<u64, Compared>,
     pub failures: Option<Failures>,
     /// Reconciles in a row that failed before a sync could run (the API
     /// server overloaded or away, the repository unreachable): the next is
@@ -142,7 +146,7 @@ pub struct AppMemo {
     /// without the revision and history just recorded. Dropped once the
     /// cache holds it ([`crate::context::Context::cache_saw`]), unless
     /// `status_held`.
-    pub written_status: Option<ApplicationStatus>,
+    pub written_status: Option<Box<ApplicationStatus>>,
     /// A sync's progress writes (`operationState` Running, which clears
     /// the hook or wave it waits on) change the stored status apart from
     /// the status the sync works from: that one is held here until the
@@ -158,33 +162,33 @@ impl AppMemo {
     /// The remembered diff of `id`, if desired and live are unchanged since.
     pub fn reuse(&self, id: &ObjectRef, desired_hash: u64, live_version: &str) -> Option<Diff> {
         self.compared
-            .get(id)
-            .filter(|c| c.desired_hash == desired_hash && c.live_version == live_version)
+            .get(&id_hash(id))
+            .filter(|c| c.desired_hash == desired_hash && c.live_version == hash_str(live_version))
             .map(|c| c.diff.clone())
     }
 
     /// The server's prediction of `id` for the desired object `desired_hash`.
     pub fn predicted(&self, id: &ObjectRef, desired_hash: u64) -> Option<Prediction> {
         self.compared
-            .get(id)
+            .get(&id_hash(id))
             .filter(|c| c.desired_hash == desired_hash)
             .and_then(|c| c.predicted.clone())
     }
 
     pub fn remember(
         &mut self,
-        id: ObjectRef,
+        id: &ObjectRef,
         desired_hash: u64,
-        live_version: String,
+        live_version: &str,
         diff: Diff,
         predicted: Option<Prediction>,
     ) {
-        let predicted = predicted.or_else(|| self.predicted(&id, desired_hash));
+        let predicted = predicted.or_else(|| self.predicted(id, desired_hash));
         self.compared.insert(
-            id,
+            id_hash(id),
             Compared {
                 desired_hash,
-                live_version,
+                live_version: hash_str(live_version),
                 diff,
                 predicted,
             },
@@ -198,10 +202,9 @@ impl AppMemo {
             .live
             .pointer("/metadata/resourceVersion")
             .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
+            .unwrap_or_default();
         self.remember(
-            applied.id.clone(),
+            &applied.id,
             hash_object(&applied.sent),
             version,
             Diff::default(),
@@ -276,8 +279,19 @@ pub fn backoff(attempts: u32, base: Duration, max: Duration) -> Duration {
 
 /// A stable-within-this-process hash of a desired object.
 pub fn hash_object(object: &Value) -> u64 {
+    hash_str(&object.to_string())
+}
+
+/// The key of `id` in an app's comparison memory.
+fn id_hash(id: &ObjectRef) -> u64 {
     let mut hasher = DefaultHasher::new();
-    object.to_string().hash(&mut hasher);
+    id.hash(&mut hasher);
+    hasher.finish()
+}
+
+fn hash_str(text: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    text.hash(&mut hasher);
     hasher.finish()
 }
 

@@ -339,7 +339,7 @@ impl<'a> Pass<'a> {
     pub fn hold_status(&self) {
         let mut memo = self.memo.lock().expect("lock");
         if memo.written_status.is_none() {
-            memo.written_status = self.app.status.clone();
+            memo.written_status = self.app.status.clone().map(Box::new);
         }
         memo.status_held = true;
     }
@@ -354,7 +354,7 @@ fn with_written_status(app: &Arc<Application>, memo: &Mutex<AppMemo>) -> Arc<App
     match memo.lock().expect("lock").written_status.clone() {
         Some(written) => {
             let mut latest = (**app).clone();
-            latest.status = Some(written);
+            latest.status = Some(*written);
             Arc::new(latest)
         }
         None => app.clone(),

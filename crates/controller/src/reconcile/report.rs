@@ -190,7 +190,7 @@ pub fn look_again(
     };
     let alert_due = memo
         .written_status
-        .as_ref()
+        .as_deref()
         .or(pass.app.status.as_ref())
         .and_then(|status| status.sync.not_synced_since.as_deref())
         .and_then(|since| alert::due_in(Some(since), &self::now(), pass.alert_after()))

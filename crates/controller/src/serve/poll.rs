@@ -179,6 +179,9 @@ pub async fn poll(
         }
         let recheck = Instant::now() + RECHECK;
         let next = next_due(&schedule, &polled, Instant::now()).map_or(recheck, |n| n.min(recheck));
+        // Each app's source, copied: not held while waiting (the next round
+        // reads the cache again).
+        drop(followers);
         tokio::time::sleep_until(next.into()).await;
     }
 }
