@@ -318,11 +318,22 @@ fn history(app: &Application) -> Markup {
                 }
             }
             @if history.is_empty() { p { "No sync recorded yet." } } @else {
+                // Each entry is a revision applied (history records only
+                // syncs that succeeded): who started it, and for a rollback or
+                // a lifted pin, who and why.
                 table {
-                    thead { tr { th { "Revision" } th { "Time" } th { "Initiator" } th { "Result" } } }
+                    thead { tr { th { "ID" } th { "Revision" } th { "Time" } th { "Initiator" } th { "By" } th { "Reason" } th { "Hooks" } } }
                     tbody {
                         @for entry in history.iter().rev() {
-                            tr { td { code { (entry.revision) } } td { (entry.time) } td { (entry.initiator.as_str()) } td { "Synced" } }
+                            tr {
+                                td .number { @if entry.id > 0 { (entry.id) } }
+                                td { code { (entry.revision) } }
+                                td { (entry.time) }
+                                td { (entry.initiator.as_str()) }
+                                td { (entry.by.as_deref().unwrap_or("")) }
+                                td .wrap { (entry.reason.as_deref().unwrap_or("")) }
+                                td .number { (entry.hooks.len()) }
+                            }
                         }
                     }
                 }
@@ -369,5 +380,33 @@ fn windows(windows: &[BreakGlass]) -> Markup {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_history_names_who_rolled_back_and_why_and_no_result_it_does_not_know() {
+        let app: Application = serde_json::from_value(serde_json::json!({
+            "apiVersion": "tether.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": "shop", "namespace": "team-a"},
+            "spec": {"source": {"repoURL": "file:///r"}, "destination": {"namespace": "shop"}},
+            "status": {"history": [
+                {"id": 1, "revision": "aaa", "time": "2026-12-01T00:00:00Z", "initiator": "automated"},
+                {"id": 2, "revision": "bbb", "time": "2026-12-02T00:00:00Z", "initiator": "rollback",
+                 "by": "alice", "reason": "bad release"}]}
+        }))
+        .unwrap();
+        let html = history(&app).into_string();
+        assert!(html.contains("<td>alice</td>"), "{html}");
+        assert!(html.contains("bad release"), "{html}");
+        assert!(!html.contains("Synced"), "{html}");
+        // Newest first.
+        assert!(
+            html.find("bbb").unwrap() < html.find("aaa").unwrap(),
+            "{html}"
+        );
     }
 }
