@@ -89,10 +89,12 @@ async fn a_leader_whose_lease_was_taken_mid_sync_applies_no_further_wave() {
     let leases: Api<Lease> = Api::namespaced(ns.client.clone(), &ns.name);
     wait_for_holder(&leases, |id| id == "first").await;
     let apps = create_app_with(&ns, &repo, json!({"waitForWaves": true})).await;
+    // Waiting on wave 0: applied, not yet healthy (Running alone is
+    // written before wave 0 is applied, and the gate would not exist yet).
     status_where(&apps, "the sync waiting on wave 0", |s| {
         s.operation_state
             .as_ref()
-            .is_some_and(|o| o.phase == "Running")
+            .is_some_and(|o| o.phase == "Running" && o.waiting.is_some())
     })
     .await;
 
