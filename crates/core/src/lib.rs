@@ -36,6 +36,7 @@ pub mod state;
 pub mod sync_window;
 pub mod tracking;
 pub mod vocabulary;
+mod wildcard;
 pub mod window;
 
 pub use action::Action;

@@ -1,29 +1,16 @@
 //! Path globs for the Git directory generator: `*` and `?` within one
 //! path segment, `[abc]` classes, and `**` for any number of segments.
 //!
-//! Patterns come from ApplicationSets and paths from repositories, so each
-//! match fills a table over (pattern position, text position) instead of
-//! backtracking: `*a*a*a*a*b` or `**/**/**/x` cost the pattern's size times
-//! the path's, never an exponential.
+//! Patterns come from ApplicationSets and paths from repositories, so both
+//! the segments and each segment's characters are matched by
+//! [`crate::wildcard`], in time polynomial in the pattern and the path.
+
+use crate::wildcard::{self, Token};
 
 /// Whether `path` (`/`-separated, no leading `/`) matches `pattern`.
 pub fn matches(pattern: &str, path: &str) -> bool {
-    let pattern: Vec<&str> = split(pattern);
-    let path: Vec<&str> = split(path);
-    let (n, width) = (path.len(), path.len() + 1);
-    // from[i * width + j]: pattern segments i.. match path segments j..
-    let mut from = vec![false; (pattern.len() + 1) * width];
-    from[pattern.len() * width + n] = true;
-    for i in (0..pattern.len()).rev() {
-        for j in (0..=n).rev() {
-            from[i * width + j] = if pattern[i] == "**" {
-                from[(i + 1) * width + j] || (j < n && from[i * width + j + 1])
-            } else {
-                j < n && segment_matches(pattern[i], path[j]) && from[(i + 1) * width + j + 1]
-            };
-        }
-    }
-    from[0]
+    let pattern: Vec<Segment> = split(pattern).into_iter().map(Segment::of).collect();
+    wildcard::matches(&pattern, &split(path))
 }
 
 fn split(text: &str) -> Vec<&str> {
@@ -32,68 +19,90 @@ fn split(text: &str) -> Vec<&str> {
         .collect()
 }
 
+/// One `/`-separated part of a pattern.
+enum Segment {
+    /// `**`: any number of segments.
+    AnyDepth,
+    Glob(Vec<Piece>),
+}
+
+impl Segment {
+    fn of(pattern: &str) -> Self {
+        match pattern {
+            "**" => Segment::AnyDepth,
+            _ => Segment::Glob(pieces(pattern)),
+        }
+    }
+}
+
+impl Token<&str> for Segment {
+    fn repeats(&self) -> bool {
+        matches!(self, Segment::AnyDepth)
+    }
+
+    fn fits(&self, segment: &&str) -> bool {
+        match self {
+            Segment::AnyDepth => true,
+            Segment::Glob(pieces) => {
+                wildcard::matches(pieces, &segment.chars().collect::<Vec<char>>())
+            }
+        }
+    }
+}
+
 /// One item of a segment's pattern.
-enum Token {
+enum Piece {
     Star,
     One,
     Class { negated: bool, class: Vec<char> },
     Literal(char),
 }
 
-fn tokens(pattern: &str) -> Vec<Token> {
+impl Token<char> for Piece {
+    fn repeats(&self) -> bool {
+        matches!(self, Piece::Star)
+    }
+
+    fn fits(&self, c: &char) -> bool {
+        match self {
+            Piece::Star | Piece::One => true,
+            Piece::Class { negated, class } => in_class(class, *c) != *negated,
+            Piece::Literal(literal) => c == literal,
+        }
+    }
+}
+
+fn pieces(pattern: &str) -> Vec<Piece> {
     let pattern: Vec<char> = pattern.chars().collect();
-    let mut tokens = Vec::new();
+    let mut pieces = Vec::new();
     let mut i = 0;
     while i < pattern.len() {
         let close = || pattern[i + 1..].iter().position(|c| *c == ']');
-        tokens.push(
+        pieces.push(
             match (pattern[i], if pattern[i] == '[' { close() } else { None }) {
-                ('*', _) => Token::Star,
-                ('?', _) => Token::One,
+                ('*', _) => Piece::Star,
+                ('?', _) => Piece::One,
                 ('[', Some(close)) => {
                     let class = &pattern[i + 1..i + 1 + close];
                     i += close + 1;
                     match class.split_first() {
-                        Some(('!' | '^', class)) => Token::Class {
+                        Some(('!' | '^', class)) => Piece::Class {
                             negated: true,
                             class: class.to_vec(),
                         },
-                        _ => Token::Class {
+                        _ => Piece::Class {
                             negated: false,
                             class: class.to_vec(),
                         },
                     }
                 }
                 // An unclosed `[` is itself.
-                (literal, _) => Token::Literal(literal),
+                (literal, _) => Piece::Literal(literal),
             },
         );
         i += 1;
     }
-    tokens
-}
-
-fn segment_matches(pattern: &str, text: &str) -> bool {
-    let tokens = tokens(pattern);
-    let text: Vec<char> = text.chars().collect();
-    let (n, width) = (text.len(), text.len() + 1);
-    // from[i * width + j]: tokens i.. match characters j..
-    let mut from = vec![false; (tokens.len() + 1) * width];
-    from[tokens.len() * width + n] = true;
-    for (i, token) in tokens.iter().enumerate().rev() {
-        for j in (0..=n).rev() {
-            let one = |fits: bool| j < n && fits && from[(i + 1) * width + j + 1];
-            from[i * width + j] = match token {
-                Token::Star => from[(i + 1) * width + j] || (j < n && from[i * width + j + 1]),
-                Token::One => one(true),
-                Token::Class { negated, class } => {
-                    one(j < n && in_class(class, text[j]) != *negated)
-                }
-                Token::Literal(literal) => one(j < n && text[j] == *literal),
-            };
-        }
-    }
-    from[0]
+    pieces
 }
 
 fn in_class(class: &[char], c: char) -> bool {

@@ -5,6 +5,8 @@
 //! that start with `team-a-`. The admission policy compiles the same
 //! patterns to RE2 (see `crate::project` tests and the policy's CEL).
 
+use crate::wildcard::{self, Token};
+
 /// Whether `text` matches `pattern`.
 ///
 /// ```
@@ -16,8 +18,7 @@
 /// assert!(!matches("team-a", "team-ab"));
 /// ```
 pub fn matches(pattern: &str, text: &str) -> bool {
-    let tokens = tokens(pattern);
-    matches_from(&tokens, text.as_bytes())
+    wildcard::matches(&pieces(pattern), text.as_bytes())
 }
 
 /// Whether `text` matches any of `patterns`.
@@ -26,7 +27,7 @@ pub fn any(patterns: &[String], text: &str) -> bool {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Token {
+enum Piece {
     Byte(u8),
     /// `*`: any run without `/`.
     Segment,
@@ -34,14 +35,28 @@ enum Token {
     Any,
 }
 
-fn tokens(pattern: &str) -> Vec<Token> {
+impl Token<u8> for Piece {
+    fn repeats(&self) -> bool {
+        matches!(self, Piece::Segment | Piece::Any)
+    }
+
+    fn fits(&self, byte: &u8) -> bool {
+        match self {
+            Piece::Byte(own) => byte == own,
+            Piece::Segment => *byte != b'/',
+            Piece::Any => true,
+        }
+    }
+}
+
+fn pieces(pattern: &str) -> Vec<Piece> {
     let bytes = pattern.as_bytes();
-    let mut tokens = Vec::with_capacity(bytes.len());
+    let mut pieces = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
         match (bytes[i], bytes.get(i + 1)) {
             (b'*', Some(b'*')) => {
-                tokens.push(Token::Any);
+                pieces.push(Piece::Any);
                 i += 2;
                 // `***` is `**` then `*`: the same language as `**`.
                 while bytes.get(i) == Some(&b'*') {
@@ -49,48 +64,16 @@ fn tokens(pattern: &str) -> Vec<Token> {
                 }
             }
             (b'*', _) => {
-                tokens.push(Token::Segment);
+                pieces.push(Piece::Segment);
                 i += 1;
             }
             (byte, _) => {
-                tokens.push(Token::Byte(byte));
+                pieces.push(Piece::Byte(byte));
                 i += 1;
             }
         }
     }
-    tokens
-}
-
-/// Backtracking match, memoized on (token, position) so a hostile pattern
-/// of many stars stays polynomial.
-fn matches_from(tokens: &[Token], text: &[u8]) -> bool {
-    let mut seen = vec![false; (tokens.len() + 1) * (text.len() + 1)];
-    let mut stack = vec![(0usize, 0usize)];
-    while let Some((t, p)) = stack.pop() {
-        let index = t * (text.len() + 1) + p;
-        if std::mem::replace(&mut seen[index], true) {
-            continue;
-        }
-        match tokens.get(t) {
-            None if p == text.len() => return true,
-            None => {}
-            Some(Token::Byte(byte)) if text.get(p) == Some(byte) => stack.push((t + 1, p + 1)),
-            Some(Token::Byte(_)) => {}
-            Some(Token::Segment) => {
-                stack.push((t + 1, p));
-                if p < text.len() && text[p] != b'/' {
-                    stack.push((t, p + 1));
-                }
-            }
-            Some(Token::Any) => {
-                stack.push((t + 1, p));
-                if p < text.len() {
-                    stack.push((t, p + 1));
-                }
-            }
-        }
-    }
-    false
+    pieces
 }
 
 #[cfg(test)]
