@@ -22,81 +22,44 @@ use super::{Health, HealthStatus, Subject, builtin_at, now};
 use eval::{Bindings, Compiled};
 use file::{RuleSpec, RulesFile};
 
+/// `("shipped/NAME.yaml", its text)` for each NAME: the file's path names it
+/// in errors, so the path is written once and cannot drift from the file read.
+macro_rules! shipped {
+    ($($name:literal),* $(,)?) => {
+        &[$((
+            concat!("shipped/", $name, ".yaml"),
+            include_str!(concat!("shipped/", $name, ".yaml")),
+        )),*]
+    };
+}
+
 /// The rules files shipped with Tether, embedded in the binary.
-const SHIPPED: &[(&str, &str)] = &[
-    (
-        "shipped/cert-manager.yaml",
-        include_str!("shipped/cert-manager.yaml"),
-    ),
-    (
-        "shipped/argo-rollouts.yaml",
-        include_str!("shipped/argo-rollouts.yaml"),
-    ),
-    ("shipped/flux.yaml", include_str!("shipped/flux.yaml")),
-    (
-        "shipped/external-secrets.yaml",
-        include_str!("shipped/external-secrets.yaml"),
-    ),
-    ("shipped/keda.yaml", include_str!("shipped/keda.yaml")),
-    (
-        "shipped/gateway-api.yaml",
-        include_str!("shipped/gateway-api.yaml"),
-    ),
-    (
-        "shipped/sealed-secrets.yaml",
-        include_str!("shipped/sealed-secrets.yaml"),
-    ),
-    (
-        "shipped/crossplane.yaml",
-        include_str!("shipped/crossplane.yaml"),
-    ),
-    (
-        "shipped/cluster-api.yaml",
-        include_str!("shipped/cluster-api.yaml"),
-    ),
-    (
-        "shipped/cloudnative-pg.yaml",
-        include_str!("shipped/cloudnative-pg.yaml"),
-    ),
-    ("shipped/strimzi.yaml", include_str!("shipped/strimzi.yaml")),
-    (
-        "shipped/prometheus-operator.yaml",
-        include_str!("shipped/prometheus-operator.yaml"),
-    ),
-    ("shipped/knative.yaml", include_str!("shipped/knative.yaml")),
-    ("shipped/tekton.yaml", include_str!("shipped/tekton.yaml")),
-    ("shipped/velero.yaml", include_str!("shipped/velero.yaml")),
-    (
-        "shipped/volume-snapshot.yaml",
-        include_str!("shipped/volume-snapshot.yaml"),
-    ),
-    (
-        "shipped/kubevirt.yaml",
-        include_str!("shipped/kubevirt.yaml"),
-    ),
-    ("shipped/olm.yaml", include_str!("shipped/olm.yaml")),
-    (
-        "shipped/karpenter.yaml",
-        include_str!("shipped/karpenter.yaml"),
-    ),
-    ("shipped/kyverno.yaml", include_str!("shipped/kyverno.yaml")),
-    (
-        "shipped/elastic-eck.yaml",
-        include_str!("shipped/elastic-eck.yaml"),
-    ),
-    (
-        "shipped/rook-ceph.yaml",
-        include_str!("shipped/rook-ceph.yaml"),
-    ),
-    ("shipped/istio.yaml", include_str!("shipped/istio.yaml")),
-    (
-        "shipped/mongodb-community.yaml",
-        include_str!("shipped/mongodb-community.yaml"),
-    ),
-    (
-        "shipped/vault-secrets-operator.yaml",
-        include_str!("shipped/vault-secrets-operator.yaml"),
-    ),
+const SHIPPED: &[(&str, &str)] = shipped![
+    "cert-manager",
+    "argo-rollouts",
+    "flux",
+    "external-secrets",
+    "keda",
+    "gateway-api",
+    "sealed-secrets",
+    "crossplane",
+    "cluster-api",
+    "cloudnative-pg",
+    "strimzi",
+    "prometheus-operator",
+    "knative",
+    "tekton",
+    "velero",
+    "volume-snapshot",
+    "kubevirt",
+    "olm",
+    "karpenter",
+    "kyverno",
+    "elastic-eck",
+    "rook-ceph",
+    "istio",
+    "mongodb-community",
+    "vault-secrets-operator",
 ];
 
 /// Why rules could not be loaded. Nothing is loaded when any rule is bad.
