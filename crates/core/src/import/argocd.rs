@@ -6,7 +6,10 @@ use serde_json::{Map, Value, json};
 
 use super::argocd_source::{SourceContext, source};
 use super::report::{Fields, Finding, Report};
-use super::{Detect, Input, Options, application as tether_application, host_name};
+use super::{
+    Detect, Input, Options, application as tether_application, entry_texts, host_name,
+    other_namespaces,
+};
 
 /// The in-cluster destination, as Argo CD names it.
 const LOCAL_SERVER: &str = "https://kubernetes.default.svc";
@@ -39,6 +42,30 @@ const SYNC_POLICY_REASONS: &[(&str, &str)] = &[(
     "managedNamespaceMetadata",
     "Tether labels the namespace it creates tether.dev only; declare the Namespace in Git to set its metadata",
 )];
+
+/// Argo CD sync options (`Key=value`) Tether has no counterpart for, and why.
+const SYNC_OPTIONS_NOT_MAPPED: &[(&[&str], &str)] = &[
+    (
+        &["Validate=false"],
+        "Tether always validates by dry-run first, so a bad commit never half-applies",
+    ),
+    (
+        &["Replace=true", "Force=true"],
+        "Tether never deletes and recreates objects; it applies server-side",
+    ),
+    (
+        &["PruneLast=true"],
+        "Tether prunes after the applies of a sync succeed; use sync waves to order the rest",
+    ),
+    (
+        &["Prune=confirm", "Delete=confirm"],
+        "Tether has no confirmation step; prune stays off, or use prunePropagation and the mass-prune breaker",
+    ),
+    (
+        &["SkipDryRunOnMissingResource=true"],
+        "Tether dry-runs every object; CRDs in the same commit are applied first",
+    ),
+];
 
 /// Converts the Argo CD Application of `input`.
 pub fn application(
@@ -174,17 +201,10 @@ fn destination(fields: &mut Fields, report: &mut Report<'_>, argo: &Value) -> Va
     out.insert("namespace".into(), json!(namespace));
     // Argo CD lets an app write to any namespace; Tether only to the ones
     // listed. Its status says which ones the app has.
-    let mut others: Vec<String> = argo
-        .pointer("/status/resources")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|resource| resource["namespace"].as_str())
-        .filter(|ns| !ns.is_empty() && *ns != namespace)
-        .map(str::to_string)
-        .collect();
-    others.sort();
-    others.dedup();
+    let others = other_namespaces(
+        entry_texts(argo, "/status/resources", "namespace"),
+        &namespace,
+    );
     if !others.is_empty() {
         out.insert("allowNamespaces".into(), json!(others));
     }
@@ -243,27 +263,14 @@ fn sync_option(option: &str, at: &str, out: &mut Map<String, Value>, report: &mu
         | ("ApplyOutOfSyncOnly", "true")
         | ("RespectIgnoreDifferences", "true")
         | ("FailOnSharedResource", "true") => {}
-        ("Validate", "false") => report.not_mapped(
-            &field,
-            "Tether always validates by dry-run first, so a bad commit never half-applies",
-        ),
-        ("Replace", "true") | ("Force", "true") => report.not_mapped(
-            &field,
-            "Tether never deletes and recreates objects; it applies server-side",
-        ),
-        ("PruneLast", "true") => report.not_mapped(
-            &field,
-            "Tether prunes after the applies of a sync succeed; use sync waves to order the rest",
-        ),
-        ("Prune", "confirm") | ("Delete", "confirm") => report.not_mapped(
-            &field,
-            "Tether has no confirmation step; prune stays off, or use prunePropagation and the mass-prune breaker",
-        ),
-        ("SkipDryRunOnMissingResource", "true") => report.not_mapped(
-            &field,
-            "Tether dry-runs every object; CRDs in the same commit are applied first",
-        ),
-        _ => report.not_mapped(&field, "Tether has no such sync option"),
+        (key, value) => {
+            let spelled = format!("{key}={value}");
+            let why = SYNC_OPTIONS_NOT_MAPPED
+                .iter()
+                .find(|(options, _)| options.contains(&spelled.as_str()))
+                .map_or("Tether has no such sync option", |(_, why)| why);
+            report.not_mapped(&field, why);
+        }
     }
 }
 
@@ -319,12 +326,7 @@ fn ignore_differences(rules: Vec<Value>, report: &mut Report<'_>) -> Vec<Value> 
     let mut out = Vec::new();
     for (index, rule) in rules.iter().enumerate() {
         let mut fields = Fields::of(Some(rule), &format!("spec.ignoreDifferences[{index}]"));
-        let mut converted = Map::new();
-        for key in ["group", "kind", "name", "namespace"] {
-            if let Some(value) = fields.text(key) {
-                converted.insert(key.into(), json!(value));
-            }
-        }
+        let mut converted = fields.texts(&["group", "kind", "name", "namespace"]);
         let mut ignores = false;
         for key in ["jsonPointers", "managedFieldsManagers"] {
             let values = fields.list(key);

@@ -8,7 +8,9 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 
 use super::report::{Fields, Finding, Report};
-use super::{Detect, Input, Options, Place, Renderer, application, interval};
+use super::{
+    Detect, Input, Options, Place, Renderer, application, entry_texts, interval, other_namespaces,
+};
 
 const KUSTOMIZE_OPTION: &str =
     "Tether's kustomize renderer takes no options: write it in a kustomization.yaml at the path";
@@ -287,20 +289,9 @@ pub(crate) fn flux_application(
 /// The namespaces Flux's inventory (in status, read from a cluster) says
 /// the Kustomization writes to besides `namespace`.
 fn inventory_namespaces(object: &Value, namespace: &str) -> Vec<String> {
-    let mut namespaces: Vec<String> = object
-        .pointer("/status/inventory/entries")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|entry| entry["id"].as_str())
-        // `namespace_name_group_kind`; cluster-scoped objects have none.
-        .filter_map(|id| id.split('_').next())
-        .filter(|ns| !ns.is_empty() && *ns != namespace)
-        .map(str::to_string)
-        .collect();
-    namespaces.sort();
-    namespaces.dedup();
-    namespaces
+    let ids = entry_texts(object, "/status/inventory/entries", "id");
+    // `namespace_name_group_kind`; cluster-scoped objects have none.
+    other_namespaces(ids.filter_map(|id| id.split('_').next()), namespace)
 }
 
 /// `dependsOn` as Tether's: each Kustomization or HelmRelease is imported

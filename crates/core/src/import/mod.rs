@@ -450,6 +450,32 @@ fn interval(text: &str) -> Option<String> {
     })
 }
 
+/// The `key` text of each entry of the list at `pointer` in `object`.
+fn entry_texts<'a>(
+    object: &'a Value,
+    pointer: &str,
+    key: &'a str,
+) -> impl Iterator<Item = &'a str> + 'a {
+    object
+        .pointer(pointer)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(move |entry| entry[key].as_str())
+}
+
+/// The namespaces of `namespaces` besides `namespace` (and the empty one
+/// of cluster-scoped objects), sorted, each once.
+fn other_namespaces<'a>(namespaces: impl Iterator<Item = &'a str>, namespace: &str) -> Vec<String> {
+    let mut others: Vec<String> = namespaces
+        .filter(|ns| !ns.is_empty() && *ns != namespace)
+        .map(str::to_string)
+        .collect();
+    others.sort();
+    others.dedup();
+    others
+}
+
 /// The host of a URL, as a cluster name (`https://10.0.0.1:6443` →
 /// `10.0.0.1`).
 fn host_name(server: &str) -> String {

@@ -181,12 +181,7 @@ fn windows(windows: Vec<Value>, report: &mut Report<'_>) -> Vec<Value> {
     let mut out = Vec::new();
     for (index, window) in windows.iter().enumerate() {
         let mut fields = Fields::of(Some(window), &format!("spec.syncWindows[{index}]"));
-        let mut converted = Map::new();
-        for key in ["kind", "schedule", "duration", "timeZone"] {
-            if let Some(value) = fields.text(key) {
-                converted.insert(key.into(), json!(value));
-            }
-        }
+        let mut converted = fields.texts(&["kind", "schedule", "duration", "timeZone"]);
         if fields.flag("manualSync") == Some(true) {
             converted.insert("manualSync".into(), json!(true));
         }

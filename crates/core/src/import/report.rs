@@ -163,6 +163,13 @@ impl Fields {
         })
     }
 
+    /// Takes each of `keys` given as text, under the same key.
+    pub fn texts(&mut self, keys: &[&str]) -> Map<String, Value> {
+        keys.iter()
+            .filter_map(|key| Some((key.to_string(), Value::String(self.text(key)?))))
+            .collect()
+    }
+
     pub fn flag(&mut self, key: &str) -> Option<bool> {
         self.take(key).and_then(|value| match value {
             Value::Bool(flag) => Some(flag),

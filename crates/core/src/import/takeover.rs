@@ -60,12 +60,7 @@ pub fn release_patch(live: &Value) -> Option<Value> {
 
 /// The managers [`release_patch`] drops from `live`.
 pub fn released_managers(live: &Value) -> Vec<String> {
-    let mut managers: Vec<String> = live
-        .pointer("/metadata/managedFields")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|entry| entry["manager"].as_str())
+    let mut managers: Vec<String> = super::entry_texts(live, "/metadata/managedFields", "manager")
         .filter(|manager| GITOPS_MANAGERS.contains(manager))
         .map(str::to_string)
         .collect();
