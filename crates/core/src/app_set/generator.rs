@@ -364,6 +364,16 @@ mod tests {
             .collect()
     }
 
+    /// What the generators written in `yaml` give with `facts`.
+    fn generated(yaml: &str, facts: &Facts) -> Vec<Generated> {
+        generate(&generators(yaml), facts).unwrap()
+    }
+
+    /// Why the generators written in `yaml` give nothing with `facts`.
+    fn refused(yaml: &str, facts: &Facts) -> GenerateError {
+        generate(&generators(yaml), facts).unwrap_err()
+    }
+
     fn repo_facts(dirs: &[&str]) -> Facts {
         let mut facts = Facts::default();
         facts.directories.insert(
@@ -379,11 +389,10 @@ mod tests {
 
     #[test]
     fn a_list_generator_gives_each_element_with_numbers_as_text() {
-        let made = generate(
-            &generators("- list:\n    elements:\n      - {env: dev, replicas: 1}\n      - {env: prod, replicas: 3}\n"),
+        let made = generated(
+            "- list:\n    elements:\n      - {env: dev, replicas: 1}\n      - {env: prod, replicas: 3}\n",
             &Facts::default(),
-        )
-        .unwrap();
+        );
         assert_eq!(values(&made, "env"), ["dev", "prod"]);
         assert_eq!(values(&made, "replicas"), ["1", "3"]);
         assert_eq!(made[0].generator, "generators[0].list");
@@ -391,11 +400,10 @@ mod tests {
 
     #[test]
     fn a_nested_list_value_is_refused_naming_the_element() {
-        let error = generate(
-            &generators("- list:\n    elements:\n      - {env: [a]}\n"),
+        let error = refused(
+            "- list:\n    elements:\n      - {env: [a]}\n",
             &Facts::default(),
-        )
-        .unwrap_err();
+        );
         assert_eq!(error.generator, "generators[0].list");
         assert!(
             error.reason.starts_with("elements[0]: parameter env"),
@@ -413,13 +421,10 @@ mod tests {
             "apps/legacy",
             "docs",
         ]);
-        let made = generate(
-            &generators(
-                "- git:\n    repoURL: https://git.example/mono.git\n    directories:\n      - path: apps/*\n      - path: apps/legacy\n        exclude: true\n",
-            ),
+        let made = generated(
+            "- git:\n    repoURL: https://git.example/mono.git\n    directories:\n      - path: apps/*\n      - path: apps/legacy\n        exclude: true\n",
             &facts,
-        )
-        .unwrap();
+        );
         assert_eq!(values(&made, "path"), ["apps/cart", "apps/shop"]);
         assert_eq!(values(&made, "path.basename"), ["cart", "shop"]);
         assert_eq!(values(&made, "path[0]"), ["apps", "apps"]);
@@ -433,11 +438,10 @@ mod tests {
             ("https://git.example/mono.git".into(), "main".into()),
             Err("revision main not found".into()),
         );
-        let error = generate(
-            &generators("- git:\n    repoURL: https://git.example/mono.git\n    revision: main\n    directories: [{path: '*'}]\n"),
+        let error = refused(
+            "- git:\n    repoURL: https://git.example/mono.git\n    revision: main\n    directories: [{path: '*'}]\n",
             &facts,
-        )
-        .unwrap_err();
+        );
         assert_eq!(
             error.to_string(),
             "generators[0].git: https://git.example/mono.git at main: revision main not found"
@@ -462,14 +466,13 @@ mod tests {
             clusters: registered,
             ..Facts::default()
         };
-        let all = generate(&generators("- clusters: {includeLocal: true}\n"), &facts).unwrap();
+        let all = generated("- clusters: {includeLocal: true}\n", &facts);
         assert_eq!(values(&all, "name"), ["in-cluster", "Staging_A", "eu-1"]);
         assert_eq!(values(&all, "nameNormalized")[1], "staging-a");
-        let prod = generate(
-            &generators("- clusters: {includeLocal: true, selector: {matchLabels: {env: prod}}}\n"),
+        let prod = generated(
+            "- clusters: {includeLocal: true, selector: {matchLabels: {env: prod}}}\n",
             &facts,
-        )
-        .unwrap();
+        );
         assert_eq!(values(&prod, "server"), ["https://eu-1.example"]);
         assert_eq!(values(&prod, "metadata.labels.env"), ["prod"]);
     }
@@ -477,13 +480,10 @@ mod tests {
     #[test]
     fn a_matrix_gives_every_combination_of_its_two_generators() {
         let facts = repo_facts(&["apps/shop", "apps/cart"]);
-        let made = generate(
-            &generators(
-                "- matrix:\n    generators:\n      - git:\n          repoURL: https://git.example/mono.git\n          directories: [{path: apps/*}]\n      - list:\n          elements: [{env: dev}, {env: prod}]\n",
-            ),
+        let made = generated(
+            "- matrix:\n    generators:\n      - git:\n          repoURL: https://git.example/mono.git\n          directories: [{path: apps/*}]\n      - list:\n          elements: [{env: dev}, {env: prod}]\n",
             &facts,
-        )
-        .unwrap();
+        );
         let pairs: Vec<String> = made
             .iter()
             .map(|g| format!("{}-{}", g.params["path.basename"], g.params["env"]))
@@ -494,17 +494,15 @@ mod tests {
 
     #[test]
     fn a_matrix_of_one_generator_or_clashing_parameters_is_refused() {
-        let one = generate(
-            &generators("- matrix:\n    generators:\n      - list: {elements: [{a: x}]}\n"),
+        let one = refused(
+            "- matrix:\n    generators:\n      - list: {elements: [{a: x}]}\n",
             &Facts::default(),
-        )
-        .unwrap_err();
+        );
         assert!(one.reason.contains("exactly two"), "{one}");
-        let clash = generate(
-            &generators("- matrix:\n    generators:\n      - list: {elements: [{a: x}]}\n      - list: {elements: [{a: y}]}\n"),
+        let clash = refused(
+            "- matrix:\n    generators:\n      - list: {elements: [{a: x}]}\n      - list: {elements: [{a: y}]}\n",
             &Facts::default(),
-        )
-        .unwrap_err();
+        );
         assert!(clash.reason.contains("parameter a"), "{clash}");
     }
 
