@@ -185,6 +185,16 @@ mod tests {
         }
     }
 
+    /// Synced and Healthy apps, each with the dependencies it names.
+    fn graph(apps: &[(&str, &[&str])]) -> BTreeMap<AppName, Known> {
+        apps.iter()
+            .map(|(app, depends_on)| {
+                let healthy = known(SyncStatus::Synced, HealthStatus::Healthy, depends_on);
+                (name(app), healthy)
+            })
+            .collect()
+    }
+
     #[test]
     fn an_app_waits_while_its_dependency_is_progressing_and_goes_once_it_is_healthy() {
         let mut apps = BTreeMap::new();
@@ -222,15 +232,7 @@ mod tests {
 
     #[test]
     fn a_cycle_is_refused_naming_each_app_of_it_in_order() {
-        let mut apps = BTreeMap::new();
-        apps.insert(
-            name("b"),
-            known(SyncStatus::Synced, HealthStatus::Healthy, &["c"]),
-        );
-        apps.insert(
-            name("c"),
-            known(SyncStatus::Synced, HealthStatus::Healthy, &["a"]),
-        );
+        let apps = graph(&[("b", &["c"]), ("c", &["a"])]);
         let verdict = judge(&name("a"), &[name("b")], &apps);
         assert_eq!(
             verdict.to_string(),
@@ -245,19 +247,7 @@ mod tests {
 
     #[test]
     fn a_diamond_is_not_a_cycle() {
-        let mut apps = BTreeMap::new();
-        apps.insert(
-            name("b"),
-            known(SyncStatus::Synced, HealthStatus::Healthy, &["d"]),
-        );
-        apps.insert(
-            name("c"),
-            known(SyncStatus::Synced, HealthStatus::Healthy, &["d"]),
-        );
-        apps.insert(
-            name("d"),
-            known(SyncStatus::Synced, HealthStatus::Healthy, &[]),
-        );
+        let apps = graph(&[("b", &["d"]), ("c", &["d"]), ("d", &[])]);
         assert_eq!(
             judge(&name("a"), &[name("b"), name("c")], &apps),
             Verdict::Ready
