@@ -265,6 +265,12 @@ mod tests {
         text.parse().unwrap()
     }
 
+    /// Asserts that `judge` refuses `windows` with an error starting with `start`.
+    fn assert_refused(windows: &[SyncWindow], start: &str) {
+        let error = judge(windows, at("2026-12-05T12:00:00Z")).unwrap_err();
+        assert!(error.to_string().starts_with(start), "{error}");
+    }
+
     #[test]
     fn a_friday_evening_freeze_blocks_until_monday_morning_in_its_time_zone() {
         // Fridays 18:00 in Berlin, for 62 hours: until Monday 08:00.
@@ -315,47 +321,16 @@ mod tests {
             window(WindowKind::Deny, "0 18 * * 5", "1h", None),
             window(WindowKind::Deny, "every friday", "1h", None),
         ];
-        let error = judge(&bad, at("2026-12-05T12:00:00Z")).unwrap_err();
-        assert!(
-            error
-                .to_string()
-                .starts_with("syncWindows[1].schedule: \"every friday\""),
-            "{error}"
-        );
-        let zone = [window(
-            WindowKind::Deny,
-            "0 18 * * 5",
-            "1h",
-            Some("Mars/Olympus"),
-        )];
-        let error = judge(&zone, at("2026-12-05T12:00:00Z")).unwrap_err();
-        assert!(
-            error.to_string().starts_with("syncWindows[0].timeZone"),
-            "{error}"
-        );
-        let duration = [window(WindowKind::Deny, "0 18 * * 5", "soon", None)];
-        let error = judge(&duration, at("2026-12-05T12:00:00Z")).unwrap_err();
-        assert!(
-            error.to_string().starts_with("syncWindows[0].duration"),
-            "{error}"
-        );
+        assert_refused(&bad, "syncWindows[1].schedule: \"every friday\"");
+        let zone = window(WindowKind::Deny, "0 18 * * 5", "1h", Some("Mars/Olympus"));
+        assert_refused(&[zone], "syncWindows[0].timeZone");
+        let duration = window(WindowKind::Deny, "0 18 * * 5", "soon", None);
+        assert_refused(&[duration], "syncWindows[0].duration");
     }
-}
-
-#[cfg(test)]
-mod closing {
-    use super::*;
 
     #[test]
     fn a_window_closes_when_its_duration_is_over_even_within_the_minute_it_opened() {
-        let deny = [SyncWindow {
-            kind: WindowKind::Deny,
-            schedule: "12 12 * * *".into(),
-            duration: "48s".into(),
-            time_zone: None,
-            manual_sync: false,
-        }];
-        let at = |text: &str| -> Timestamp { text.parse().unwrap() };
+        let deny = [window(WindowKind::Deny, "12 12 * * *", "48s", None)];
         assert!(!judge(&deny, at("2026-12-05T12:12:30Z")).unwrap().automated);
         let after = judge(&deny, at("2026-12-05T12:12:50Z")).unwrap();
         assert!(after.automated, "{after:?}");
