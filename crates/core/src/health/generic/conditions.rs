@@ -149,51 +149,48 @@ fn judge(type_: &str, status: &str, reason: &str, message: &str) -> Option<Weigh
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Weight::{Clear, Failure, Good, Lacking, Paused, Summary, Underway, Withheld};
 
-    fn weigh(type_: &str, status: &str, reason: &str) -> Option<Weight> {
-        judge(type_, status, reason, "")
+    /// Asserts the weight of each `(type, status, reason, weight)` case
+    /// (a condition without a message).
+    fn assert_weighs(cases: &[(&str, &str, &str, Weight)]) {
+        for &(type_, status, reason, weight) in cases {
+            assert_eq!(
+                judge(type_, status, reason, ""),
+                Some(weight),
+                "{type_}={status} ({reason})"
+            );
+        }
     }
 
     #[test]
     fn good_news_false_is_a_failure_when_the_reason_names_one_and_progress_when_it_waits() {
-        assert_eq!(
-            weigh("Ready", "False", "UpgradeFailed"),
-            Some(Weight::Failure)
-        );
-        assert_eq!(
-            weigh("Ready", "False", "WaitingForInfrastructure"),
-            Some(Weight::Underway)
-        );
-        assert_eq!(weigh("Ready", "False", "NotReady"), Some(Weight::Withheld));
-        assert_eq!(weigh("Synced", "False", ""), Some(Weight::Lacking));
-        assert_eq!(
-            weigh("Ready", "Unknown", "RolloutInProgress"),
-            Some(Weight::Underway)
-        );
+        assert_weighs(&[
+            ("Ready", "False", "UpgradeFailed", Failure),
+            ("Ready", "False", "WaitingForInfrastructure", Underway),
+            ("Ready", "False", "NotReady", Withheld),
+            ("Synced", "False", "", Lacking),
+            ("Ready", "Unknown", "RolloutInProgress", Underway),
+        ]);
     }
 
     #[test]
     fn bad_news_true_is_a_failure_and_false_is_good() {
-        assert_eq!(weigh("FetchFailed", "True", ""), Some(Weight::Failure));
-        assert_eq!(weigh("ErrorOccurred", "False", ""), Some(Weight::Clear));
-        assert_eq!(weigh("Stalled", "True", "Whatever"), Some(Weight::Failure));
+        assert_weighs(&[
+            ("FetchFailed", "True", "", Failure),
+            ("ErrorOccurred", "False", "", Clear),
+            ("Stalled", "True", "Whatever", Failure),
+        ]);
     }
 
     #[test]
     fn work_true_is_progress_unless_its_reason_says_it_is_done_or_failed() {
-        assert_eq!(weigh("Reconciling", "True", ""), Some(Weight::Underway));
-        assert_eq!(
-            weigh("Progressing", "True", "NewReplicaSetAvailable"),
-            Some(Weight::Good)
-        );
-        assert_eq!(
-            weigh("Progressing", "False", "ProgressDeadlineExceeded"),
-            Some(Weight::Failure)
-        );
-        assert_eq!(
-            weigh("Progressing", "Unknown", "RolloutPaused"),
-            Some(Weight::Paused)
-        );
+        assert_weighs(&[
+            ("Reconciling", "True", "", Underway),
+            ("Progressing", "True", "NewReplicaSetAvailable", Good),
+            ("Progressing", "False", "ProgressDeadlineExceeded", Failure),
+            ("Progressing", "Unknown", "RolloutPaused", Paused),
+        ]);
     }
 
     #[test]
@@ -210,11 +207,10 @@ mod tests {
 
     #[test]
     fn only_the_summary_types_true_are_summary_good_news() {
-        assert_eq!(weigh("Ready", "True", ""), Some(Weight::Summary));
-        assert_eq!(weigh("Synced", "True", ""), Some(Weight::Good));
-        assert_eq!(
-            weigh("Paused", "True", "PausedByUser"),
-            Some(Weight::Paused)
-        );
+        assert_weighs(&[
+            ("Ready", "True", "", Summary),
+            ("Synced", "True", "", Good),
+            ("Paused", "True", "PausedByUser", Paused),
+        ]);
     }
 }

@@ -403,6 +403,13 @@ fn is_participle(word: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// Asserts that each of `words` has `expected` for its meaning.
+    fn assert_all_mean(expected: Meaning, words: &[&str]) {
+        for word in words {
+            assert_eq!(meaning(word), Some(expected), "{word}");
+        }
+    }
+
     #[test]
     fn camel_snake_kebab_and_acronyms_split_into_words() {
         assert_eq!(split("CreateInProgress"), ["create", "in", "progress"]);
@@ -417,51 +424,54 @@ mod tests {
 
     #[test]
     fn a_failure_word_anywhere_makes_the_value_a_failure() {
-        for word in [
-            "Failed",
-            "UpdateFailed",
-            "SyncFailed",
-            "CrashLoopBackOff",
-            "HEALTH_ERR",
-            "ProgressDeadlineExceeded",
-            "RolloutAborted",
-            "InvalidSpec",
-            "Unhealthy",
-            "red",
-        ] {
-            assert_eq!(meaning(word), Some(Meaning::Failure), "{word}");
-        }
+        assert_all_mean(
+            Meaning::Failure,
+            &[
+                "Failed",
+                "UpdateFailed",
+                "SyncFailed",
+                "CrashLoopBackOff",
+                "HEALTH_ERR",
+                "ProgressDeadlineExceeded",
+                "RolloutAborted",
+                "InvalidSpec",
+                "Unhealthy",
+                "red",
+            ],
+        );
     }
 
     #[test]
     fn pauses_and_stops_are_suspensions() {
-        for word in [
-            "Paused",
-            "Suspended",
-            "Stopped",
-            "Hibernated",
-            "Disabled",
-            "PausedByUser",
-        ] {
-            assert_eq!(meaning(word), Some(Meaning::Paused), "{word}");
-        }
+        assert_all_mean(
+            Meaning::Paused,
+            &[
+                "Paused",
+                "Suspended",
+                "Stopped",
+                "Hibernated",
+                "Disabled",
+                "PausedByUser",
+            ],
+        );
     }
 
     #[test]
     fn work_words_and_unknown_gerunds_are_underway() {
-        for word in [
-            "Pending",
-            "Provisioning",
-            "CreateInProgress",
-            "ScalingUp",
-            "Finalising",
-            "Promoting",
-            "WaitingForInfrastructure",
-            "NotReadyYet",
-            "Initializing",
-        ] {
-            assert_eq!(meaning(word), Some(Meaning::Underway), "{word}");
-        }
+        assert_all_mean(
+            Meaning::Underway,
+            &[
+                "Pending",
+                "Provisioning",
+                "CreateInProgress",
+                "ScalingUp",
+                "Finalising",
+                "Promoting",
+                "WaitingForInfrastructure",
+                "NotReadyYet",
+                "Initializing",
+            ],
+        );
     }
 
     #[test]
@@ -476,24 +486,25 @@ mod tests {
 
     #[test]
     fn steady_states_and_accomplished_steps_are_good() {
-        for word in [
-            "Running",
-            "Ready",
-            "Active",
-            "Bound",
-            "Succeeded",
-            "Complete",
-            "HEALTH_OK",
-            "Provisioned",
-            "green",
-            "UpToDate",
-            "InSync",
-            "Available",
-            "ContinuousArchivingSuccess",
-            "Cluster in healthy state",
-        ] {
-            assert_eq!(meaning(word), Some(Meaning::Good), "{word}");
-        }
+        assert_all_mean(
+            Meaning::Good,
+            &[
+                "Running",
+                "Ready",
+                "Active",
+                "Bound",
+                "Succeeded",
+                "Complete",
+                "HEALTH_OK",
+                "Provisioned",
+                "green",
+                "UpToDate",
+                "InSync",
+                "Available",
+                "ContinuousArchivingSuccess",
+                "Cluster in healthy state",
+            ],
+        );
     }
 
     #[test]
