@@ -292,22 +292,18 @@ fn retry(fields: &mut Fields, report: &mut Report<'_>) -> Option<Value> {
         None => {}
     }
     let mut backoff = fields.nested("backoff");
-    let duration_at = backoff.at("duration");
-    if let Some(duration) = backoff.text("duration") {
-        match super::seconds(&duration) {
-            Some(seconds) => {
-                out.insert("backoffSeconds".into(), json!(seconds.max(1)));
+    for (key, seconds_key) in [
+        ("duration", "backoffSeconds"),
+        ("maxDuration", "maxBackoffSeconds"),
+    ] {
+        let at = backoff.at(key);
+        if let Some(duration) = backoff.text(key) {
+            match super::seconds(&duration) {
+                Some(seconds) => {
+                    out.insert(seconds_key.into(), json!(seconds.max(1)));
+                }
+                None => report.not_mapped(&at, "not a duration Tether reads"),
             }
-            None => report.not_mapped(&duration_at, "not a duration Tether reads"),
-        }
-    }
-    let max_at = backoff.at("maxDuration");
-    if let Some(max) = backoff.text("maxDuration") {
-        match super::seconds(&max) {
-            Some(seconds) => {
-                out.insert("maxBackoffSeconds".into(), json!(seconds.max(1)));
-            }
-            None => report.not_mapped(&max_at, "not a duration Tether reads"),
         }
     }
     let factor_at = backoff.at("factor");
