@@ -12,12 +12,16 @@
 //! processes sharing the machine do not skew it) and of wall time.
 //! Run: `cargo bench -p tether-core --bench health`.
 
+#[path = "../tests/common/yaml_files.rs"]
+mod yaml_files;
+
 use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
 
 use serde_json::{Value, json};
 use tether_core::health::{self, RuleSet};
+use yaml_files::yaml_files;
 
 const RUNS: usize = 5;
 
@@ -133,10 +137,7 @@ fn print(label: &str, (cpu, wall): (f64, f64)) {
 
 /// Every input manifest of the corpus: builtin/, kstatus/cases/, custom/.
 fn corpus_objects(root: &Path) -> Vec<Value> {
-    let mut files = Vec::new();
-    collect(root, &mut files);
-    files.sort();
-    files
+    yaml_files(root)
         .iter()
         .filter(|path| {
             let name = path.file_name().unwrap().to_string_lossy();
@@ -154,17 +155,6 @@ fn corpus_objects(root: &Path) -> Vec<Value> {
             object.get("kind").is_some().then_some(object)
         })
         .collect()
-}
-
-fn collect(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            collect(&path, files);
-        } else if path.extension().is_some_and(|ext| ext == "yaml") {
-            files.push(path);
-        }
-    }
 }
 
 /// Half Deployments mid-rollout or available, half Pods running or

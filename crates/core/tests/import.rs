@@ -4,10 +4,14 @@
 //! `CASE.report`. `TETHER_BLESS=1` writes both from what import makes,
 //! to be read and checked by hand before committing.
 
+#[path = "common/yaml_files.rs"]
+mod yaml_files;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use tether_core::import::{Imported, Input, Options, Place, Renderer, import, read};
+use yaml_files::yaml_files;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import")
@@ -16,10 +20,7 @@ fn root() -> PathBuf {
 /// The YAML files of a case (a file, or every file under a directory), in
 /// path order, read as import reads them, named relative to the root.
 fn inputs(case: &Path) -> Vec<Input> {
-    let mut files = Vec::new();
-    collect(case, &mut files);
-    files.sort();
-    files
+    yaml_files(case)
         .iter()
         .flat_map(|file| {
             let name = file.strip_prefix(root()).unwrap().display().to_string();
@@ -27,16 +28,6 @@ fn inputs(case: &Path) -> Vec<Input> {
             read(&name, &text).unwrap_or_else(|error| panic!("{error}"))
         })
         .collect()
-}
-
-fn collect(path: &Path, files: &mut Vec<PathBuf>) {
-    if path.is_dir() {
-        for entry in std::fs::read_dir(path).unwrap() {
-            collect(&entry.unwrap().path(), files);
-        }
-    } else if path.extension().is_some_and(|e| e == "yaml") {
-        files.push(path.to_path_buf());
-    }
 }
 
 /// Detects a renderer from the files of a repository laid out under the
