@@ -53,17 +53,12 @@ mod tests {
         revision_change(Some(synced), commit, digest)
     }
 
-    fn last(
-        revision: &'static str,
-        digest: Option<&'static str>,
-        settled: bool,
-    ) -> LastSync<'static> {
-        LastSync {
-            revision,
-            digest,
-            settled,
-        }
-    }
+    /// A settled sync of commit c1, which rendered digest d1.
+    const SETTLED: LastSync<'static> = LastSync {
+        revision: "c1",
+        digest: Some("d1"),
+        settled: true,
+    };
 
     #[test]
     fn an_app_never_synced_has_a_new_revision() {
@@ -72,33 +67,36 @@ mod tests {
 
     #[test]
     fn the_synced_commit_is_the_same_revision() {
-        let synced = last("c1", Some("d1"), true);
-        assert_eq!(after(synced, "c1", "d1"), Same);
+        assert_eq!(after(SETTLED, "c1", "d1"), Same);
     }
 
     #[test]
     fn a_commit_elsewhere_in_the_repository_renders_the_same_objects() {
-        let synced = last("c1", Some("d1"), true);
-        assert_eq!(after(synced, "c2", "d1"), SameObjects);
+        assert_eq!(after(SETTLED, "c2", "d1"), SameObjects);
     }
 
     #[test]
     fn a_commit_that_changes_the_objects_is_new() {
-        let synced = last("c1", Some("d1"), true);
-        assert_eq!(after(synced, "c2", "d2"), New);
+        assert_eq!(after(SETTLED, "c2", "d2"), New);
     }
 
     #[test]
     fn after_a_failed_sync_returning_to_the_old_objects_syncs_again() {
         // c2 failed half-way; c3 reverts to c1's objects: live may hold
         // part of c2, so c3 is synced, not just recorded.
-        let synced = last("c1", Some("d1"), false);
-        assert_eq!(after(synced, "c3", "d1"), New);
+        let failed_since = LastSync {
+            settled: false,
+            ..SETTLED
+        };
+        assert_eq!(after(failed_since, "c3", "d1"), New);
     }
 
     #[test]
     fn status_without_a_digest_syncs_a_new_commit() {
-        let synced = last("c1", None, true);
-        assert_eq!(after(synced, "c2", "d1"), New);
+        let without_digest = LastSync {
+            digest: None,
+            ..SETTLED
+        };
+        assert_eq!(after(without_digest, "c2", "d1"), New);
     }
 }
