@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use sha2::{Digest, Sha256};
 
 use crate::files::{Entry, Files, join};
-use crate::spec::HelmOptions;
+use crate::spec::{HelmOptions, Renderer};
 
 /// Where lent files are put inside a chart's directory.
 pub const LENT_DIR: &str = ".tether-lent";
@@ -92,6 +92,23 @@ pub fn lend(
         false => String::new(),
     };
     Ok((options, digest))
+}
+
+/// [`lend`] for any renderer: only Helm reads value files, so any other is
+/// returned as it is, with an empty digest and nothing copied.
+pub fn lend_renderer(
+    files: &mut Files,
+    chart_dir: &str,
+    renderer: &Renderer,
+    lent: &Lent,
+) -> Result<(Renderer, String), LentError> {
+    match renderer {
+        Renderer::Helm(options) => {
+            let (options, digest) = lend(files, chart_dir, options, lent)?;
+            Ok((Renderer::Helm(options), digest))
+        }
+        other => Ok((other.clone(), String::new())),
+    }
 }
 
 #[cfg(test)]
