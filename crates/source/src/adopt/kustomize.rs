@@ -14,8 +14,7 @@ use super::path::{Selector, Step, keyed_element};
 use super::plan::Planned;
 use super::yaml::{FieldEdit, edit_file};
 use super::{AdoptError, scalar};
-
-const KUSTOMIZATIONS: &[&str] = &["kustomization.yaml", "kustomization.yml", "Kustomization"];
+use crate::detect::KUSTOMIZATION_FILES;
 
 /// Writes one patch file per object into the kustomization at `dir` and
 /// references it. Returns the files written, repository-relative.
@@ -32,7 +31,7 @@ pub(crate) fn write(
             format!("{dir}/{name}")
         }
     };
-    let kustomization = KUSTOMIZATIONS
+    let kustomization = KUSTOMIZATION_FILES
         .iter()
         .map(|name| relative(name))
         .find(|file| root.join(file).is_file())
