@@ -59,8 +59,7 @@ fn misread(files: &Files, prefix: &str, error: ManifestError) -> ManifestError {
     ) {
         return error;
     }
-    let names: Vec<&str> = files.entries.keys().map(String::as_str).collect();
-    let Some((what, detection)) = crate::detect::described(&names) else {
+    let Some((what, detection)) = crate::detect::described(&files.paths()) else {
         return error;
     };
     let file = repository_path(prefix, detection.file.as_deref().unwrap_or_default());

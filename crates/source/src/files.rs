@@ -44,6 +44,11 @@ impl Files {
         Ok(files)
     }
 
+    /// Every entry's path, sorted.
+    pub fn paths(&self) -> Vec<&str> {
+        self.entries.keys().map(String::as_str).collect()
+    }
+
     /// The entries under `dir` (a `/`-separated relative path, `""` for all),
     /// re-rooted at `dir`.
     pub fn subdir(&self, dir: &str) -> Files {
