@@ -207,26 +207,25 @@ mod tests {
         );
     }
 
+    /// Why the chart whose `Chart.yaml` is `chart_yaml` cannot be vendored.
+    fn refusal(chart_yaml: &str) -> String {
+        let mut chart = Files::of_texts(&[("Chart.yaml", chart_yaml)]);
+        vendor(&mut chart, "", &charts(), &ORIGIN)
+            .unwrap_err()
+            .to_string()
+    }
+
     #[test]
     fn a_local_dependency_outside_the_files_or_an_alias_is_refused_naming_it() {
-        let mut chart = Files::of_texts(&[(
-            "Chart.yaml",
-            "name: web\ndependencies:\n- name: evil\n  repository: file://../../etc\n",
-        )]);
-        let error = vendor(&mut chart, "", &charts(), &ORIGIN)
-            .unwrap_err()
-            .to_string();
+        let error =
+            refusal("name: web\ndependencies:\n- name: evil\n  repository: file://../../etc\n");
         assert!(
             error.contains("dependency \"evil\" leaves the repository"),
             "{error}"
         );
-        let mut chart = Files::of_texts(&[(
-            "Chart.yaml",
+        let error = refusal(
             "name: web\ndependencies:\n- name: db\n  version: 1.0.0\n  repository: \"@bitnami\"\n",
-        )]);
-        let error = vendor(&mut chart, "", &charts(), &ORIGIN)
-            .unwrap_err()
-            .to_string();
+        );
         assert!(error.contains("Chart.yaml: dependency \"db\""), "{error}");
         assert!(error.contains("write its URL"), "{error}");
     }
