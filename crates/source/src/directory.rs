@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use tether_core::ObjectRef;
 
-use crate::files::{Entry, Files};
+use crate::files::{Entry, Files, in_dir};
 use crate::limits::{Budget, Limits};
 use crate::manifest::{Manifest, ManifestError, Origin, identify, parse_file_within};
 
@@ -115,12 +115,7 @@ fn read_manifests(
 }
 
 fn repository_path(prefix: &str, relative: &str) -> PathBuf {
-    let prefix = prefix.trim_matches('/');
-    if prefix.is_empty() {
-        PathBuf::from(relative)
-    } else {
-        PathBuf::from(format!("{prefix}/{relative}"))
-    }
+    PathBuf::from(in_dir(prefix, relative))
 }
 
 fn glob_set(globs: &[String]) -> Result<GlobSet, ManifestError> {

@@ -217,6 +217,15 @@ fn relative_key(root: &Path, path: &Path) -> String {
     parts.join("/")
 }
 
+/// `path` inside the directory `dir` (`/`-separated, `""` for the top),
+/// written as it is: unlike [`join`], nothing is normalized or refused.
+pub fn in_dir(dir: &str, path: &str) -> String {
+    match dir.trim_matches('/') {
+        "" => path.to_string(),
+        dir => format!("{dir}/{path}"),
+    }
+}
+
 /// `base/relative`, normalized; `None` if it leaves the repository.
 pub fn join(base: &str, relative: &str) -> Option<String> {
     let mut parts: Vec<&str> = base.split('/').filter(|p| !p.is_empty()).collect();

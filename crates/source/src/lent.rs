@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use sha2::{Digest, Sha256};
 
-use crate::files::{Entry, Files, join};
+use crate::files::{Entry, Files, in_dir, join};
 use crate::spec::{HelmOptions, Renderer};
 
 /// Where lent files are put inside a chart's directory.
@@ -76,10 +76,7 @@ pub fn lend(
             return Err(missing(&format!("no file {path} in source {name:?}")));
         };
         let inside = format!("{LENT_DIR}/{name}/{path}");
-        let at = match chart_dir.trim_matches('/') {
-            "" => inside.clone(),
-            dir => format!("{dir}/{inside}"),
-        };
+        let at = in_dir(chart_dir, &inside);
         digest.update(inside.as_bytes());
         digest.update([0]);
         digest.update(bytes);

@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::{ChartError, Charts, Wanted};
 use crate::credentials::Credentials;
-use crate::files::{Entry, Files};
+use crate::files::{Entry, Files, in_dir};
 
 #[derive(Debug, Default, Deserialize)]
 struct Declared {
@@ -48,10 +48,7 @@ pub fn vendor(
     charts: &Charts,
     origin: &Origin<'_>,
 ) -> Result<Vec<String>, ChartError> {
-    let at = |name: &str| match dir.trim_matches('/') {
-        "" => name.to_string(),
-        dir => format!("{dir}/{name}"),
-    };
+    let at = |name: &str| in_dir(dir, name);
     let declared = declared_in(files, &at("Chart.yaml"))?
         .into_iter()
         .chain(declared_in(files, &at("requirements.yaml"))?)
@@ -152,10 +149,7 @@ fn copy_local(files: &mut Files, dir: &str, path: &str, name: &str) -> Result<()
             reason: format!("dependency {name:?}: no Chart.yaml at {source}"),
         });
     }
-    let target = match dir.trim_matches('/') {
-        "" => format!("charts/{name}"),
-        dir => format!("{dir}/charts/{name}"),
-    };
+    let target = in_dir(dir, &format!("charts/{name}"));
     for (file, entry) in copied.entries {
         files.entries.insert(format!("{target}/{file}"), entry);
     }
