@@ -241,6 +241,14 @@ mod tests {
             .collect()
     }
 
+    /// Why a cluster Secret named `secret` holding `pairs` is refused.
+    async fn refusal(secret: &str, pairs: &[(&str, &str)]) -> String {
+        config_of(secret, &data(pairs))
+            .await
+            .unwrap_err()
+            .to_string()
+    }
+
     #[tokio::test]
     async fn a_server_and_token_make_a_config_that_carries_the_token() {
         let config = config_of(
@@ -255,13 +263,11 @@ mod tests {
 
     #[tokio::test]
     async fn plain_http_is_refused_naming_the_secret_and_key() {
-        let error = config_of(
+        let error = refusal(
             "tether-system/prod",
-            &data(&[("server", "http://127.0.0.1:8080"), ("token", "t0ken")]),
+            &[("server", "http://127.0.0.1:8080"), ("token", "t0ken")],
         )
-        .await
-        .unwrap_err()
-        .to_string();
+        .await;
         assert!(
             error.starts_with("cluster Secret tether-system/prod: key server"),
             "{error}"
@@ -271,27 +277,22 @@ mod tests {
 
     #[tokio::test]
     async fn a_secret_with_neither_server_nor_kubeconfig_says_what_to_write() {
-        let error = config_of("ns/x", &data(&[("token", "secret-value")]))
-            .await
-            .unwrap_err()
-            .to_string();
+        let error = refusal("ns/x", &[("token", "secret-value")]).await;
         assert!(error.contains("neither kubeconfig nor server"), "{error}");
         assert!(!error.contains("secret-value"), "{error}");
     }
 
     #[tokio::test]
     async fn a_ca_that_is_not_pem_is_refused() {
-        let error = config_of(
+        let error = refusal(
             "ns/x",
-            &data(&[
+            &[
                 ("server", "https://127.0.0.1:6443"),
                 ("token", "t"),
                 ("ca.crt", "not a certificate"),
-            ]),
+            ],
         )
-        .await
-        .unwrap_err()
-        .to_string();
+        .await;
         assert!(error.contains("key ca.crt: no PEM certificate"), "{error}");
     }
 

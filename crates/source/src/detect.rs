@@ -129,12 +129,21 @@ mod tests {
         detect(names).kind.name()
     }
 
+    /// What `names` are detected as, checked to be `kind` because of `file`.
+    fn detected(names: &[&str], kind: RendererKind, file: &str) -> Detection {
+        let detection = detect(names);
+        assert_eq!(
+            (detection.kind, detection.file.as_deref()),
+            (kind, Some(file)),
+            "{names:?}"
+        );
+        detection
+    }
+
     #[test]
     fn each_kustomization_file_name_means_kustomize() {
         for file in KUSTOMIZATION_FILES {
-            let detection = detect(&[file, "deployment.yaml"]);
-            assert_eq!(detection.kind, RendererKind::Kustomize);
-            assert_eq!(detection.file.as_deref(), Some(file));
+            detected(&[file, "deployment.yaml"], RendererKind::Kustomize, file);
         }
         // Names are case-sensitive, as kustomize reads them.
         assert_eq!(name(&["KUSTOMIZATION.yaml"]), "directory");
@@ -142,22 +151,19 @@ mod tests {
 
     #[test]
     fn a_chart_yaml_means_helm() {
-        let detection = detect(&["Chart.yaml", "values.yaml", "templates/deploy.yaml"]);
-        assert_eq!(detection.kind, RendererKind::Helm);
-        assert_eq!(detection.file.as_deref(), Some("Chart.yaml"));
+        let chart = ["Chart.yaml", "values.yaml", "templates/deploy.yaml"];
+        detected(&chart, RendererKind::Helm, "Chart.yaml");
         assert_eq!(name(&["chart.yaml"]), "directory");
     }
 
     #[test]
     fn any_jsonnet_file_means_jsonnet_with_main_jsonnet_preferred() {
-        let main = detect(&["a.jsonnet", "main.jsonnet", "lib.libsonnet"]);
-        assert_eq!(main.kind, RendererKind::Jsonnet);
-        assert_eq!(main.file.as_deref(), Some("main.jsonnet"));
+        let main = ["a.jsonnet", "main.jsonnet", "lib.libsonnet"];
+        let main = detected(&main, RendererKind::Jsonnet, "main.jsonnet");
         assert_eq!(main.jsonnet_main, "");
-        let other = detect(&["lib.libsonnet", "guestbook-ui.jsonnet", "app.jsonnet"]);
-        assert_eq!(other.kind, RendererKind::Jsonnet);
+        let other = ["lib.libsonnet", "guestbook-ui.jsonnet", "app.jsonnet"];
+        let other = detected(&other, RendererKind::Jsonnet, "app.jsonnet");
         assert_eq!(other.jsonnet_main, "app.jsonnet");
-        assert_eq!(other.file.as_deref(), Some("app.jsonnet"));
         // A library alone is not a program, nor is a file named `.jsonnet`.
         assert_eq!(name(&["lib.libsonnet"]), "directory");
         assert_eq!(name(&[".jsonnet"]), "directory");

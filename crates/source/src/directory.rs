@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use tether_core::ObjectRef;
 
-use crate::files::{Entry, Files};
+use crate::files::{Entry, Files, in_dir};
 use crate::limits::{Budget, Limits};
 use crate::manifest::{Manifest, ManifestError, Origin, identify, parse_file_within};
 
@@ -59,8 +59,7 @@ fn misread(files: &Files, prefix: &str, error: ManifestError) -> ManifestError {
     ) {
         return error;
     }
-    let names: Vec<&str> = files.entries.keys().map(String::as_str).collect();
-    let Some((what, detection)) = crate::detect::described(&names) else {
+    let Some((what, detection)) = crate::detect::described(&files.paths()) else {
         return error;
     };
     let file = repository_path(prefix, detection.file.as_deref().unwrap_or_default());
@@ -116,12 +115,7 @@ fn read_manifests(
 }
 
 fn repository_path(prefix: &str, relative: &str) -> PathBuf {
-    let prefix = prefix.trim_matches('/');
-    if prefix.is_empty() {
-        PathBuf::from(relative)
-    } else {
-        PathBuf::from(format!("{prefix}/{relative}"))
-    }
+    PathBuf::from(in_dir(prefix, relative))
 }
 
 fn glob_set(globs: &[String]) -> Result<GlobSet, ManifestError> {

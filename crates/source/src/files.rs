@@ -44,6 +44,11 @@ impl Files {
         Ok(files)
     }
 
+    /// Every entry's path, sorted.
+    pub fn paths(&self) -> Vec<&str> {
+        self.entries.keys().map(String::as_str).collect()
+    }
+
     /// The entries under `dir` (a `/`-separated relative path, `""` for all),
     /// re-rooted at `dir`.
     pub fn subdir(&self, dir: &str) -> Files {
@@ -210,6 +215,15 @@ fn relative_key(root: &Path, path: &Path) -> String {
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
     parts.join("/")
+}
+
+/// `path` inside the directory `dir` (`/`-separated, `""` for the top),
+/// written as it is: unlike [`join`], nothing is normalized or refused.
+pub fn in_dir(dir: &str, path: &str) -> String {
+    match dir.trim_matches('/') {
+        "" => path.to_string(),
+        dir => format!("{dir}/{path}"),
+    }
 }
 
 /// `base/relative`, normalized; `None` if it leaves the repository.

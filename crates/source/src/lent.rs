@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 
 use sha2::{Digest, Sha256};
 
-use crate::files::{Entry, Files, join};
-use crate::spec::HelmOptions;
+use crate::files::{Entry, Files, in_dir, join};
+use crate::spec::{HelmOptions, Renderer};
 
 /// Where lent files are put inside a chart's directory.
 pub const LENT_DIR: &str = ".tether-lent";
@@ -76,10 +76,7 @@ pub fn lend(
             return Err(missing(&format!("no file {path} in source {name:?}")));
         };
         let inside = format!("{LENT_DIR}/{name}/{path}");
-        let at = match chart_dir.trim_matches('/') {
-            "" => inside.clone(),
-            dir => format!("{dir}/{inside}"),
-        };
+        let at = in_dir(chart_dir, &inside);
         digest.update(inside.as_bytes());
         digest.update([0]);
         digest.update(bytes);
@@ -92,6 +89,23 @@ pub fn lend(
         false => String::new(),
     };
     Ok((options, digest))
+}
+
+/// [`lend`] for any renderer: only Helm reads value files, so any other is
+/// returned as it is, with an empty digest and nothing copied.
+pub fn lend_renderer(
+    files: &mut Files,
+    chart_dir: &str,
+    renderer: &Renderer,
+    lent: &Lent,
+) -> Result<(Renderer, String), LentError> {
+    match renderer {
+        Renderer::Helm(options) => {
+            let (options, digest) = lend(files, chart_dir, options, lent)?;
+            Ok((Renderer::Helm(options), digest))
+        }
+        other => Ok((other.clone(), String::new())),
+    }
 }
 
 #[cfg(test)]

@@ -7,17 +7,15 @@
 //! renderer. The render is cached by the digest (and any value files other
 //! sources lend), so an unchanged version costs no download and no render.
 
-use std::sync::Arc;
-
 use crate::cache::RenderCache;
 use crate::chart::{ChartError, Resolved, Wanted};
 use crate::credentials::Credentials;
 use crate::files::Files;
-use crate::lent::{Lent, lend};
+use crate::lent::{Lent, lend_renderer};
 use crate::manifest::Manifest;
 use crate::render::{Capabilities, render};
 use crate::repositories::{Rendered, Repositories, SourceError};
-use crate::spec::{Renderer, Source, VerifyMode};
+use crate::spec::{Source, VerifyMode};
 use crate::verify::Verifier;
 
 impl Repositories {
@@ -70,13 +68,7 @@ impl Repositories {
             true => (source.chart_renderer(), ""),
             false => (source.renderer.clone(), source.path.as_str()),
         };
-        let (renderer, lent_digest) = match &renderer {
-            Renderer::Helm(options) => {
-                let (options, digest) = lend(&mut Files::default(), "", options, lent)?;
-                (Renderer::Helm(options), digest)
-            }
-            other => (other.clone(), String::new()),
-        };
+        let (renderer, lent_digest) = lend_renderer(&mut Files::default(), "", &renderer, lent)?;
         let render_package = || -> Result<Vec<Manifest>, SourceError> {
             let files = self.unpacked(source, &resolved, credentials, dir, lent)?;
             Ok(render(&renderer, &files, dir, &self.sandbox, capabilities)?)
@@ -87,13 +79,8 @@ impl Repositories {
             true => format!("{} {}{lent_digest}", resolved.url(), resolved.version),
             false => format!("{}{lent_digest}", resolved.digest),
         };
-        let manifests = match &self.cache {
-            Some(cache) => {
-                let key = RenderCache::key(&what, &what, dir, &renderer, capabilities);
-                cache.get_or_render(key, render_package)?
-            }
-            None => Arc::new(render_package()?),
-        };
+        let key = RenderCache::key(&what, &what, dir, &renderer, capabilities);
+        let manifests = self.cached(key, render_package)?;
         Ok(Rendered::of_source(
             source,
             resolved.version,
@@ -189,9 +176,7 @@ impl Repositories {
             true => source.chart_renderer(),
             false => source.renderer.clone(),
         };
-        if let Renderer::Helm(options) = &renderer {
-            lend(&mut files, dir, options, lent)?;
-        }
+        lend_renderer(&mut files, dir, &renderer, lent)?;
         Ok(files)
     }
 }

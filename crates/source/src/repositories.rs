@@ -29,7 +29,7 @@ use crate::chart::{ChartError, Charts};
 use crate::credentials::Credentials;
 use crate::files::Files;
 use crate::git::{GitError, RemoteRefs, Resolved, Store, Update, resolve};
-use crate::lent::{Lent, LentError, lend};
+use crate::lent::{Lent, LentError, lend_renderer};
 use crate::manifest::Manifest;
 use crate::render::{Capabilities, RenderError, Sandbox, render};
 use crate::spec::{Renderer, Revision, Source, VerifyMode};
@@ -262,13 +262,8 @@ impl Repositories {
         let root = store.tree_at(resolved.commit, "")?;
         // Value files other sources lend: the renderer reads them where
         // they are copied, and the render is keyed by their content too.
-        let (renderer, lent_digest) = match &source.renderer {
-            Renderer::Helm(options) => {
-                let (options, digest) = lend(&mut Files::default(), "", options, lent)?;
-                (Renderer::Helm(options), digest)
-            }
-            other => (other.clone(), String::new()),
-        };
+        let (renderer, lent_digest) =
+            lend_renderer(&mut Files::default(), "", &source.renderer, lent)?;
         let render_tree = || -> Result<Vec<Manifest>, SourceError> {
             let mut files = match &source.renderer {
                 Renderer::Directory(_) => {
@@ -294,9 +289,7 @@ impl Repositories {
                         version: format!("at {}", &resolved.commit.to_string()[..12]),
                         error,
                     })?;
-                if let Renderer::Helm(options) = &source.renderer {
-                    lend(&mut files, &source.path, options, lent)?;
-                }
+                lend_renderer(&mut files, &source.path, &source.renderer, lent)?;
             }
             Ok(render(
                 &renderer,
@@ -306,19 +299,14 @@ impl Repositories {
                 capabilities,
             )?)
         };
-        let manifests = match &self.cache {
-            Some(cache) => {
-                let key = RenderCache::key(
-                    &format!("{tree}{lent_digest}"),
-                    &format!("{root}{lent_digest}"),
-                    &source.path,
-                    &renderer,
-                    capabilities,
-                );
-                cache.get_or_render(key, render_tree)?
-            }
-            None => Arc::new(render_tree()?),
-        };
+        let key = RenderCache::key(
+            &format!("{tree}{lent_digest}"),
+            &format!("{root}{lent_digest}"),
+            &source.path,
+            &renderer,
+            capabilities,
+        );
+        let manifests = self.cached(key, render_tree)?;
         Ok(Rendered::of_source(
             source,
             resolved.commit.to_string(),
@@ -401,6 +389,19 @@ impl Repositories {
             store.has_object(id)
         })?;
         Ok((store, resolved))
+    }
+
+    /// What `render` makes, from the render cache under `key` when there
+    /// is a cache (only misses render; errors are not cached).
+    pub(crate) fn cached(
+        &self,
+        key: [u8; 32],
+        render: impl FnOnce() -> Result<Vec<Manifest>, SourceError>,
+    ) -> Result<Arc<Vec<Manifest>>, SourceError> {
+        match &self.cache {
+            Some(cache) => cache.get_or_render(key, render),
+            None => Ok(Arc::new(render()?)),
+        }
     }
 
     pub(crate) fn store(&self, url: &str) -> Result<Arc<Store>, SourceError> {

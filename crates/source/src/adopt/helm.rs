@@ -15,6 +15,7 @@ use super::path::{Selector, Step, build};
 use super::plan::{Planned, render_checkout};
 use super::yaml::{FieldEdit, edit_file};
 use super::{AdoptError, scalar};
+use crate::files::in_dir;
 use crate::manifest::Manifest;
 use crate::render::Sandbox;
 use crate::spec::{HelmOptions, Source};
@@ -28,14 +29,7 @@ pub(crate) fn write(
     planned: &[Planned<'_>],
     sandbox: &Sandbox,
 ) -> Result<Vec<String>, AdoptError> {
-    let chart = source.path.trim_matches('/');
-    let in_chart = |file: &str| {
-        if chart.is_empty() {
-            file.to_string()
-        } else {
-            format!("{chart}/{file}")
-        }
-    };
+    let in_chart = |file: &str| in_dir(&source.path, file);
     let mut value_files = vec![in_chart("values.yaml")];
     value_files.extend(options.value_files.iter().map(|f| in_chart(f)));
     let target = value_files.last().expect("values.yaml is listed").clone();

@@ -14,8 +14,8 @@ use super::path::{Selector, Step, keyed_element};
 use super::plan::Planned;
 use super::yaml::{FieldEdit, edit_file};
 use super::{AdoptError, scalar};
-
-const KUSTOMIZATIONS: &[&str] = &["kustomization.yaml", "kustomization.yml", "Kustomization"];
+use crate::detect::KUSTOMIZATION_FILES;
+use crate::files::in_dir;
 
 /// Writes one patch file per object into the kustomization at `dir` and
 /// references it. Returns the files written, repository-relative.
@@ -25,14 +25,8 @@ pub(crate) fn write(
     planned: &[Planned<'_>],
 ) -> Result<Vec<String>, AdoptError> {
     let dir = dir.trim_matches('/');
-    let relative = |name: &str| {
-        if dir.is_empty() {
-            name.to_string()
-        } else {
-            format!("{dir}/{name}")
-        }
-    };
-    let kustomization = KUSTOMIZATIONS
+    let relative = |name: &str| in_dir(dir, name);
+    let kustomization = KUSTOMIZATION_FILES
         .iter()
         .map(|name| relative(name))
         .find(|file| root.join(file).is_file())

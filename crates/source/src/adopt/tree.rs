@@ -182,12 +182,56 @@ impl<'a> Events<'_, 'a> {
         Ok(self.peeked.as_ref().expect("just peeked"))
     }
 
-    /// Consumes a collection's end: where its closing bracket is (flow
-    /// style only) and where the collection ends, given its last content.
-    fn close(&mut self, flow: bool, last: usize) -> Result<(Option<usize>, usize), ParseError> {
+    /// Reads a collection's children with `child` (each with where its
+    /// content ends) up to the collection's end, and consumes the end.
+    /// Returns the children, where the closing bracket is (flow style only)
+    /// and where the collection ends.
+    fn children<T>(
+        &mut self,
+        start: usize,
+        flow: bool,
+        mut child: impl FnMut(&mut Self) -> Result<(T, usize), ParseError>,
+    ) -> Result<(Vec<T>, Option<usize>, usize), ParseError> {
+        let mut children = Vec::new();
+        let mut last = start;
+        // A nested collection consumes its own end, so the next end seen
+        // here is this collection's.
+        while !matches!(self.peek()?.0, Event::MappingEnd | Event::SequenceEnd) {
+            let (child, end) = child(self)?;
+            last = last.max(end);
+            children.push(child);
+        }
         let (_, span) = self.next()?;
         let close = flow.then(|| self.text.offset(&span.start));
-        Ok((close, close.map_or(last, |close| close + 1)))
+        Ok((children, close, close.map_or(last, |close| close + 1)))
+    }
+
+    /// A mapping entry, and where its content ends: its value's end, or
+    /// the colon's for an empty value.
+    fn entry(&mut self) -> Result<(Entry, usize), ParseError> {
+        let key = self.node()?;
+        let Kind::Scalar { value: name, .. } = key.kind else {
+            return Err(ParseError {
+                line: self.text.line_number(key.start),
+                message: "only scalar mapping keys can be edited".into(),
+            });
+        };
+        let colon_end = self.text.text[key.end..]
+            .find(':')
+            .map_or(key.end, |at| key.end + at + 1);
+        let mut value = self.node()?;
+        if value.end <= colon_end && value.is_null() {
+            value.start = colon_end;
+            value.end = colon_end;
+        }
+        let end = value.end.max(colon_end);
+        let entry = Entry {
+            key: name,
+            key_start: key.start,
+            colon_end,
+            value,
+        };
+        Ok((entry, end))
     }
 
     fn node(&mut self) -> Result<Node, ParseError> {
@@ -211,51 +255,18 @@ impl<'a> Events<'_, 'a> {
                 })
             }
             Event::MappingStart(..) => {
-                let mut entries = Vec::new();
-                let mut last = start;
-                loop {
-                    if matches!(self.peek()?.0, Event::MappingEnd) {
-                        let (close, end) = self.close(flow, last)?;
-                        let kind = Kind::Map { entries, close };
-                        return Ok(Node { kind, start, end });
-                    }
-                    let key = self.node()?;
-                    let Kind::Scalar { value: name, .. } = &key.kind else {
-                        return Err(ParseError {
-                            line: self.text.line_number(key.start),
-                            message: "only scalar mapping keys can be edited".into(),
-                        });
-                    };
-                    let colon_end = self.text.text[key.end..]
-                        .find(':')
-                        .map_or(key.end, |at| key.end + at + 1);
-                    let mut value = self.node()?;
-                    if value.end <= colon_end && value.is_null() {
-                        value.start = colon_end;
-                        value.end = colon_end;
-                    }
-                    last = last.max(value.end).max(colon_end);
-                    entries.push(Entry {
-                        key: name.clone(),
-                        key_start: key.start,
-                        colon_end,
-                        value,
-                    });
-                }
+                let (entries, close, end) = self.children(start, flow, Self::entry)?;
+                let kind = Kind::Map { entries, close };
+                Ok(Node { kind, start, end })
             }
             Event::SequenceStart(..) => {
-                let mut items = Vec::new();
-                let mut last = start;
-                loop {
-                    if matches!(self.peek()?.0, Event::SequenceEnd) {
-                        let (close, end) = self.close(flow, last)?;
-                        let kind = Kind::Seq { items, close };
-                        return Ok(Node { kind, start, end });
-                    }
-                    let item = self.node()?;
-                    last = last.max(item.end);
-                    items.push(item);
-                }
+                let (items, close, end) = self.children(start, flow, |events| {
+                    let item = events.node()?;
+                    let end = item.end;
+                    Ok((item, end))
+                })?;
+                let kind = Kind::Seq { items, close };
+                Ok(Node { kind, start, end })
             }
             Event::Alias(_) => Ok(Node {
                 kind: Kind::Alias,

@@ -146,8 +146,7 @@ mod tests {
             ("web/templates/cm.yaml", b"kind: ConfigMap\n"),
         ]);
         let files = unpack("web-1.2.3.tgz", &bytes).unwrap();
-        let names: Vec<&str> = files.entries.keys().map(String::as_str).collect();
-        assert_eq!(names, ["Chart.yaml", "templates/cm.yaml"]);
+        assert_eq!(files.paths(), ["Chart.yaml", "templates/cm.yaml"]);
     }
 
     #[test]
@@ -169,8 +168,7 @@ mod tests {
             ("base/kustomization.yaml", b"resources: []\n"),
         ]);
         let files = unpack_tree("shop:latest", &bytes).unwrap();
-        let names: Vec<&str> = files.entries.keys().map(String::as_str).collect();
-        assert_eq!(names, ["base/kustomization.yaml", "deploy.yaml"]);
+        assert_eq!(files.paths(), ["base/kustomization.yaml", "deploy.yaml"]);
         let bytes = archive(&[("../evil.yaml", b"x")]);
         let error = unpack_tree("shop:latest", &bytes).unwrap_err();
         assert!(error.contains("climbs out"), "{error}");

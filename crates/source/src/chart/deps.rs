@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::{ChartError, Charts, Wanted};
 use crate::credentials::Credentials;
-use crate::files::{Entry, Files};
+use crate::files::{Entry, Files, in_dir};
 
 #[derive(Debug, Default, Deserialize)]
 struct Declared {
@@ -48,10 +48,7 @@ pub fn vendor(
     charts: &Charts,
     origin: &Origin<'_>,
 ) -> Result<Vec<String>, ChartError> {
-    let at = |name: &str| match dir.trim_matches('/') {
-        "" => name.to_string(),
-        dir => format!("{dir}/{name}"),
-    };
+    let at = |name: &str| in_dir(dir, name);
     let declared = declared_in(files, &at("Chart.yaml"))?
         .into_iter()
         .chain(declared_in(files, &at("requirements.yaml"))?)
@@ -152,10 +149,7 @@ fn copy_local(files: &mut Files, dir: &str, path: &str, name: &str) -> Result<()
             reason: format!("dependency {name:?}: no Chart.yaml at {source}"),
         });
     }
-    let target = match dir.trim_matches('/') {
-        "" => format!("charts/{name}"),
-        dir => format!("{dir}/charts/{name}"),
-    };
+    let target = in_dir(dir, &format!("charts/{name}"));
     for (file, entry) in copied.entries {
         files.entries.insert(format!("{target}/{file}"), entry);
     }
@@ -207,26 +201,25 @@ mod tests {
         );
     }
 
+    /// Why the chart whose `Chart.yaml` is `chart_yaml` cannot be vendored.
+    fn refusal(chart_yaml: &str) -> String {
+        let mut chart = Files::of_texts(&[("Chart.yaml", chart_yaml)]);
+        vendor(&mut chart, "", &charts(), &ORIGIN)
+            .unwrap_err()
+            .to_string()
+    }
+
     #[test]
     fn a_local_dependency_outside_the_files_or_an_alias_is_refused_naming_it() {
-        let mut chart = Files::of_texts(&[(
-            "Chart.yaml",
-            "name: web\ndependencies:\n- name: evil\n  repository: file://../../etc\n",
-        )]);
-        let error = vendor(&mut chart, "", &charts(), &ORIGIN)
-            .unwrap_err()
-            .to_string();
+        let error =
+            refusal("name: web\ndependencies:\n- name: evil\n  repository: file://../../etc\n");
         assert!(
             error.contains("dependency \"evil\" leaves the repository"),
             "{error}"
         );
-        let mut chart = Files::of_texts(&[(
-            "Chart.yaml",
+        let error = refusal(
             "name: web\ndependencies:\n- name: db\n  version: 1.0.0\n  repository: \"@bitnami\"\n",
-        )]);
-        let error = vendor(&mut chart, "", &charts(), &ORIGIN)
-            .unwrap_err()
-            .to_string();
+        );
         assert!(error.contains("Chart.yaml: dependency \"db\""), "{error}");
         assert!(error.contains("write its URL"), "{error}");
     }

@@ -21,7 +21,7 @@ pub use resolve::{Resolved, differs, moved, resolve};
 pub use url::repo_key;
 
 use crate::credentials::Credentials;
-use crate::files::{Entry, Files};
+use crate::files::{Entry, Files, in_dir};
 use crate::limits::Limits;
 
 /// What the remote advertised in one ls-refs exchange.
@@ -383,10 +383,7 @@ impl Store {
                 if !is_tree || found.len() >= max {
                     continue;
                 }
-                let path = match prefix.is_empty() {
-                    true => name.clone(),
-                    false => format!("{prefix}/{name}"),
-                };
+                let path = in_dir(&prefix, name);
                 found.push(path.clone());
                 pending.push((path, *id, level + 1));
             }

@@ -10,10 +10,9 @@ use std::collections::{BTreeSet, VecDeque};
 use serde_json::Value;
 
 use super::RenderError;
+use crate::detect::KUSTOMIZATION_FILES;
 use crate::files::{Entry, Files};
 use crate::manifest::yaml_message;
-
-const KUSTOMIZATION_FILES: &[&str] = &["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
 /// Fields whose entries are paths to files or kustomization directories.
 const BASES: &[&str] = &["resources", "bases", "components"];
