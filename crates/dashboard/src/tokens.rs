@@ -19,14 +19,12 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec, UserInfo};
-use k8s_openapi::api::authorization::v1::{
-    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
-};
-use kube::api::{Api, PostParams};
+use k8s_openapi::api::authentication::v1::UserInfo;
+use k8s_openapi::api::authorization::v1::ResourceAttributes;
 use maud::html;
 use sha2::{Digest, Sha256};
 use tether_cluster::Connection;
+use tether_controller::serve::access::{token_user, user_may};
 
 use crate::cache::Cache;
 use crate::server::Shared;
@@ -68,21 +66,11 @@ impl TokenUsers {
     }
 
     async fn review(&self, token: &str) -> Result<Result<User, String>, Refusal> {
-        let review = TokenReview {
-            spec: TokenReviewSpec {
-                token: Some(token.to_string()),
-                audiences: None,
-            },
-            ..TokenReview::default()
-        };
-        let reviewed = Api::<TokenReview>::all(self.reviewer.clone())
-            .create(&PostParams::default(), &review)
+        let info = token_user(&self.reviewer, token)
             .await
             .map_err(|e| Refusal::Failed(format!("reviewing a token (TokenReview) failed: {e}")))?;
-        let status = reviewed.status.unwrap_or_default();
-        let info = match status.user {
-            Some(info) if status.authenticated == Some(true) => info,
-            _ => return Ok(Err("the API server does not know this token".to_string())),
+        let Some(info) = info else {
+            return Ok(Err("the API server does not know this token".to_string()));
         };
         let name = info.username.clone().unwrap_or_default();
         let check = Arc::new(Access {
@@ -201,25 +189,14 @@ impl Access {
         {
             return Ok(*allowed);
         }
-        let review = SubjectAccessReview {
-            spec: SubjectAccessReviewSpec {
-                user: self.info.username.clone(),
-                groups: self.info.groups.clone(),
-                uid: self.info.uid.clone(),
-                extra: self.info.extra.clone(),
-                resource_attributes: Some(ResourceAttributes {
-                    group: Some("tether.dev".into()),
-                    resource: Some("applications".into()),
-                    verb: Some("list".into()),
-                    namespace: key.clone(),
-                    ..ResourceAttributes::default()
-                }),
-                non_resource_attributes: None,
-            },
-            ..SubjectAccessReview::default()
+        let list = ResourceAttributes {
+            group: Some("tether.dev".into()),
+            resource: Some("applications".into()),
+            verb: Some("list".into()),
+            namespace: key.clone(),
+            ..ResourceAttributes::default()
         };
-        let reviewed = Api::<SubjectAccessReview>::all(self.reviewer.clone())
-            .create(&PostParams::default(), &review)
+        let allowed = user_may(&self.reviewer, &self.info, Some(list), None)
             .await
             .map_err(|e| {
                 Refusal::Failed(format!(
@@ -227,7 +204,6 @@ impl Access {
                     self.info.username.as_deref().unwrap_or_default()
                 ))
             })?;
-        let allowed = reviewed.status.is_some_and(|s| s.allowed);
         let lasts = if allowed { ALLOWED_FOR } else { REFUSED_FOR };
         self.kept
             .lock()

@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::application::Condition;
+use super::application::{Condition, open_object_list};
 
 // clippy reads the repeated `type_ = "string"` of the printcolumn
 // arguments as duplicated attributes.
@@ -53,7 +53,7 @@ pub struct ApplicationSetSpec {
     /// `path`, `path.basename`, `path[n]`), `clusters` (`selector`,
     /// `includeLocal`; gives `name`, `server`, `metadata.labels.KEY`) or
     /// `matrix` (`generators`: two of these).
-    #[schemars(schema_with = "open_list")]
+    #[schemars(schema_with = "open_object_list")]
     pub generators: Vec<Value>,
     /// The Application each parameter set makes: `metadata` (`name`,
     /// `labels`, `annotations`) and `spec`, with `{{param}}` replaced.
@@ -119,11 +119,6 @@ pub const PARAMETERS_GENERATED: &str = "ParametersGenerated";
 /// The condition saying whether every generated Application is as
 /// generated.
 pub const RESOURCES_UP_TO_DATE: &str = "ResourcesUpToDate";
-
-fn open_list(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": "array", "items":
-        {"type": "object", "x-kubernetes-preserve-unknown-fields": true}})
-}
 
 fn open_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})

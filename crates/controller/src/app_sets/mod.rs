@@ -130,56 +130,12 @@ pub async fn reconcile(set: Arc<ApplicationSet>, ctx: Arc<Context>) -> Result<Ac
     let mut report = write::Report::new(&set);
     let again = ctx.config.resync.min(ctx.config.poll_interval);
 
-    // Read the generators.
-    let generators: Result<Vec<Generator>, _> = set
-        .spec
-        .generators
-        .iter()
-        .enumerate()
-        .map(|(i, value)| Generator::parse(value, &format!("generators[{i}]")))
-        .collect();
-    let generators = match generators {
-        Ok(generators) => generators,
-        Err(error) => {
-            report.failed(PARAMETERS_GENERATED, "InvalidGenerator", error.to_string());
-            return report.write(&ctx, RETRY).await;
-        }
-    };
-    // Gather what they read: each repository fetched once, the clusters.
-    let (facts, revisions) = gather::facts(&ctx, &namespace, &generators).await;
-    report.revisions = revisions;
-    // Generate the parameter sets.
-    let generated = match app_set::generate(&generators, &facts) {
-        Ok(generated) => generated,
-        Err(error) => {
-            report.failed(PARAMETERS_GENERATED, "GeneratorFailed", error.to_string());
-            return report.write(&ctx, RETRY).await;
-        }
-    };
-    // Expand the template for each.
-    let desired: Result<Vec<_>, _> = generated
-        .iter()
-        .map(|params| app_set::expand(&name, params, &set.spec.template))
-        .collect();
-    let desired = match desired {
-        Ok(desired) => desired,
-        Err(error) => {
-            report.failed(PARAMETERS_GENERATED, "TemplateFailed", error.to_string());
-            return report.write(&ctx, RETRY).await;
-        }
-    };
-    report.generated(generated.len());
-    // Plan against the apps the set made before.
-    let policy = set.spec.sync_policy.policy();
-    let desired = desired
-        .into_iter()
-        .map(|app| write::owned(app, &set, policy))
-        .collect();
-    let existing = write::existing(&ctx, &namespace, &name).await;
-    let plan = match app_set::plan(desired, &existing, policy) {
+    // Generate the apps and plan; a step that fails says so in
+    // `ParametersGenerated`.
+    let plan = match plan(&ctx, &set, &namespace, &name, &mut report).await {
         Ok(plan) => plan,
-        Err(error) => {
-            report.failed(PARAMETERS_GENERATED, "DuplicateName", error.to_string());
+        Err(NotGenerated { reason, message }) => {
+            report.failed(PARAMETERS_GENERATED, reason, message);
             return report.write(&ctx, RETRY).await;
         }
     };
@@ -194,4 +150,61 @@ pub async fn reconcile(set: Arc<ApplicationSet>, ctx: Arc<Context>) -> Result<Ac
     }
     report.list_apps(&ctx, &namespace, &plan);
     report.write(&ctx, again).await
+}
+
+/// Why a round made no plan: the reason and message of its
+/// `ParametersGenerated` condition.
+struct NotGenerated {
+    reason: &'static str,
+    message: String,
+}
+
+/// The [`NotGenerated`] of a step that failed with `reason`.
+fn not_generated<E: std::fmt::Display>(reason: &'static str) -> impl FnOnce(E) -> NotGenerated {
+    move |error| NotGenerated {
+        reason,
+        message: error.to_string(),
+    }
+}
+
+/// The plan of one round: read the generators, gather what they read,
+/// generate the parameter sets, expand the template for each and plan
+/// against the apps the set made before.
+async fn plan(
+    ctx: &Context,
+    set: &ApplicationSet,
+    namespace: &str,
+    name: &str,
+    report: &mut write::Report,
+) -> Result<app_set::Plan, NotGenerated> {
+    // Read the generators.
+    let generators = set
+        .spec
+        .generators
+        .iter()
+        .enumerate()
+        .map(|(i, value)| Generator::parse(value, &format!("generators[{i}]")))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(not_generated("InvalidGenerator"))?;
+    // Gather what they read: each repository fetched once, the clusters.
+    let (facts, revisions) = gather::facts(ctx, namespace, &generators).await;
+    report.revisions = revisions;
+    // Generate the parameter sets.
+    let generated =
+        app_set::generate(&generators, &facts).map_err(not_generated("GeneratorFailed"))?;
+    // Expand the template for each.
+    let desired = generated
+        .iter()
+        .map(|params| app_set::expand(name, params, &set.spec.template))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(not_generated("TemplateFailed"))?;
+    report.generated(generated.len());
+    // Plan against the apps the set made before.
+    let policy = set.spec.sync_policy.policy();
+    let desired = desired
+        .into_iter()
+        .map(|app| write::owned(app, set, policy))
+        .collect();
+    let existing = write::existing(ctx, namespace, name).await;
+    app_set::plan(desired, &existing, policy).map_err(not_generated("DuplicateName"))
 }

@@ -6,7 +6,8 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{Api, Patch, PatchParams};
-use serde_json::json;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
 
 /// The ServiceAccount made on a registered cluster.
 pub const SERVICE_ACCOUNT: &str = "tether-manager";
@@ -52,64 +53,36 @@ pub async fn make_service_account(
     registration: &Registration,
 ) -> Result<String, RegistrationError> {
     let namespace = &registration.namespace;
-    let apply = PatchParams::apply(FIELD_MANAGER).force();
-    let failed = |object: String| move |error| RegistrationError::Request { object, error };
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .patch(
-            namespace,
-            &apply,
-            &Patch::Apply(json!({"apiVersion": "v1", "kind": "Namespace",
-                "metadata": {"name": namespace}})),
-        )
-        .await
-        .map_err(failed(format!("Namespace {namespace}")))?;
+    let object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
+    let what = format!("Namespace {namespace}");
+    apply(&namespaces, namespace, object, &what).await?;
     let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), namespace);
-    accounts
-        .patch(
-            SERVICE_ACCOUNT,
-            &apply,
-            &Patch::Apply(json!({"apiVersion": "v1", "kind": "ServiceAccount",
-                "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace}})),
-        )
-        .await
-        .map_err(failed(format!(
-            "ServiceAccount {namespace}/{SERVICE_ACCOUNT}"
-        )))?;
+    let object = json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": SERVICE_ACCOUNT, "namespace": namespace}});
+    let what = format!("ServiceAccount {namespace}/{SERVICE_ACCOUNT}");
+    apply(&accounts, SERVICE_ACCOUNT, object, &what).await?;
     let binding_name = format!("{SERVICE_ACCOUNT}-{namespace}");
     let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
-    bindings
-        .patch(
-            &binding_name,
-            &apply,
-            &Patch::Apply(json!({
-                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                "metadata": {"name": binding_name},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                    "name": registration.cluster_role},
-                "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT,
-                    "namespace": namespace}]})),
-        )
-        .await
-        .map_err(failed(format!("ClusterRoleBinding {binding_name}")))?;
+    let object = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": binding_name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+            "name": registration.cluster_role},
+        "subjects": [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT,
+            "namespace": namespace}]});
+    let what = format!("ClusterRoleBinding {binding_name}");
+    apply(&bindings, &binding_name, object, &what).await?;
     let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    secrets
-        .patch(
-            TOKEN_SECRET,
-            &apply,
-            &Patch::Apply(json!({"apiVersion": "v1", "kind": "Secret",
-                "type": "kubernetes.io/service-account-token",
-                "metadata": {"name": TOKEN_SECRET, "namespace": namespace,
-                    "annotations": {"kubernetes.io/service-account.name": SERVICE_ACCOUNT}}})),
-        )
-        .await
-        .map_err(failed(format!("Secret {namespace}/{TOKEN_SECRET}")))?;
+    let object = json!({"apiVersion": "v1", "kind": "Secret",
+        "type": "kubernetes.io/service-account-token",
+        "metadata": {"name": TOKEN_SECRET, "namespace": namespace,
+            "annotations": {"kubernetes.io/service-account.name": SERVICE_ACCOUNT}}});
+    let what = format!("Secret {namespace}/{TOKEN_SECRET}");
+    apply(&secrets, TOKEN_SECRET, object, &what).await?;
     let deadline = tokio::time::Instant::now() + TOKEN_WAIT;
     loop {
-        let secret = secrets
-            .get(TOKEN_SECRET)
-            .await
-            .map_err(failed(format!("Secret {namespace}/{TOKEN_SECRET}")))?;
+        let secret = secrets.get(TOKEN_SECRET).await.map_err(failed(&what))?;
         let token = secret
             .data
             .and_then(|mut data| data.remove("token"))
@@ -125,6 +98,29 @@ pub async fn make_service_account(
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// Applies `object`, named `name`, with `api` (server-side, taking over
+/// any field another manager holds); a failure names the object as `what`.
+async fn apply<K>(
+    api: &Api<K>,
+    name: &str,
+    object: Value,
+    what: &str,
+) -> Result<K, RegistrationError>
+where
+    K: Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    api.patch(name, &params, &Patch::Apply(object))
+        .await
+        .map_err(failed(what))
+}
+
+/// The [`RegistrationError::Request`] of a request about `object` that failed.
+fn failed(object: &str) -> impl FnOnce(kube::Error) -> RegistrationError {
+    let object = object.to_string();
+    move |error| RegistrationError::Request { object, error }
 }
 
 /// A token for the ServiceAccount from the TokenRequest API (bound to the
@@ -144,10 +140,9 @@ async fn requested_token(
     let answer = accounts
         .create_token_request(SERVICE_ACCOUNT, &Default::default(), &request)
         .await
-        .map_err(|error| RegistrationError::Request {
-            object: format!("ServiceAccount {namespace}/{SERVICE_ACCOUNT} token request"),
-            error,
-        })?;
+        .map_err(failed(&format!(
+            "ServiceAccount {namespace}/{SERVICE_ACCOUNT} token request"
+        )))?;
     answer
         .status
         .map(|status| status.token)

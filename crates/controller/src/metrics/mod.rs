@@ -71,16 +71,16 @@ impl From<&AppKey> for AppLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct DriftLabels {
-    pub namespace: String,
-    pub name: String,
+    #[prometheus(flatten)]
+    pub app: AppLabels,
     /// manual | accidental | emergency
     pub kind: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SyncLabels {
-    pub namespace: String,
-    pub name: String,
+    #[prometheus(flatten)]
+    pub app: AppLabels,
     /// Succeeded | Failed
     pub phase: String,
 }
@@ -241,11 +241,9 @@ impl Metrics {
     }
 
     pub fn drift_detected(&self, app: &AppKey, kind: DriftKind) {
-        let (namespace, name) = app.clone();
         self.drift
             .get_or_create(&DriftLabels {
-                namespace,
-                name,
+                app: app.into(),
                 kind: kind.as_str().to_ascii_lowercase(),
             })
             .inc();
@@ -260,11 +258,9 @@ impl Metrics {
     }
 
     pub fn sync_finished(&self, app: &AppKey, phase: OperationPhase, took: Duration) {
-        let (namespace, name) = app.clone();
         self.syncs
             .get_or_create(&SyncLabels {
-                namespace,
-                name,
+                app: app.into(),
                 phase: phase.as_str().to_string(),
             })
             .inc();
@@ -496,7 +492,10 @@ mod tests {
         ] {
             assert_eq!(lines(&text, gauge).len(), 2, "{gauge}: {text}");
         }
-        assert_eq!(lines(&text, "tether_app_drift_total").len(), 1, "{text}");
+        assert_eq!(
+            lines(&text, "tether_app_drift_total"),
+            [r#"tether_app_drift_total{namespace="shop",name="web",kind="manual"} 1"#]
+        );
 
         // Leading ends: no app series, per-app counters forgotten.
         drop(leading);

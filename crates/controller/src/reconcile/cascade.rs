@@ -79,39 +79,26 @@ pub async fn delete(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
             _ => None,
         })
         .collect();
-    if !failed.is_empty() {
+    // Say how far deleting got, and look again.
+    let (type_, reason, note, again) = if !failed.is_empty() {
         let note = format!(
             "deleting the app's objects: {} could not be deleted: {}",
             failed.len(),
             failed.join("; ")
         );
         tracing::warn!(app = %pass.owner.label_value(), %note);
-        publish(
-            &pass.ctx.recorder,
-            app,
-            EventType::Warning,
-            "CascadeFailed",
-            note,
-        )
-        .await;
-        return Ok(Next::requeue(RETRY_FAILED));
-    }
-    if deleted > 0 {
+        (EventType::Warning, "CascadeFailed", note, RETRY_FAILED)
+    } else if deleted > 0 {
         let kept = report.orphans.len() - deleted;
         let note = format!("deleted {deleted} object(s) of the app; kept {kept} it does not own");
-        publish(
-            &pass.ctx.recorder,
-            app,
-            EventType::Normal,
-            "CascadeDeleting",
-            note,
-        )
-        .await;
-        return Ok(Next::requeue(WAIT_FOR_GONE));
-    }
-    // Nothing of the app's is left: let the Application go.
-    remove_finalizer(pass).await?;
-    Ok(Next::await_change())
+        (EventType::Normal, "CascadeDeleting", note, WAIT_FOR_GONE)
+    } else {
+        // Nothing of the app's is left: let the Application go.
+        remove_finalizer(pass).await?;
+        return Ok(Next::await_change());
+    };
+    publish(&pass.ctx.recorder, app, type_, reason, note).await;
+    Ok(Next::requeue(again))
 }
 
 /// Removes [`CASCADE_FINALIZER`], keeping any other finalizer; refused

@@ -14,9 +14,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
+use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec, UserInfo};
 use k8s_openapi::api::authorization::v1::{
-    NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+    NonResourceAttributes, ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
 use kube::Client;
 use kube::api::{Api, PostParams};
@@ -133,49 +133,70 @@ impl Access {
 
     /// Asks the API server who `token` is, then whether they may.
     async fn review(&self, token: &str) -> Result<Verdict, AccessError> {
-        let review = TokenReview {
-            spec: TokenReviewSpec {
-                token: Some(token.to_string()),
-                audiences: None,
-            },
-            ..TokenReview::default()
-        };
-        let reviewed = Api::<TokenReview>::all(self.client.clone())
-            .create(&PostParams::default(), &review)
+        let Some(user) = token_user(&self.client, token)
             .await
-            .map_err(AccessError::TokenReview)?;
-        let status = reviewed.status.unwrap_or_default();
-        let user = match status.user {
-            Some(user) if status.authenticated == Some(true) => user,
-            _ => return Ok(Verdict::Unauthenticated),
+            .map_err(AccessError::TokenReview)?
+        else {
+            return Ok(Verdict::Unauthenticated);
         };
         let username = user.username.clone().unwrap_or_default();
-        let access = SubjectAccessReview {
-            spec: SubjectAccessReviewSpec {
-                user: user.username,
-                groups: user.groups,
-                uid: user.uid,
-                extra: user.extra,
-                non_resource_attributes: Some(NonResourceAttributes {
-                    path: Some(self.path.clone()),
-                    verb: Some("get".into()),
-                }),
-                resource_attributes: None,
-            },
-            ..SubjectAccessReview::default()
+        let path = NonResourceAttributes {
+            path: Some(self.path.clone()),
+            verb: Some("get".into()),
         };
-        let reviewed = Api::<SubjectAccessReview>::all(self.client.clone())
-            .create(&PostParams::default(), &access)
+        let allowed = user_may(&self.client, &user, None, Some(path))
             .await
             .map_err(|error| AccessError::AccessReview {
                 user: username.clone(),
                 error,
             })?;
-        match reviewed.status.is_some_and(|s| s.allowed) {
+        match allowed {
             true => Ok(Verdict::Allowed),
             false => Ok(Verdict::Forbidden(username)),
         }
     }
+}
+
+/// The user the API server says `token` is (a TokenReview); `None` when
+/// it does not know the token. The dashboard signs its users in with it.
+pub async fn token_user(client: &Client, token: &str) -> Result<Option<UserInfo>, kube::Error> {
+    let review = TokenReview {
+        spec: TokenReviewSpec {
+            token: Some(token.to_string()),
+            audiences: None,
+        },
+        ..TokenReview::default()
+    };
+    let reviewed = Api::<TokenReview>::all(client.clone())
+        .create(&PostParams::default(), &review)
+        .await?;
+    let status = reviewed.status.unwrap_or_default();
+    Ok(status.user.filter(|_| status.authenticated == Some(true)))
+}
+
+/// Whether the API server lets `user` do what the attributes say, on a
+/// resource or a non-resource URL (a SubjectAccessReview).
+pub async fn user_may(
+    client: &Client,
+    user: &UserInfo,
+    resource_attributes: Option<ResourceAttributes>,
+    non_resource_attributes: Option<NonResourceAttributes>,
+) -> Result<bool, kube::Error> {
+    let review = SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: user.username.clone(),
+            groups: user.groups.clone(),
+            uid: user.uid.clone(),
+            extra: user.extra.clone(),
+            resource_attributes,
+            non_resource_attributes,
+        },
+        ..SubjectAccessReview::default()
+    };
+    let reviewed = Api::<SubjectAccessReview>::all(client.clone())
+        .create(&PostParams::default(), &review)
+        .await?;
+    Ok(reviewed.status.is_some_and(|s| s.allowed))
 }
 
 #[cfg(test)]
