@@ -304,9 +304,7 @@ async fn main() -> anyhow::Result<()> {
         options.resync_seconds
     ));
     tokio::time::sleep(settle).await;
-    let steady_from = Timestamp::now();
-    tokio::time::sleep(Duration::from_secs(options.steady_seconds)).await;
-    let steady_to = Timestamp::now();
+    let (steady_from, steady_to) = audit::window(Duration::from_secs(options.steady_seconds)).await;
 
     // 4. Memory, with everything synced.
     let (rss, hwm) = memory(tether_pid)?;

@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
@@ -121,9 +120,8 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
         "steady state: counting for {}s",
         settings.steady_seconds
     ));
-    let steady_from = Timestamp::now();
-    tokio::time::sleep(Duration::from_secs(settings.steady_seconds)).await;
-    let steady_to = Timestamp::now();
+    let (steady_from, steady_to) =
+        audit::window(Duration::from_secs(settings.steady_seconds)).await;
     let (steady_rss, _) = memory(pid)?;
 
     say(&format!(
