@@ -39,11 +39,11 @@ use crate::apps::{
 };
 use crate::audit::{self, Counts};
 use crate::flux_controllers::{self as fc, Flux, Kustomization};
-use crate::tether::{RunFlags, Tether, cpu_time, free_loopback_addr, wait_leading};
-use crate::workload::{OBJECTS_PER_APP, latency_files, repo_files};
-use crate::{
-    LATENCY_OBJECTS, WEBHOOK_SECRET, memory, percentile_ms, post_push, say, secs, start_plane,
+use crate::tether::{
+    RunFlags, Tether, cpu_time, free_loopback_addr, wait_leading, write_webhook_secret,
 };
+use crate::workload::{OBJECTS_PER_APP, latency_files, repo_files};
+use crate::{LATENCY_OBJECTS, memory, percentile_ms, post_push, say, secs, start_plane};
 
 /// Quiet time between the initial sync and the steady-state window.
 const SETTLE: Duration = Duration::from_secs(20);
@@ -126,8 +126,7 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
     files.extend(latency_files(LATENCY_OBJECTS, 0));
     repo.commit(&files, "bench apps");
     let server = HttpBackend::start(&repo.publish("bench"), None);
-    let secret_file = work.join("webhook-secret");
-    std::fs::write(&secret_file, WEBHOOK_SECRET)?;
+    let secret_file = write_webhook_secret(work)?;
     let shared = Shared {
         plane: &plane,
         admin,

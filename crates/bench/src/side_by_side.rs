@@ -30,9 +30,11 @@ use crate::apps::{
     wait_synced,
 };
 use crate::audit::{self, Counts};
-use crate::tether::{RunFlags, Tether, check_run_flags, free_loopback_addr, wait_leading};
+use crate::tether::{
+    RunFlags, Tether, check_run_flags, free_loopback_addr, wait_leading, write_webhook_secret,
+};
 use crate::workload::{OBJECTS_PER_APP, repo_files};
-use crate::{WEBHOOK_SECRET, memory, say, secs, start_plane};
+use crate::{memory, say, secs, start_plane};
 
 /// Quiet time between all Healthy and the steady-state window, as the
 /// main benchmark allows.
@@ -114,8 +116,7 @@ pub async fn run(comparison: &Comparison, work: &Path, settings: &Settings) -> a
     ));
     let repo = Repo::at(&work.join("repo"));
     let head = repo.commit(&repo_files(n), "bench apps");
-    let secret_file = work.join("webhook-secret");
-    std::fs::write(&secret_file, WEBHOOK_SECRET)?;
+    let secret_file = write_webhook_secret(work)?;
     let bench = Bench {
         plane: &plane,
         admin,
