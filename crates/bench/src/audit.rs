@@ -97,21 +97,30 @@ impl Counts {
     }
 }
 
+/// Waits `length` and returns the window `[from, to)` waited through, to
+/// count the requests made in it.
+pub async fn window(length: Duration) -> (Timestamp, Timestamp) {
+    let from = Timestamp::now();
+    tokio::time::sleep(length).await;
+    (from, Timestamp::now())
+}
+
 /// Counts requests by `user` received in `[from, to)`. Waits (up to a
 /// minute) until the log holds an event received after `to`, as the API
 /// server writes its audit log in batches.
 pub async fn count(log: &Path, user: &str, from: Timestamp, to: Timestamp) -> Counts {
-    let mut counts = count_windows(log, user, &[(from, to)]).await;
-    counts.pop().unwrap_or_default()
+    let [counts] = count_windows(log, user, [(from, to)]).await;
+    counts
 }
 
 /// [`count`] for several windows `[from, to)` at once, reading the log
-/// (which grows large over a long benchmark) once.
-pub async fn count_windows(
+/// (which grows large over a long benchmark) once: one [`Counts`] per
+/// window, in their order.
+pub async fn count_windows<const N: usize>(
     log: &Path,
     user: &str,
-    windows: &[(Timestamp, Timestamp)],
-) -> Vec<Counts> {
+    windows: [(Timestamp, Timestamp); N],
+) -> [Counts; N] {
     let last = windows.iter().map(|(_, to)| *to).max();
     for _ in 0..60 {
         if latest(log)
@@ -127,7 +136,7 @@ pub async fn count_windows(
     // check below is the one that counts).
     let mention = format!("\"username\":\"{user}\"");
     let mut seen = HashSet::new();
-    let mut counts: Vec<Counts> = windows.iter().map(|_| Counts::default()).collect();
+    let mut counts: [Counts; N] = std::array::from_fn(|_| Counts::default());
     for event in text
         .lines()
         .filter(|l| l.contains(&mention))

@@ -39,11 +39,11 @@ use crate::apps::{
 };
 use crate::audit::{self, Counts};
 use crate::flux_controllers::{self as fc, Flux, Kustomization};
-use crate::tether::{RunFlags, Tether, cpu_time, free_loopback_addr, wait_leading};
-use crate::workload::{OBJECTS_PER_APP, latency_files, repo_files};
-use crate::{
-    LATENCY_OBJECTS, WEBHOOK_SECRET, memory, percentile_ms, post_push, say, secs, start_plane,
+use crate::tether::{
+    RunFlags, Tether, cpu_time, free_loopback_addr, wait_leading, write_webhook_secret,
 };
+use crate::workload::{OBJECTS_PER_APP, latency_files, repo_files};
+use crate::{LATENCY_OBJECTS, memory, percentile_ms, post_push, say, secs, start_plane};
 
 /// Quiet time between the initial sync and the steady-state window.
 const SETTLE: Duration = Duration::from_secs(20);
@@ -126,8 +126,7 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
     files.extend(latency_files(LATENCY_OBJECTS, 0));
     repo.commit(&files, "bench apps");
     let server = HttpBackend::start(&repo.publish("bench"), None);
-    let secret_file = work.join("webhook-secret");
-    std::fs::write(&secret_file, WEBHOOK_SECRET)?;
+    let secret_file = write_webhook_secret(work)?;
     let shared = Shared {
         plane: &plane,
         admin,
@@ -233,18 +232,17 @@ async fn tether_side(s: &Shared<'_>, n: usize) -> anyhow::Result<Figures> {
     tether.stop()?;
     delete_apps(&s.admin, &set).await?;
     let _ = apps.delete("latency", &DeleteParams::default()).await;
-    let mut counts = audit::count_windows(
+    let [initial_requests, steady] = audit::count_windows(
         &s.audit_log,
         &user,
-        &[(from, synced), (steady_from, steady_to)],
+        [(from, synced), (steady_from, steady_to)],
     )
-    .await
-    .into_iter();
+    .await;
     Ok(Figures {
         initial,
         initial_cpu,
-        initial_requests: counts.next().unwrap_or_default(),
-        steady: counts.next().unwrap_or_default(),
+        initial_requests,
+        steady,
         steady_cpu,
         drift,
         commit,
@@ -348,9 +346,9 @@ async fn flux_side(s: &Shared<'_>, n: usize) -> anyhow::Result<Figures> {
     let mut initial_requests = Counts::default();
     let mut steady_counts = Counts::default();
     for user in &users {
-        let counts = audit::count_windows(&s.audit_log, user, &windows).await;
-        initial_requests = initial_requests.plus(&counts[0]);
-        steady_counts = steady_counts.plus(&counts[1]);
+        let [initial, steady] = audit::count_windows(&s.audit_log, user, windows).await;
+        initial_requests = initial_requests.plus(&initial);
+        steady_counts = steady_counts.plus(&steady);
     }
     Ok(Figures {
         initial,
@@ -375,9 +373,7 @@ async fn steady(s: &Shared<'_>, pids: &[u32]) -> anyhow::Result<(Timestamp, Time
     ));
     tokio::time::sleep(SETTLE).await;
     let cpu_before = cpu_of(pids)?;
-    let from = Timestamp::now();
-    tokio::time::sleep(Duration::from_secs(s.settings.steady_seconds)).await;
-    let to = Timestamp::now();
+    let (from, to) = audit::window(Duration::from_secs(s.settings.steady_seconds)).await;
     Ok((from, to, cpu_of(pids)? - cpu_before))
 }
 

@@ -304,9 +304,7 @@ async fn main() -> anyhow::Result<()> {
         options.resync_seconds
     ));
     tokio::time::sleep(settle).await;
-    let steady_from = Timestamp::now();
-    tokio::time::sleep(Duration::from_secs(options.steady_seconds)).await;
-    let steady_to = Timestamp::now();
+    let (steady_from, steady_to) = audit::window(Duration::from_secs(options.steady_seconds)).await;
 
     // 4. Memory, with everything synced.
     let (rss, hwm) = memory(tether_pid)?;
@@ -442,10 +440,8 @@ async fn main() -> anyhow::Result<()> {
         let mut sorted = latencies.clone();
         sorted.sort();
         println!(
-            "   {what}  p50 {:.0} ms   p99 {:.0} ms   max {:.0} ms   (target p99 < 2000 ms)",
-            percentile_ms(&sorted, 0.50),
-            percentile_ms(&sorted, 0.99),
-            percentile_ms(&sorted, 1.0)
+            "   {what}  {}   (target p99 < 2000 ms)",
+            percentiles(&sorted)
         );
     }
     println!(
@@ -509,6 +505,16 @@ fn percentile_ms(sorted: &[Duration], p: f64) -> f64 {
     }
     let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
     sorted[rank - 1].as_secs_f64() * 1000.0
+}
+
+/// `p50 … ms   p99 … ms   max … ms` of `sorted` (nearest rank).
+fn percentiles(sorted: &[Duration]) -> String {
+    format!(
+        "p50 {:.0} ms   p99 {:.0} ms   max {:.0} ms",
+        percentile_ms(sorted, 0.50),
+        percentile_ms(sorted, 0.99),
+        percentile_ms(sorted, 1.0)
+    )
 }
 
 fn print_counts(what: &str, counts: &Counts, objects: usize) {

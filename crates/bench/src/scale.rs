@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
@@ -28,7 +27,7 @@ use crate::tether::{free_loopback_addr, start_leading};
 use crate::workload::{OBJECTS_PER_APP, repo_files};
 use tether_testkit::Repo;
 
-use crate::{audit, memory, percentile_ms, resident_split, say, start_plane};
+use crate::{audit, memory, percentiles, resident_split, say, start_plane};
 
 /// What `--scale` runs.
 pub struct Settings {
@@ -121,9 +120,8 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
         "steady state: counting for {}s",
         settings.steady_seconds
     ));
-    let steady_from = Timestamp::now();
-    tokio::time::sleep(Duration::from_secs(settings.steady_seconds)).await;
-    let steady_to = Timestamp::now();
+    let (steady_from, steady_to) =
+        audit::window(Duration::from_secs(settings.steady_seconds)).await;
     let (steady_rss, _) = memory(pid)?;
 
     say(&format!(
@@ -179,10 +177,8 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
         healed.len()
     );
     println!(
-        "   patch answered → Tether's value back: p50 {:.0} ms   p99 {:.0} ms   max {:.0} ms   (target p99 < 200 ms)",
-        percentile_ms(&healed, 0.50),
-        percentile_ms(&healed, 0.99),
-        percentile_ms(&healed, 1.0)
+        "   patch answered → Tether's value back: {}   (target p99 < 200 ms)",
+        percentiles(&healed)
     );
     println!(
         "   VmRSS {steady_rss:.1} MB after the steady window, {after_drift:.1} MB after the drifts (VmHWM {hwm:.1} MB)"

@@ -30,9 +30,11 @@ use crate::apps::{
     wait_synced,
 };
 use crate::audit::{self, Counts};
-use crate::tether::{RunFlags, Tether, check_run_flags, free_loopback_addr, wait_leading};
+use crate::tether::{
+    RunFlags, Tether, check_run_flags, free_loopback_addr, wait_leading, write_webhook_secret,
+};
 use crate::workload::{OBJECTS_PER_APP, repo_files};
-use crate::{WEBHOOK_SECRET, memory, say, secs, start_plane};
+use crate::{memory, say, secs, start_plane};
 
 /// Quiet time between all Healthy and the steady-state window, as the
 /// main benchmark allows.
@@ -114,8 +116,7 @@ pub async fn run(comparison: &Comparison, work: &Path, settings: &Settings) -> a
     ));
     let repo = Repo::at(&work.join("repo"));
     let head = repo.commit(&repo_files(n), "bench apps");
-    let secret_file = work.join("webhook-secret");
-    std::fs::write(&secret_file, WEBHOOK_SECRET)?;
+    let secret_file = write_webhook_secret(work)?;
     let bench = Bench {
         plane: &plane,
         admin,
@@ -217,22 +218,20 @@ async fn one_run(
         settings.steady_seconds
     ));
     tokio::time::sleep(SETTLE).await;
-    let steady_from = Timestamp::now();
     let cpu_before = tether.cpu_time()?;
-    tokio::time::sleep(Duration::from_secs(settings.steady_seconds)).await;
-    let steady_to = Timestamp::now();
+    let (steady_from, steady_to) =
+        audit::window(Duration::from_secs(settings.steady_seconds)).await;
     let steady_cpu = tether.cpu_time()? - cpu_before;
     let (rss_mb, _) = memory(tether.pid())?;
 
     tether.stop()?;
     delete_apps(&bench.admin, &set).await?;
-    let mut counts = audit::count_windows(
+    let [during_sync, steady] = audit::count_windows(
         &bench.audit_log,
         &user,
-        &[(from, synced), (steady_from, steady_to)],
+        [(from, synced), (steady_from, steady_to)],
     )
-    .await
-    .into_iter();
+    .await;
     Ok(Figures {
         contender: which,
         index,
@@ -240,8 +239,8 @@ async fn one_run(
         sync_cpu,
         steady_cpu,
         healthy,
-        during_sync: counts.next().unwrap_or_default(),
-        steady: counts.next().unwrap_or_default(),
+        during_sync,
+        steady,
         rss_mb,
     })
 }
@@ -309,13 +308,8 @@ fn print_summary(comparison: &Comparison, figures: &[Figures], settings: &Settin
     }
     println!("   {:<38} {:>14} {:>14}", "", first.name, second.name);
     let ratio = format!("ratio {} / {}", second.name, first.name);
-    let (bulk_first, bulk_second) = table.medians(|f| secs(f.bulk_sync));
-    row(
-        "bulk sync to Synced, median (s)",
-        bulk_first,
-        bulk_second,
-        2,
-    );
+    let (bulk_first, bulk_second) =
+        table.median_row("bulk sync to Synced, median (s)", 2, |f| secs(f.bulk_sync));
     table.list("  each run (s)", |f| format!("{:.2}", secs(f.bulk_sync)));
     println!(
         "   {ratio:<38} {:>29.3}   (target < {})",
@@ -323,38 +317,27 @@ fn print_summary(comparison: &Comparison, figures: &[Figures], settings: &Settin
         comparison.target_ratio
     );
     // CPU time is the steadier measure on a shared machine.
-    let (cpu_first, cpu_second) = table.medians(|f| secs(f.sync_cpu));
-    row(
-        "CPU time of the bulk sync, median (s)",
-        cpu_first,
-        cpu_second,
-        2,
-    );
+    let (cpu_first, cpu_second) =
+        table.median_row("CPU time of the bulk sync, median (s)", 2, |f| {
+            secs(f.sync_cpu)
+        });
     table.list("  each run (s)", |f| format!("{:.2}", secs(f.sync_cpu)));
     println!("   {ratio:<38} {:>29.3}", cpu_second / cpu_first);
-    let (requests_first, requests_second) = table.medians(|f| f.during_sync.total() as f64);
-    row(
-        "requests during the bulk sync, median",
-        requests_first,
-        requests_second,
-        0,
-    );
-    let (events_first, events_second) = table.medians(|f| f.during_sync.event_writes() as f64);
-    row("  of which Event writes", events_first, events_second, 0);
+    table.median_row("requests during the bulk sync, median", 0, |f| {
+        f.during_sync.total() as f64
+    });
+    table.median_row("  of which Event writes", 0, |f| {
+        f.during_sync.event_writes() as f64
+    });
     if comparison.impersonates() {
-        let (as_first, as_second) = table.medians(|f| f.during_sync.impersonated().total() as f64);
-        row("  of which as impersonated users", as_first, as_second, 0);
-        let (users_first, users_second) =
-            table.medians(|f| f.during_sync.impersonated_users() as f64);
-        row("  impersonated users, median", users_first, users_second, 0);
+        table.median_row("  of which as impersonated users", 0, |f| {
+            f.during_sync.impersonated().total() as f64
+        });
+        table.median_row("  impersonated users, median", 0, |f| {
+            f.during_sync.impersonated_users() as f64
+        });
     }
-    let (rss_first, rss_second) = table.medians(|f| f.rss_mb);
-    row(
-        "RSS after the steady state, median (MB)",
-        rss_first,
-        rss_second,
-        1,
-    );
+    table.median_row("RSS after the steady state, median (MB)", 1, |f| f.rss_mb);
     println!(
         "   steady state ({} s after all Healthy + {} s), per run:",
         settings.steady_seconds,
@@ -396,6 +379,18 @@ impl Table<'_> {
         (median_of(first), median_of(second))
     }
 
+    /// A row of the medians of `value`, with `decimals`; returns them.
+    fn median_row(
+        &self,
+        what: &str,
+        decimals: usize,
+        value: impl Fn(&Figures) -> f64,
+    ) -> (f64, f64) {
+        let (first, second) = self.medians(value);
+        println!("   {what:<38} {first:>14.decimals$} {second:>14.decimals$}");
+        (first, second)
+    }
+
     /// `value` of every run, one list per contender (lists of any length:
     /// not in the columns).
     fn list(&self, what: &str, value: impl Fn(&Figures) -> String) {
@@ -410,10 +405,6 @@ impl Table<'_> {
             .collect();
         println!("   {what:<38} {}", lists.join("; "));
     }
-}
-
-fn row(what: &str, first: f64, second: f64, decimals: usize) {
-    println!("   {what:<38} {first:>14.decimals$} {second:>14.decimals$}");
 }
 
 /// The median, the mean of the middle two for an even count.

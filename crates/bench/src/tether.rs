@@ -176,8 +176,7 @@ pub async fn start_leading(
     resync_seconds: u64,
     http_addr: SocketAddr,
 ) -> anyhow::Result<Tether> {
-    let secret_file = work.join("webhook-secret");
-    std::fs::write(&secret_file, crate::WEBHOOK_SECRET)?;
+    let secret_file = write_webhook_secret(work)?;
     let tether = Tether::start(
         binary,
         &RunFlags {
@@ -192,6 +191,14 @@ pub async fn start_leading(
     )?;
     wait_leading(admin, "bench").await?;
     Ok(tether)
+}
+
+/// Writes the benchmark's webhook secret (what `post_push` signs with) to
+/// `work/webhook-secret`, for `--webhook-secret-file`; returns that path.
+pub fn write_webhook_secret(work: &Path) -> anyhow::Result<PathBuf> {
+    let secret_file = work.join("webhook-secret");
+    std::fs::write(&secret_file, crate::WEBHOOK_SECRET)?;
+    Ok(secret_file)
 }
 
 /// Waits until `identity` holds the controller's Lease.

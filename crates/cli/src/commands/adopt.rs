@@ -3,9 +3,7 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context;
 use kube::ResourceExt;
-use kube::api::Api;
 use tether_controller::adopt::{
     AdoptOptions, adopt_records, default_reason, records_of_window, records_to_adopt, window_reason,
 };
@@ -16,6 +14,7 @@ use tether_source::adopt::Author;
 
 use super::kubeconfig::Kubeconfig;
 use super::out::outln;
+use super::selection::application;
 
 /// Adopt live changes into Git: the fields of the app's Emergency drift
 /// (changes made during a break-glass window) are written into the source
@@ -58,15 +57,9 @@ pub struct AdoptArgs {
 }
 
 pub async fn run(args: AdoptArgs) -> anyhow::Result<ExitCode> {
-    let author = match &args.author {
-        Some(text) => text.parse::<Author>().map_err(anyhow::Error::msg)?,
-        None => git_identity()?,
-    };
+    let author = author(args.author.as_deref())?;
     let client = args.kubeconfig.connect().await?;
-    let app = Api::<Application>::namespaced(client.clone(), &args.namespace)
-        .get(&args.app)
-        .await
-        .with_context(|| format!("Application {}/{}", args.namespace, args.app))?;
+    let app = application(client.clone(), &args.namespace, &args.app).await?;
     let window = match &args.window {
         Some(name) => Some(request::find(&client, &args.namespace, None, Some(name)).await?),
         None => None,
@@ -142,6 +135,15 @@ async fn wake(client: kube::Client, app: &Application) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The commit's author: `--author` as given, else the operator as git
+/// knows them.
+pub fn author(given: Option<&str>) -> anyhow::Result<Author> {
+    match given {
+        Some(text) => text.parse().map_err(anyhow::Error::msg),
+        None => git_identity(),
+    }
 }
 
 /// The operator as git knows them.

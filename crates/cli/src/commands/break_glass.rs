@@ -9,15 +9,16 @@ use anyhow::Context;
 use kube::ResourceExt;
 use kube::api::Api;
 use tether_controller::adopt::{AdoptError, records_of_window, window_reason};
+use tether_controller::api::BreakGlass;
 use tether_controller::api::break_glass::Resolution;
-use tether_controller::api::{Application, BreakGlass};
 use tether_controller::break_glass::audit;
 use tether_controller::break_glass::request::{self, Opening};
 use tether_core::window::{parse_ttl, within_cap};
-use tether_source::adopt::{AdoptError as SourceAdoptError, Author};
+use tether_source::adopt::AdoptError as SourceAdoptError;
 
 use super::columns::aligned;
 use super::out::{out, outln};
+use super::selection::application;
 
 /// Break-glass windows: suspend self-heal for an app (or some of its
 /// objects) during an incident, with who, why and until when recorded; every
@@ -223,16 +224,8 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
                         window.name_any()
                     );
                 }
-                let author = match &author {
-                    Some(text) => text.parse::<Author>().map_err(anyhow::Error::msg)?,
-                    None => super::adopt::git_identity()?,
-                };
-                let app = Api::<Application>::namespaced(client.clone(), &namespace)
-                    .get(&window.spec.application)
-                    .await
-                    .with_context(|| {
-                        format!("Application {namespace}/{}", window.spec.application)
-                    })?;
+                let author = super::adopt::author(author.as_deref())?;
+                let app = application(client.clone(), &namespace, &window.spec.application).await?;
                 let adopted = super::adopt::commit(
                     client.clone(),
                     &app,

@@ -5,11 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use kube::api::Api;
 use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 use tether_cluster::{Applier, Resources};
-use tether_controller::api::Application;
 use tether_controller::sync::preview::{Preview, preview, preview_application};
 use tether_core::diff::normalize;
 use tether_core::diff::secret::masked_for_display;
@@ -18,6 +16,7 @@ use tether_core::tracking::AppRef;
 use super::kubeconfig::Kubeconfig;
 use super::local::{directory_name, repositories};
 use super::out::{out, outln};
+use super::selection::application;
 
 /// Show what a sync would change: a unified diff per object of live state
 /// against Git (after server-side dry-run, so server defaults and fields
@@ -52,10 +51,7 @@ pub async fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
                 .namespace
                 .clone()
                 .unwrap_or_else(|| "tether-system".into());
-            let app = Api::<Application>::namespaced(client.clone(), &namespace)
-                .get(name)
-                .await
-                .with_context(|| format!("Application {namespace}/{name}"))?;
+            let app = application(client.clone(), &namespace, name).await?;
             preview_application(&client, &app, None, repositories())
                 .await?
                 .previews

@@ -1,4 +1,4 @@
-//! The Applications a read-only command looks at: one by name, or all in a
+//! The Applications a command looks at: one by name, or all in a
 //! namespace.
 
 use anyhow::Context;
@@ -17,6 +17,19 @@ pub struct Selection {
     pub namespace: String,
     #[command(flatten)]
     pub kubeconfig: Kubeconfig,
+}
+
+/// The Application `namespace/name`, as the API server has it now; an error
+/// names it.
+pub async fn application(
+    client: kube::Client,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<Application> {
+    Api::<Application>::namespaced(client, namespace)
+        .get(name)
+        .await
+        .with_context(|| format!("Application {namespace}/{name}"))
 }
 
 impl Selection {

@@ -22,6 +22,7 @@ use tether_core::{Action, OperationPhase};
 use super::kubeconfig::Kubeconfig;
 use super::local::{directory_name, repositories};
 use super::out::outln;
+use super::selection::application;
 
 /// Sync an Application now: the controller applies its whole desired state
 /// (at `--revision` for this once) and `tether sync` follows it, printing
@@ -201,10 +202,7 @@ async fn dry_run_app(
     name: &str,
     revision: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
-    let app = Api::<Application>::namespaced(client.clone(), namespace)
-        .get(name)
-        .await
-        .with_context(|| format!("Application {namespace}/{name}"))?;
+    let app = application(client.clone(), namespace, name).await?;
     let preview = preview_application(&client, &app, revision, repositories()).await?;
     outln!("dry run of {namespace}/{name} at {}", preview.commit);
     print_dry_run(&preview.previews);
