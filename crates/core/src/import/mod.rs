@@ -31,6 +31,7 @@ mod values;
 use serde_json::{Map, Value, json};
 
 pub use report::{Finding, Verdict};
+pub use values::overlay;
 
 /// Annotation on every imported object naming what it was imported from
 /// (`argocd Application argocd/guestbook`).

@@ -79,8 +79,9 @@ fn set(values: &mut Value, path: &str, value: Value) {
     here[keys[keys.len() - 1]] = value;
 }
 
-/// Merges `top` into `base`, mappings key by key, anything else replaced.
-fn overlay(base: &mut Value, top: Value) {
+/// Helm values `top` over `base`: maps merge key by key, anything else
+/// in `top` replaces what `base` has (as Helm layers `-f` files).
+pub fn overlay(base: &mut Value, top: Value) {
     match (base, top) {
         (Value::Object(base), Value::Object(top)) => {
             for (key, value) in top {

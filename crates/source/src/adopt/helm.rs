@@ -115,26 +115,10 @@ fn merged_values(root: &Path, files: &[String]) -> Value {
     for file in files {
         let text = std::fs::read_to_string(root.join(file)).unwrap_or_default();
         if let Ok(values) = serde_saphyr::from_str::<Value>(&text) {
-            merge_into(&mut merged, values);
+            tether_core::import::overlay(&mut merged, values);
         }
     }
     merged
-}
-
-fn merge_into(base: &mut Value, over: Value) {
-    match (base, over) {
-        (Value::Object(base), Value::Object(over)) => {
-            for (key, value) in over {
-                match base.get_mut(&key) {
-                    Some(existing) => merge_into(existing, value),
-                    None => {
-                        base.insert(key, value);
-                    }
-                }
-            }
-        }
-        (base, over) => *base = over,
-    }
 }
 
 /// Paths of mapping keys whose value is `desired` (or reads as it: a
