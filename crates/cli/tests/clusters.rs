@@ -20,7 +20,8 @@ use support::{
 use tether_controller::api::{Application, ApplicationStatus};
 use tether_core::{HealthStatus, SyncStatus};
 use tether_testkit::{
-    Component, ControlPlane, Repo, TestNamespace, application, client_for, eventually,
+    Component, ControlPlane, Repo, TestNamespace, application, client_for, condition, eventually,
+    status_where,
 };
 
 const APPS: usize = 30;
@@ -78,6 +79,30 @@ fn app_files(i: usize) -> (String, String) {
 
 async fn status(apps: &Api<Application>, i: usize) -> Option<ApplicationStatus> {
     apps.get(&format!("app-{i}")).await.ok()?.status
+}
+
+/// Waits until `check` holds of the status of each app `i` that `which`
+/// picks.
+async fn each_app(
+    apps: &Api<Application>,
+    what: &str,
+    which: impl Fn(usize) -> bool,
+    check: impl Fn(&ApplicationStatus) -> bool,
+) {
+    eventually(what, || async {
+        for i in (0..APPS).filter(|&i| which(i)) {
+            if !check(&status(apps, i).await?) {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await;
+}
+
+/// Whether app `i` deploys to cluster `b`.
+fn on_b(i: usize) -> bool {
+    cluster_of(i) == Some("b")
 }
 
 /// The ConfigMap app `i` deploys, on its cluster.
@@ -188,14 +213,12 @@ async fn thirty_apps_on_three_clusters_converge_and_an_outage_stays_with_its_clu
     }
     let _controller = run_controller(&ns, "multi-cluster");
     let apps: Api<Application> = ns.api();
-    eventually("all thirty apps Synced and Healthy", || async {
-        for i in 0..APPS {
-            if !converged(&status(&apps, i).await?) {
-                return None;
-            }
-        }
-        Some(())
-    })
+    each_app(
+        &apps,
+        "all thirty apps Synced and Healthy",
+        |_| true,
+        converged,
+    )
     .await;
     let listed = tether_ok(&ns, &["cluster", "list", "-n", &ns.name]);
     for name in ["b", "c"] {
@@ -253,20 +276,20 @@ async fn thirty_apps_on_three_clusters_converge_and_an_outage_stays_with_its_clu
         .plane
         .outage(Component::ApiServer, Duration::from_secs(30));
     let went = Instant::now();
-    eventually("b's apps Unknown, naming cluster b", || async {
-        for i in (0..APPS).filter(|i| cluster_of(*i) == Some("b")) {
-            let status = status(&apps, i).await?;
-            let reconciled = status.conditions.iter().find(|c| c.type_ == "Reconciled")?;
-            let says = reconciled.reason == "ClusterUnreachable"
-                && reconciled.message.contains("cluster b (https://127.0.0.1:");
+    each_app(
+        &apps,
+        "b's apps Unknown, naming cluster b",
+        on_b,
+        |status| {
+            let says = condition(status, "Reconciled").is_some_and(|reconciled| {
+                reconciled.reason == "ClusterUnreachable"
+                    && reconciled.message.contains("cluster b (https://127.0.0.1:")
+            });
             let unknown = status.sync.status == SyncStatus::Unknown
                 && status.health.status == HealthStatus::Unknown;
-            if !(says && unknown) {
-                return None;
-            }
-        }
-        Some(())
-    })
+            says && unknown
+        },
+    )
     .await;
     println!(
         "b's apps Unknown {:.1} s after its API server stopped",
@@ -292,15 +315,7 @@ async fn thirty_apps_on_three_clusters_converge_and_an_outage_stays_with_its_clu
     let back_at = k8s_openapi::jiff::Timestamp::now().to_string();
     b.plane.wait_restarted(restarts).await;
     let back = Instant::now();
-    eventually("b's apps converged again", || async {
-        for i in (0..APPS).filter(|i| cluster_of(*i) == Some("b")) {
-            if !converged(&status(&apps, i).await?) {
-                return None;
-            }
-        }
-        Some(())
-    })
-    .await;
+    each_app(&apps, "b's apps converged again", on_b, converged).await;
     println!(
         "b's apps converged {:.1} s after it was back",
         back.elapsed().as_secs_f64()
@@ -340,10 +355,7 @@ async fn on_a_registered_cluster_drift_is_attributed_a_window_holds_and_prune_ta
         .await;
     let _controller = run_controller(&ns, "cluster-c");
     let apps: Api<Application> = ns.api();
-    eventually("shop Synced and Healthy on c", || async {
-        converged(&apps.get("shop").await.ok()?.status?).then_some(())
-    })
-    .await;
+    status_where(&apps, "shop Synced and Healthy on c", converged).await;
     let config_maps: Api<ConfigMap> = Api::namespaced(c.client.clone(), &target);
     // `tether diff` compares with c, not with the cluster Tether runs in.
     let same = support::tether(&ns, &["diff", "shop", "-n", &ns.name]);
@@ -359,14 +371,12 @@ async fn on_a_registered_cluster_drift_is_attributed_a_window_holds_and_prune_ta
         )
         .await
         .unwrap();
-    eventually("the hand edit on c recorded with its writer", || async {
-        let status = apps.get("shop").await.ok()?.status?;
-        // Healed at once, so among the resolved records.
-        status
-            .drift
-            .iter()
-            .chain(&status.last_drift)
-            .any(|entry| {
+    status_where(
+        &apps,
+        "the hand edit on c recorded with its writer",
+        |status| {
+            // Healed at once, so among the resolved records.
+            status.drift.iter().chain(&status.last_drift).any(|entry| {
                 entry.record.object.name == "settings"
                     && entry.record.fields.iter().any(|field| {
                         field
@@ -375,8 +385,8 @@ async fn on_a_registered_cluster_drift_is_attributed_a_window_holds_and_prune_ta
                             .is_some_and(|writer| writer.manager == "operator-edit")
                     })
             })
-            .then_some(())
-    })
+        },
+    )
     .await;
     eventually("the hand edit on c reverted", || async {
         let live = config_maps.get("settings").await.ok()?;
@@ -418,16 +428,11 @@ async fn on_a_registered_cluster_drift_is_attributed_a_window_holds_and_prune_ta
         .patch("settings", &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .unwrap();
-    eventually("the edit on c recorded as Emergency", || async {
-        let status = apps.get("shop").await.ok()?.status?;
-        status
-            .drift
-            .iter()
-            .any(|entry| {
-                entry.record.object.name == "settings"
-                    && entry.record.kind == tether_core::drift::DriftKind::Emergency
-            })
-            .then_some(())
+    status_where(&apps, "the edit on c recorded as Emergency", |status| {
+        status.drift.iter().any(|entry| {
+            entry.record.object.name == "settings"
+                && entry.record.kind == tether_core::drift::DriftKind::Emergency
+        })
     })
     .await;
     tokio::time::sleep(Duration::from_secs(3)).await;

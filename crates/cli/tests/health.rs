@@ -4,6 +4,8 @@
 
 use std::process::Command;
 
+use tether_testkit::assert_contains;
+
 const CERTIFICATE: &str = r#"
 apiVersion: cert-manager.io/v1
 kind: Certificate
@@ -47,15 +49,13 @@ fn health(args: &[&str]) -> String {
 #[test]
 fn without_shipped_rules_an_unseen_crd_is_judged_from_its_status_naming_the_field() {
     let out = health(&["--no-shipped-rules"]);
-    assert!(
-        out.contains("Degraded     postgresql orders: status.PostgresClusterStatus = UpdateFailed"),
-        "{out}"
+    assert_contains(
+        &out,
+        "Degraded     postgresql orders: status.PostgresClusterStatus = UpdateFailed",
     );
-    assert!(
-        out.contains(
-            "Progressing  Widget w: status.conditions[Ready] = False (WaitingForDependencies): waiting for the database"
-        ),
-        "{out}"
+    assert_contains(
+        &out,
+        "Progressing  Widget w: status.conditions[Ready] = False (WaitingForDependencies): waiting for the database",
     );
     assert!(
         out.contains("Degraded     Certificate web-tls: status.conditions[Ready] = False (Failed)"),
@@ -66,13 +66,13 @@ fn without_shipped_rules_an_unseen_crd_is_judged_from_its_status_naming_the_fiel
 #[test]
 fn explain_names_the_rule_that_judged_or_every_signal_the_generic_inference_weighed() {
     let out = health(&["--explain"]);
-    assert!(
-        out.contains("health rule shipped/cert-manager.yaml: cert-manager.io/Certificate"),
-        "{out}"
+    assert_contains(
+        &out,
+        "health rule shipped/cert-manager.yaml: cert-manager.io/Certificate",
     );
-    assert!(
-        out.contains("no health rule or built-in check for example.com/Widget: generic inference"),
-        "{out}"
+    assert_contains(
+        &out,
+        "no health rule or built-in check for example.com/Widget: generic inference",
     );
     let widget: Vec<&str> = out
         .lines()

@@ -297,19 +297,19 @@ status:
         .filter_map(|doc| serde_saphyr::from_str::<Value>(doc).ok())
         .filter(|o| o.pointer("/metadata/namespace") == Some(&json!(n)))
         .collect();
-    let shop = printed
-        .iter()
-        .find(|o| o["metadata"]["name"] == "shop")
-        .unwrap_or_else(|| panic!("no shop in {printed:?}"));
+    let named = |name: &str| {
+        printed
+            .iter()
+            .find(|o| o["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {printed:?}"))
+    };
+    let shop = named("shop");
     assert_eq!(
         shop["spec"]["destination"],
         json!({"namespace": "shop", "allowNamespaces": ["shop-settings"]})
     );
     assert_eq!(shop["spec"]["syncPolicy"]["selfHeal"], json!(true));
-    let podinfo = printed
-        .iter()
-        .find(|o| o["metadata"]["name"] == "podinfo")
-        .unwrap_or_else(|| panic!("no podinfo in {printed:?}"));
+    let podinfo = named("podinfo");
     assert_eq!(
         podinfo["spec"]["source"],
         json!({"repoURL": "https://github.com/stefanprodan/podinfo", "revision": "master",

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
 use support::metrics::{answered, installed, run_serving, scrape, series, service_account_token};
-use support::{Repo, Running, config_map, create_app, settings_repo};
+use support::{Running, app_dir, create_app, many_apps_repo, settings_repo};
 use tether_controller::api::Application;
 use tether_testkit::{application, eventually, free_port};
 
@@ -79,28 +79,14 @@ async fn with_200_apps_metrics_has_one_info_series_per_app_with_its_sync_and_hea
     const MANUAL: usize = 40;
     let (ns, token) = installed("metrics-200").await;
     // One directory per app; the last MANUAL apps do not sync themselves.
-    let repo = Repo::new();
-    let files: Vec<(String, String)> = (0..APPS)
-        .map(|n| {
-            (
-                format!("apps/{n}/settings.yaml"),
-                config_map(&format!("settings-{n}"), "hello"),
-            )
-        })
-        .collect();
-    repo.commit(&files, "200 apps");
+    let repo = many_apps_repo(APPS);
     let items: Vec<Value> = (0..APPS)
         .map(|n| {
             let automated = n < APPS - MANUAL;
-            application(
-                &format!("app-{n}"),
-                &ns.name,
-                &repo.url(),
-                &format!("apps/{n}"),
-            )
-            .sync_policy(json!({"automated": automated}))
-            .manifest()
-            .clone()
+            application(&format!("app-{n}"), &ns.name, &repo.url(), &app_dir(n))
+                .sync_policy(json!({"automated": automated}))
+                .manifest()
+                .clone()
         })
         .collect();
     let list = json!({"apiVersion": "v1", "kind": "List", "items": items});

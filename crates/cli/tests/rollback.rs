@@ -8,6 +8,7 @@
 
 mod support;
 
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -39,6 +40,21 @@ async fn app_where(
 ) -> Application {
     let apps: Api<Application> = Api::namespaced(ns.client.clone(), &ns.name);
     tether_testkit::object_where(&apps, "shop", what, check).await
+}
+
+/// `tether rollback shop --reason REASON ARGS` in `ns`, run off the
+/// test's runtime (the command waits for the controller).
+async fn rollback(ns: &TestNamespace, reason: &str, args: &[&str]) -> Output {
+    let mut command = vec![
+        "rollback",
+        "shop",
+        "-n",
+        ns.name.as_str(),
+        "--reason",
+        reason,
+    ];
+    command.extend(args);
+    tether_blocking(ns, &command).await
 }
 
 fn synced_to(app: &Application, revision: &str) -> bool {
@@ -100,18 +116,7 @@ async fn rollback_pins_the_previous_revision_within_two_seconds_and_survives_a_r
 
     // Roll back: the objects are back at the good commit within 2 s.
     let started = Instant::now();
-    let out = tether_blocking(
-        &ns,
-        &[
-            "rollback",
-            "shop",
-            "-n",
-            n,
-            "--reason",
-            "INC-7: broken greeting",
-        ],
-    )
-    .await;
+    let out = rollback(&ns, "INC-7: broken greeting", &[]).await;
     assert!(out.status.success(), "{}", error_text(&out));
     greeting_is(&ns, "hello").await;
     let took = started.elapsed();
@@ -249,19 +254,10 @@ async fn rollback_with_revert_commits_to_the_branch_and_the_pin_lifts_when_it_la
     let n = ns.name.as_str();
     let (_controller, repo, good, bad) = two_revisions(&ns).await;
 
-    let out = tether_blocking(
+    let out = rollback(
         &ns,
-        &[
-            "rollback",
-            "shop",
-            "-n",
-            n,
-            "--reason",
-            "INC-8: revert",
-            "--revert",
-            "--author",
-            "Ada <ada@example.com>",
-        ],
+        "INC-8: revert",
+        &["--revert", "--author", "Ada <ada@example.com>"],
     )
     .await;
     let said = String::from_utf8_lossy(&out.stdout).to_string();

@@ -19,12 +19,12 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 use support::{
-    Running, audited_plane, config_map, converged, hijack_until_healed, tether_command_as,
-    tether_ok,
+    Running, app_dir, audited_plane, converged, hijack_until_healed, many_apps_repo,
+    tether_command_as, tether_ok,
 };
 use tether_controller::api::Application;
 use tether_core::shard::{lease_name, shard_of};
-use tether_testkit::{ControlPlane, Repo, TestNamespace, application, client_for, eventually};
+use tether_testkit::{ControlPlane, TestNamespace, application, client_for, eventually};
 
 const APPS: usize = 30;
 const SHARDS: u32 = 3;
@@ -179,6 +179,49 @@ async fn holders(leases: &Api<Lease>) -> BTreeMap<u32, String> {
     holders
 }
 
+/// The holder of each shard once every shard is held and `check` holds
+/// of the holders.
+async fn all_held(
+    leases: &Api<Lease>,
+    what: &str,
+    check: impl Fn(&BTreeMap<u32, String>) -> bool,
+) -> BTreeMap<u32, String> {
+    eventually(what, || async {
+        let holders = holders(leases).await;
+        (holders.len() == SHARDS as usize && check(&holders)).then_some(holders)
+    })
+    .await
+}
+
+/// Waits until the replicas other than `gone` hold every shard, then
+/// until each app of `which` is reconciled by its shard's new holder;
+/// returns the new holders and how long after `since` each wait ended.
+async fn taken_over(
+    leases: &Api<Lease>,
+    apps: &Api<Application>,
+    namespace: &str,
+    gone: &str,
+    which: &[usize],
+    since: Instant,
+) -> (BTreeMap<u32, String>, Duration, Duration) {
+    let others = format!("others than {gone}");
+    let holders = all_held(
+        leases,
+        &format!("{others} holding every shard"),
+        |holders| !holders.values().any(|h| h == gone),
+    )
+    .await;
+    let held = since.elapsed();
+    let what = format!("{gone}'s apps reconciled by {others}");
+    converged_by_holders(&what, apps, namespace, which, &holders).await;
+    (holders, held, since.elapsed())
+}
+
+/// Whether each replica holds a shard of its own.
+fn one_each(holders: &BTreeMap<u32, String>) -> bool {
+    holders.values().collect::<BTreeSet<_>>().len() == REPLICAS.len()
+}
+
 /// Waits until each app of `which` is converged, reconciled by the
 /// holder of its shard in `holders` (`status.controller`).
 async fn converged_by_holders(
@@ -206,25 +249,11 @@ async fn three_sharded_replicas_split_the_apps_and_take_over_a_killed_ones_witho
     let (plane, audit_log) = audited_plane("shards");
     let ns = namespace(&plane, "shards").await;
     tether_ok(&ns, &["install", "--namespace", &ns.name]);
-    let repo = Repo::new();
-    let files: Vec<(String, String)> = (0..APPS)
-        .map(|i| {
-            (
-                format!("apps/app-{i}/settings.yaml"),
-                config_map(&format!("settings-{i}"), "hello"),
-            )
-        })
-        .collect();
-    repo.commit(&files, "thirty apps");
+    let repo = many_apps_repo(APPS);
     for i in 0..APPS {
-        application(
-            &app_name(i),
-            &ns.name,
-            &repo.url(),
-            &format!("apps/app-{i}"),
-        )
-        .apply(&ns.client)
-        .await;
+        application(&app_name(i), &ns.name, &repo.url(), &app_dir(i))
+            .apply(&ns.client)
+            .await;
     }
     // Three replicas, each as its own user (the audit log tells them apart).
     let mut running: BTreeMap<&str, Running> = BTreeMap::new();
@@ -237,12 +266,7 @@ async fn three_sharded_replicas_split_the_apps_and_take_over_a_killed_ones_witho
 
     // Each holds one shard Lease.
     let leases: Api<Lease> = ns.api();
-    let held = eventually("each replica holding one shard", || async {
-        let holders = holders(&leases).await;
-        let distinct: BTreeSet<&String> = holders.values().collect();
-        (holders.len() == SHARDS as usize && distinct.len() == REPLICAS.len()).then_some(holders)
-    })
-    .await;
+    let held = all_held(&leases, "each replica holding one shard", one_each).await;
     println!(
         "shards held after {:.1} s: {held:?}",
         started.elapsed().as_secs_f64()
@@ -278,22 +302,8 @@ async fn three_sharded_replicas_split_the_apps_and_take_over_a_killed_ones_witho
     let name = format!("settings-{drifted}");
     hijack_until_healed(&config_maps, &name, " by a survivor").await;
     let healed = killed.elapsed();
-    let after = eventually("the survivors holding every shard", || async {
-        let holders = holders(&leases).await;
-        (holders.len() == SHARDS as usize && !holders.values().any(|h| *h == victim))
-            .then_some(holders)
-    })
-    .await;
-    let taken = killed.elapsed();
-    converged_by_holders(
-        "the killed replica's apps reconciled by the survivors",
-        &apps,
-        &ns.name,
-        &victims,
-        &after,
-    )
-    .await;
-    let reconciled = killed.elapsed();
+    let (after, taken, reconciled) =
+        taken_over(&leases, &apps, &ns.name, &victim, &victims, killed).await;
     println!(
         "SIGKILL {victim} ({} apps): drift on {name} healed after {:.1} s, all shards held again after {:.1} s ({after:?}), its apps all reconciled by others after {:.1} s",
         victims.len(),
@@ -317,12 +327,7 @@ async fn three_sharded_replicas_split_the_apps_and_take_over_a_killed_ones_witho
         REPLICAS.iter().find(|r| **r == victim).unwrap(),
         replica(&ns, &kubeconfig, &victim, logs),
     );
-    let balanced = eventually("each replica holding one shard again", || async {
-        let holders = holders(&leases).await;
-        let distinct: BTreeSet<&String> = holders.values().collect();
-        (holders.len() == SHARDS as usize && distinct.len() == REPLICAS.len()).then_some(holders)
-    })
-    .await;
+    let balanced = all_held(&leases, "each replica holding one shard again", one_each).await;
     let moved: Vec<u32> = (0..SHARDS).filter(|s| balanced[s] != after[s]).collect();
     assert_eq!(moved.len(), 1, "{after:?} → {balanced:?}");
     converged_by_holders(
@@ -350,22 +355,8 @@ async fn three_sharded_replicas_split_the_apps_and_take_over_a_killed_ones_witho
     let pid = running[stopping.as_str()].child.id().to_string();
     let terminated = Instant::now();
     tether_testkit::run_ok(std::process::Command::new("kill").args(["-TERM", &pid]));
-    let last_two = eventually("the other two holding every shard", || async {
-        let holders = holders(&leases).await;
-        (holders.len() == SHARDS as usize && !holders.values().any(|h| *h == stopping))
-            .then_some(holders)
-    })
-    .await;
-    let handed_over = terminated.elapsed();
-    converged_by_holders(
-        "every app reconciled by the two left",
-        &apps,
-        &ns.name,
-        &all,
-        &last_two,
-    )
-    .await;
-    let reconciled = terminated.elapsed();
+    let (last_two, handed_over, reconciled) =
+        taken_over(&leases, &apps, &ns.name, &stopping, &all, terminated).await;
     let exited = running
         .get_mut(stopping.as_str())
         .unwrap()

@@ -15,7 +15,7 @@ use support::{Repo, Running, config_map, create_app, run_controller_for, tether_
 use tether_controller::api::{Application, BreakGlass};
 use tether_controller::install::rbac::TENANT_ROLE;
 use tether_core::SyncStatus;
-use tether_testkit::{TestNamespace, eventually, object_where, status_of};
+use tether_testkit::{TestNamespace, assert_contains, eventually, object_where, status_of};
 
 /// A tenant namespace with app `shop` synced and then drifted by hand (self-heal
 /// off, so the drift stays), the controller's namespace, and `alice`, who
@@ -92,7 +92,7 @@ fn exited(output: &Output, code: i32, what: &str) -> String {
 
 fn assert_has(text: &str, expected: &[&str]) {
     for expected in expected {
-        assert!(text.contains(expected), "no {expected:?} in:\n{text}");
+        assert_contains(text, expected);
     }
 }
 

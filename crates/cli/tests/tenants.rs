@@ -16,7 +16,7 @@ use support::tenancy::{Project, refused, service_account};
 use support::{Repo, Running, bind_cluster_role, config_map, tether_command, tether_ok};
 use tether_controller::api::Application;
 use tether_core::SyncStatus;
-use tether_testkit::{TestNamespace, application, run_ok, status_of};
+use tether_testkit::{TestNamespace, application, assert_contains, run_ok, status_of};
 
 /// A kubeconfig like the test's, but authenticated as ServiceAccount
 /// `name` of `ns` (a bound token), written under `ns`'s cache directory.
@@ -161,12 +161,12 @@ async fn two_tenants_declaring_one_object_never_overwrite_or_prune_each_other() 
     let apps_b: Api<Application> = b.api();
     let (message, synced) = refused(&apps_b, "OwnershipConflict").await;
     println!("tenant b: {message}");
-    assert!(
-        message.contains(&format!(
+    assert_contains(
+        &message,
+        &format!(
             "ConfigMap {}/settings is managed by Application {}/shop",
             shared.name, a.name
-        )),
-        "{message}"
+        ),
     );
     assert_eq!(synced, None);
     assert!(!b.kubectl(&["get", "configmap", "own"]).status.success());

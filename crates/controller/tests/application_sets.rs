@@ -15,6 +15,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
 use support::{Repo, config_for, start_controller_with};
 use tether_controller::Config;
+use tether_controller::api::application::Condition;
 use tether_controller::api::{Application, ApplicationSet};
 use tether_testkit::git_server::HttpBackend;
 use tether_testkit::{TestNamespace, eventually};
@@ -23,6 +24,17 @@ const SET_LABEL: &str = "tether.dev/application-set";
 
 fn config_map(name: &str) -> String {
     format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  k: v\n")
+}
+
+/// A repository whose one commit has ConfigMap `name` at each `(path, name)`.
+fn config_map_repo(maps: &[(&str, &str)]) -> Repo {
+    let repo = Repo::new();
+    let files: Vec<(&str, String)> = maps
+        .iter()
+        .map(|&(path, name)| (path, config_map(name)))
+        .collect();
+    repo.commit(&files, "ConfigMaps");
+    repo
 }
 
 /// A controller for `ns` that looks at sets (and polls repositories)
@@ -70,6 +82,29 @@ fn names(apps: &[Application]) -> Vec<String> {
     apps.iter()
         .map(|app| app.metadata.name.clone().unwrap_or_default())
         .collect()
+}
+
+/// The Applications of `set` once there are `count` of them.
+async fn apps_counted(ns: &TestNamespace, set: &str, count: usize, what: &str) -> Vec<Application> {
+    eventually(what, || async {
+        let apps = apps_of(ns, set).await;
+        (apps.len() == count).then_some(apps)
+    })
+    .await
+}
+
+/// The first condition of set `name`'s status that `matches`.
+async fn set_condition(
+    sets: &Api<ApplicationSet>,
+    name: &str,
+    what: &str,
+    matches: impl Fn(&Condition) -> bool,
+) -> Condition {
+    eventually(what, || async {
+        let status = sets.get(name).await.ok()?.status?;
+        status.conditions.into_iter().find(&matches)
+    })
+    .await
 }
 
 /// Polls `check` every 250 ms for up to `patience`.
@@ -192,14 +227,10 @@ async fn three_hundred_directories_make_three_hundred_apps_from_one_fetch_and_a_
 
 #[tokio::test(flavor = "multi_thread")]
 async fn list_and_matrix_generators_make_one_app_per_parameter_set() {
-    let repo = Repo::new();
-    repo.commit(
-        &[
-            ("svc/cart/config.yaml", config_map("cart")),
-            ("svc/shop/config.yaml", config_map("shop")),
-        ],
-        "two services",
-    );
+    let repo = config_map_repo(&[
+        ("svc/cart/config.yaml", "cart"),
+        ("svc/shop/config.yaml", "shop"),
+    ]);
     let ns = started("appset-matrix").await;
     let url = repo.file_url("matrix");
     apply_set(
@@ -218,11 +249,7 @@ async fn list_and_matrix_generators_make_one_app_per_parameter_set() {
         }),
     )
     .await;
-    let made = eventually("four matrix apps", || async {
-        let apps = apps_of(&ns, "envs").await;
-        (apps.len() == 4).then_some(apps)
-    })
-    .await;
+    let made = apps_counted(&ns, "envs", 4, "four matrix apps").await;
     assert_eq!(
         names(&made),
         ["cart-dev", "cart-prod", "shop-dev", "shop-prod"]
@@ -282,12 +309,8 @@ async fn list_and_matrix_generators_make_one_app_per_parameter_set() {
         }),
     )
     .await;
-    let taken = eventually("NameTaken", || async {
-        let status = rival.get("rival").await.ok()?.status?;
-        status
-            .conditions
-            .into_iter()
-            .find(|c| c.type_ == "ResourcesUpToDate" && c.reason == "NameTaken")
+    let taken = set_condition(&rival, "rival", "NameTaken", |c| {
+        c.type_ == "ResourcesUpToDate" && c.reason == "NameTaken"
     })
     .await;
     assert!(taken.message.contains("listed-alpha"), "{}", taken.message);
@@ -297,14 +320,7 @@ async fn list_and_matrix_generators_make_one_app_per_parameter_set() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn preserve_resources_on_deletion_false_deletes_a_dropped_app_with_its_objects() {
-    let repo = Repo::new();
-    repo.commit(
-        &[
-            ("a/config.yaml", config_map("cm-a")),
-            ("b/config.yaml", config_map("cm-b")),
-        ],
-        "two apps",
-    );
+    let repo = config_map_repo(&[("a/config.yaml", "cm-a"), ("b/config.yaml", "cm-b")]);
     let ns = started("appset-cascade").await;
     let url = repo.file_url("cascade");
     let spec = |elements: Value| {
@@ -351,12 +367,8 @@ async fn a_template_parameter_no_generator_makes_is_reported_naming_it() {
         }),
     )
     .await;
-    let condition = eventually("ParametersGenerated False", || async {
-        let status = sets.get("broken").await.ok()?.status?;
-        status
-            .conditions
-            .into_iter()
-            .find(|c| c.type_ == "ParametersGenerated" && c.status == "False")
+    let condition = set_condition(&sets, "broken", "ParametersGenerated False", |c| {
+        c.type_ == "ParametersGenerated" && c.status == "False"
     })
     .await;
     assert_eq!(condition.reason, "TemplateFailed");
@@ -397,11 +409,7 @@ async fn the_clusters_generator_picks_registered_clusters_by_label_and_the_local
         ),
     )
     .await;
-    let made = eventually("the prod cluster's app", || async {
-        let apps = apps_of(&ns, "prod").await;
-        (apps.len() == 1).then_some(apps)
-    })
-    .await;
+    let made = apps_counted(&ns, "prod", 1, "the prod cluster's app").await;
     assert_eq!(names(&made), ["prod-eu-1"]);
     assert_eq!(made[0].spec.destination.cluster.as_deref(), Some("eu-1"));
     assert_eq!(made[0].metadata.labels.as_ref().unwrap()["env"], "prod");
@@ -409,12 +417,8 @@ async fn the_clusters_generator_picks_registered_clusters_by_label_and_the_local
     // With the local cluster, a template using a label the local cluster
     // lacks names the parameter; without that label, both apps come.
     let sets = apply_set(&ns, "all", spec("all", json!({"includeLocal": true}))).await;
-    let failed = eventually("the missing label reported", || async {
-        let status = sets.get("all").await.ok()?.status?;
-        status
-            .conditions
-            .into_iter()
-            .find(|c| c.type_ == "ParametersGenerated" && c.status == "False")
+    let failed = set_condition(&sets, "all", "the missing label reported", |c| {
+        c.type_ == "ParametersGenerated" && c.status == "False"
     })
     .await;
     assert!(
@@ -427,11 +431,7 @@ async fn the_clusters_generator_picks_registered_clusters_by_label_and_the_local
     let mut plain = spec("all", json!({"includeLocal": true}));
     plain["template"]["metadata"]["labels"] = json!({});
     apply_set(&ns, "all", plain).await;
-    let made = eventually("the local and the registered cluster's apps", || async {
-        let apps = apps_of(&ns, "all").await;
-        (apps.len() == 2).then_some(apps)
-    })
-    .await;
+    let made = apps_counted(&ns, "all", 2, "the local and the registered cluster's apps").await;
     assert_eq!(names(&made), ["all-eu-1", "all-in-cluster"]);
     assert_eq!(made[1].spec.destination.cluster, None);
 }

@@ -12,8 +12,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use serde_json::json;
 use support::waves::{synced_wave_by_wave, two_waves};
-use support::{Repo, create_app_with, deployment, jobs, start_controller, status_where};
-use tether_testkit::{TestNamespace, condition, eventually};
+use support::{app_of, deployment, jobs, status_where};
+use tether_testkit::{condition, eventually};
 
 /// A Job the API server names (`migrate-…`), running `version`'s migration.
 fn migration(version: &str) -> String {
@@ -31,17 +31,16 @@ fn name_and_uid(job: &Job) -> (String, String) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_job_named_by_the_server_is_created_once_and_replaced_when_it_changes() {
-    let ns = TestNamespace::create("generated").await;
-    let repo = Repo::new();
-    let first = repo.commit(
+    let (ns, repo, apps) = app_of(
+        "generated",
         &[
             ("app/web.yaml", deployment(1)),
             ("app/migrate.yaml", migration("v1")),
         ],
-        "a Deployment and its migration",
-    );
-    start_controller(&ns).await;
-    let apps = create_app_with(&ns, &repo, json!({"prune": true})).await;
+        json!({"prune": true}),
+    )
+    .await;
+    let first = repo.head();
 
     // Synced and Healthy: the Job was created and completed.
     let synced_and_healthy = |revision: String| {
@@ -137,32 +136,29 @@ async fn a_job_named_by_the_server_is_created_once_and_replaced_when_it_changes(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_argo_cd_sync_wave_orders_the_waves_as_tethers_own_does() {
-    let ns = TestNamespace::create("argo-waves").await;
-    let repo = Repo::new();
     // Wave 1's ConfigMap, which kind order alone would apply first.
-    let commit = repo.commit(
+    let (ns, repo, apps) = app_of(
+        "argo-waves",
         &two_waves("argocd.argoproj.io/sync-wave", "nginx:1.27"),
-        "waves the Argo CD way",
-    );
-    start_controller(&ns).await;
-    let apps = create_app_with(&ns, &repo, json!({"waitForWaves": true})).await;
+        json!({"waitForWaves": true}),
+    )
+    .await;
 
-    let status = synced_wave_by_wave(&ns, &apps, &commit).await;
+    let status = synced_wave_by_wave(&ns, &apps, &repo.head()).await;
     assert!(condition(&status, "Unsupported").is_none());
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_argo_cd_presync_hook_runs_and_is_deleted_once_it_succeeded() {
-    let ns = TestNamespace::create("argo-hook").await;
-    let repo = Repo::new();
     let hook = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n  annotations:\n    argocd.argoproj.io/hook: PreSync\n    argocd.argoproj.io/hook-delete-policy: HookSucceeded\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n        - name: migrate\n          image: busybox:1.36\n";
     let settings = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  annotations:\n    argocd.argoproj.io/sync-options: Prune=false\ndata:\n  greeting: hi\n";
-    let commit = repo.commit(
+    let (ns, repo, apps) = app_of(
+        "argo-hook",
         &[("app/hook.yaml", hook), ("app/settings.yaml", settings)],
-        "a PreSync hook",
-    );
-    start_controller(&ns).await;
-    let apps = create_app_with(&ns, &repo, json!({})).await;
+        json!({}),
+    )
+    .await;
+    let commit = repo.head();
 
     let status = status_where(&apps, "Synced with a warning", |s| {
         s.sync.revision.as_deref() == Some(commit.as_str())

@@ -13,7 +13,7 @@ use kube::api::Api;
 use tether_controller::Config;
 use tether_controller::api::Application;
 use tether_testkit::charts::{Chart, ChartRepo, Registry};
-use tether_testkit::{TestNamespace, application, eventually, status_of};
+use tether_testkit::{AppFixture, TestNamespace, application, eventually, status_of};
 
 use support::{config_for, start_controller_with};
 
@@ -35,6 +35,33 @@ async fn chart_version(ns: &TestNamespace, name: &str) -> Option<String> {
     found.data?.get("version").cloned()
 }
 
+/// Application `web` in `ns` for chart web `version` (or range) of the
+/// chart repository or registry at `url`, automated.
+fn web_chart(ns: &TestNamespace, url: &str, version: &str) -> AppFixture {
+    application("web", &ns.name, url, "")
+        .chart("web", version)
+        .sync_policy(serde_json::json!({"automated": true}))
+}
+
+/// A chart repository publishing chart web `published`, a namespace with
+/// a controller, and Application `web` there for chart web `version`
+/// (or range), polled every `interval`.
+async fn polled_web_chart(
+    prefix: &str,
+    published: &str,
+    version: &str,
+    interval: &str,
+) -> (ChartRepo, TestNamespace, Api<Application>) {
+    let repo = ChartRepo::start(None);
+    repo.publish(&Chart::new("web", published));
+    let ns = started(prefix).await;
+    let apps = web_chart(&ns, &repo.url(), version)
+        .interval(interval)
+        .apply(&ns.client)
+        .await;
+    (repo, ns, apps)
+}
+
 /// Application `web` for chart web 1.0.0 of `registry`, automated, once a
 /// condition's message contains `failure`; and that message.
 async fn failing_web_chart(
@@ -42,9 +69,7 @@ async fn failing_web_chart(
     registry: &Registry,
     failure: &str,
 ) -> (Api<Application>, String) {
-    let apps: Api<Application> = application("web", &ns.name, &registry.url("charts"), "")
-        .chart("web", "1.0.0")
-        .sync_policy(serde_json::json!({"automated": true}))
+    let apps = web_chart(ns, &registry.url("charts"), "1.0.0")
         .apply(&ns.client)
         .await;
     let status = status_of(&apps, "web", failure, |s| {
@@ -62,15 +87,7 @@ async fn failing_web_chart(
 
 #[tokio::test]
 async fn a_chart_range_upgrades_to_a_new_patch_on_the_next_poll_but_not_to_the_next_minor() {
-    let repo = ChartRepo::start(None);
-    repo.publish(&Chart::new("web", "1.2.3"));
-    let ns = started("chart-range").await;
-    let apps: Api<Application> = application("web", &ns.name, &repo.url(), "")
-        .chart("web", "1.2.x")
-        .interval("2s")
-        .sync_policy(serde_json::json!({"automated": true}))
-        .apply(&ns.client)
-        .await;
+    let (repo, ns, apps) = polled_web_chart("chart-range", "1.2.3", "1.2.x", "2s").await;
     let status = status_of(&apps, "web", "Synced at 1.2.3", |s| {
         s.sync.revision.as_deref() == Some("1.2.3") && s.sync.status == "Synced"
     })
@@ -107,15 +124,7 @@ async fn a_chart_range_upgrades_to_a_new_patch_on_the_next_poll_but_not_to_the_n
 
 #[tokio::test]
 async fn a_steady_poll_is_one_304_per_interval_with_no_download_and_no_reconcile() {
-    let repo = ChartRepo::start(None);
-    repo.publish(&Chart::new("web", "1.0.0"));
-    let ns = started("chart-steady").await;
-    let apps: Api<Application> = application("web", &ns.name, &repo.url(), "")
-        .chart("web", "")
-        .interval("3s")
-        .sync_policy(serde_json::json!({"automated": true}))
-        .apply(&ns.client)
-        .await;
+    let (repo, _ns, apps) = polled_web_chart("chart-steady", "1.0.0", "", "3s").await;
     status_of(&apps, "web", "Synced", |s| s.sync.status == "Synced").await;
     tokio::time::sleep(Duration::from_secs(4)).await;
     let reconciled = apps.get("web").await.unwrap().status.unwrap().reconciled_at;

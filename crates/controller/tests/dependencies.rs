@@ -12,7 +12,7 @@ use serde_json::json;
 use support::{Repo, app, started};
 use tether_controller::api::Application;
 use tether_core::health::HealthStatus;
-use tether_testkit::{condition, eventually};
+use tether_testkit::{condition, eventually, status_of};
 
 /// A LoadBalancer Service stays Progressing until its status names an
 /// address (nothing assigns one here), which the test then writes.
@@ -39,9 +39,8 @@ async fn an_app_waits_for_its_dependency_to_be_healthy_and_then_syncs_at_once() 
     ns.kubectl_ok_with_stdin(&["apply", "-f", "-"], &shop.to_string());
 
     let apps: Api<Application> = ns.api();
-    eventually("base Progressing", || async {
-        let status = apps.get("base").await.ok()?.status?;
-        (status.health.status == HealthStatus::Progressing).then_some(())
+    status_of(&apps, "base", "base Progressing", |s| {
+        s.health.status == HealthStatus::Progressing
     })
     .await;
     // Until base's status is for its current spec, shop waits saying so;
@@ -50,12 +49,17 @@ async fn an_app_waits_for_its_dependency_to_be_healthy_and_then_syncs_at_once() 
         "waiting for Application {}/base: Synced × Progressing",
         ns.name
     );
-    eventually("shop waiting for base, Synced × Progressing", || async {
-        let status = apps.get("shop").await.ok()?.status?;
-        let reconciled = condition(&status, "Reconciled")?.clone();
-        (reconciled.reason == "WaitingForDependency" && reconciled.message.contains(&expected))
-            .then_some(())
-    })
+    status_of(
+        &apps,
+        "shop",
+        "shop waiting for base, Synced × Progressing",
+        |s| {
+            condition(s, "Reconciled").is_some_and(|reconciled| {
+                reconciled.reason == "WaitingForDependency"
+                    && reconciled.message.contains(&expected)
+            })
+        },
+    )
     .await;
     let config_maps: Api<ConfigMap> = ns.api();
     assert!(config_maps.get_opt("settings").await.unwrap().is_none());
@@ -70,10 +74,8 @@ async fn an_app_waits_for_its_dependency_to_be_healthy_and_then_syncs_at_once() 
         )
         .await
         .unwrap();
-    let apps_base = apps.clone();
-    eventually("base Healthy", || async {
-        let status = apps_base.get("base").await.ok()?.status?;
-        (status.health.status == HealthStatus::Healthy).then_some(())
+    status_of(&apps, "base", "base Healthy", |s| {
+        s.health.status == HealthStatus::Healthy
     })
     .await;
     let healthy = Instant::now();
@@ -104,14 +106,12 @@ async fn a_cycle_of_dependencies_is_refused_naming_it() {
     }
     let apps: Api<Application> = ns.api();
     let n = &ns.name;
-    let refused = eventually("c refused for the cycle", || async {
-        let status = apps.get("c").await.ok()?.status?;
-        let reconciled = condition(&status, "Reconciled")?.clone();
-        (reconciled.reason == "DependencyCycle").then_some(reconciled)
+    let status = status_of(&apps, "c", "c refused for the cycle", |s| {
+        condition(s, "Reconciled").is_some_and(|reconciled| reconciled.reason == "DependencyCycle")
     })
     .await;
     assert_eq!(
-        refused.message,
+        condition(&status, "Reconciled").unwrap().message,
         format!("dependsOn makes a cycle: {n}/c → {n}/d → {n}/c; remove one of these dependencies")
     );
     let config_maps: Api<ConfigMap> = ns.api();

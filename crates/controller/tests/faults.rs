@@ -9,11 +9,7 @@ use std::time::Duration;
 use tether_testkit::faults::{self, Outcome};
 
 fn nothing_lost(outcome: &Outcome) {
-    println!("{outcome:?}");
-    assert!(outcome.converged, "did not converge: {outcome:?}");
-    assert_eq!(outcome.objects_lost, 0, "{outcome:?}");
-    assert_eq!(outcome.wrongly_deleted, 0, "{outcome:?}");
-    assert_eq!(outcome.records_lost, 0, "{outcome:?}");
+    outcome.assert_nothing_lost();
     assert!(outcome.said_and_held, "{outcome:?}");
 }
 

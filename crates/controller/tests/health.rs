@@ -24,7 +24,7 @@ use support::{
 use tether_controller::api::application::HealthInfo;
 use tether_controller::api::{Application, ApplicationStatus};
 use tether_controller::observe::health::RULES_CONFIGMAP;
-use tether_testkit::{TestNamespace, has_condition};
+use tether_testkit::{TestNamespace, assert_starts_with, has_condition};
 
 /// One test's namespace and repository.
 struct Setup {
@@ -104,10 +104,6 @@ async fn health_where(
 ) -> ApplicationStatus {
     let what = format!("{kind} {name} {health}");
     status_where(apps, &what, |s| has_health(s, kind, name, health)).await
-}
-
-fn assert_starts_with(text: &str, prefix: &str) {
-    assert!(text.starts_with(prefix), "{text}");
 }
 
 /// Every status the Application `shop` is written with, in order, from a
@@ -392,13 +388,12 @@ async fn cluster_rules_from_a_configmap_and_application_rules_judge_live_objects
     .await;
     let condition = tether_testkit::condition(&status, "HealthRules").unwrap();
     assert_eq!(condition.reason, "RulesLeftOut");
-    assert!(
-        condition.message.starts_with(&format!(
+    assert_starts_with(
+        &condition.message,
+        &format!(
             "Application {}/shop spec.health.rules: rule /ConfigMap: `degraded` does not compile",
             setup.ns.name
-        )),
-        "{}",
-        condition.message
+        ),
     );
     health_where(&apps, "ConfigMap", "settings", "Suspended").await;
 

@@ -12,13 +12,12 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use serde_json::json;
 use support::{
-    Repo, config_for, create_app_with, deployment, jobs, start_controller, status_where,
-    sync_failed,
+    Repo, app_of, config_for, create_app_with, deployment, jobs, status_where, sync_failed,
 };
 use tether_controller::api::application::HookRun;
 use tether_controller::install;
 use tether_core::hook::{HookOutcome, HookPhase};
-use tether_testkit::{Requests, TestNamespace, condition, eventually};
+use tether_testkit::{Requests, TestNamespace, assert_starts_with, condition, eventually};
 
 /// A Job hook annotated with `annotations` (YAML lines under
 /// `annotations:`), running `image` once.
@@ -39,8 +38,6 @@ fn run_of<'a>(runs: &'a [HookRun], name_part: &str) -> &'a HookRun {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failed_presync_hook_applies_nothing_else_and_runs_the_syncfail_hook() {
-    let ns = TestNamespace::create("hook-fails").await;
-    let repo = Repo::new();
     let migrate = job(
         "name: migrate",
         "    tether.dev/hook: PreSync\n",
@@ -51,27 +48,26 @@ async fn a_failed_presync_hook_applies_nothing_else_and_runs_the_syncfail_hook()
         "    argocd.argoproj.io/hook: SyncFail\n",
         "busybox:1.36",
     );
-    repo.commit(
+    let (ns, _repo, apps) = app_of(
+        "hook-fails",
         &[
             ("app/migrate.yaml", migrate.as_str()),
             ("app/on-failure.yaml", on_failure.as_str()),
             ("app/settings.yaml", SETTINGS),
             ("app/web.yaml", deployment(1).as_str()),
         ],
-        "a migration that fails",
-    );
-    start_controller(&ns).await;
-    let apps = create_app_with(&ns, &repo, json!({})).await;
+        json!({}),
+    )
+    .await;
 
     let status = sync_failed(&apps, "the sync failed on its PreSync hook", "PreSync hook").await;
     let operation = status.operation_state.as_ref().unwrap();
-    assert!(
-        operation.message.starts_with(&format!(
+    assert_starts_with(
+        &operation.message,
+        &format!(
             "PreSync hook Job {}/migrate failed, nothing else applied: ",
             ns.name
-        )),
-        "{}",
-        operation.message
+        ),
     );
     assert!(
         operation.message.contains("BackoffLimitExceeded"),
@@ -250,16 +246,14 @@ async fn a_presync_hook_runs_before_the_deployment_and_postsync_once_it_is_healt
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_presync_hook_that_runs_too_long_waits_without_a_worker_then_fails_the_sync() {
-    let ns = TestNamespace::create("hook-timeout").await;
-    let repo = Repo::new();
     // Restarted on failure and crash-looping: the Job never completes.
     let stuck = "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: stuck\n  annotations:\n    tether.dev/hook: PreSync\n    tether.dev/hook-timeout: 8s\n    tether.dev/hook-delete-policy: HookFailed\nspec:\n  template:\n    spec:\n      restartPolicy: OnFailure\n      containers:\n        - name: run\n          image: tether.test/crashloop:1\n";
-    repo.commit(
+    let (ns, _repo, apps) = app_of(
+        "hook-timeout",
         &[("app/stuck.yaml", stuck), ("app/settings.yaml", SETTINGS)],
-        "a migration that never ends",
-    );
-    start_controller(&ns).await;
-    let apps = create_app_with(&ns, &repo, json!({})).await;
+        json!({}),
+    )
+    .await;
 
     // While it runs, the sync waits for it in status, applying nothing.
     let waiting = status_where(&apps, "the sync waiting for its PreSync hook", |s| {
@@ -272,11 +266,7 @@ async fn a_presync_hook_that_runs_too_long_waits_without_a_worker_then_fails_the
     })
     .await;
     let wait = waiting.operation_state.unwrap().waiting.unwrap();
-    assert!(
-        wait.object.starts_with(&format!("Job {}/stuck: ", ns.name)),
-        "{}",
-        wait.object
-    );
+    assert_starts_with(&wait.object, &format!("Job {}/stuck: ", ns.name));
     let config_maps: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
     assert!(config_maps.get_opt("settings").await.unwrap().is_none());
     let first = Api::<Job>::namespaced(ns.client.clone(), &ns.name)
@@ -288,13 +278,12 @@ async fn a_presync_hook_that_runs_too_long_waits_without_a_worker_then_fails_the
 
     // After its timeout the sync fails, naming it; HookFailed deletes it.
     let status = sync_failed(&apps, "the sync failed on the timeout", "did not finish").await;
-    let message = &status.operation_state.as_ref().unwrap().message;
-    assert!(
-        message.starts_with(&format!(
+    assert_starts_with(
+        &status.operation_state.as_ref().unwrap().message,
+        &format!(
             "PreSync hook Job {}/stuck failed, nothing else applied: did not finish within 8s",
             ns.name
-        )),
-        "{message}"
+        ),
     );
     assert!(config_maps.get_opt("settings").await.unwrap().is_none());
     eventually("the stuck hook deleted (HookFailed)", || async {
@@ -309,32 +298,29 @@ async fn a_presync_hook_that_runs_too_long_waits_without_a_worker_then_fails_the
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_postsync_hook_does_not_run_while_an_object_is_unhealthy() {
-    let ns = TestNamespace::create("hook-unhealthy").await;
-    let repo = Repo::new();
     let smoke = job(
         "name: smoke",
         "    tether.dev/hook: PostSync\n",
         "busybox:1.36",
     );
     let crashing = deployment(1).replace("nginx:1.27", "tether.test/crashloop:1");
-    repo.commit(
+    let (ns, _repo, apps) = app_of(
+        "hook-unhealthy",
         &[
             ("app/smoke.yaml", smoke.as_str()),
             ("app/web.yaml", crashing.as_str()),
         ],
-        "a crashing app with a smoke test",
-    );
-    start_controller(&ns).await;
-    let apps = create_app_with(&ns, &repo, json!({"waveTimeoutSeconds": 6})).await;
+        json!({"waveTimeoutSeconds": 6}),
+    )
+    .await;
 
     let status = sync_failed(&apps, "the sync failed before PostSync", "PostSync").await;
-    let message = &status.operation_state.as_ref().unwrap().message;
-    assert!(
-        message.starts_with(&format!(
+    assert_starts_with(
+        &status.operation_state.as_ref().unwrap().message,
+        &format!(
             "Deployment {}/web: not healthy after 6s, so the PostSync hooks did not run: ",
             ns.name
-        )),
-        "{message}"
+        ),
     );
     assert!(jobs(&ns).await.is_empty(), "the PostSync hook ran");
     assert!(status.operation_state.unwrap().hooks.is_empty());

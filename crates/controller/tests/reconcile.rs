@@ -8,9 +8,11 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use serde_json::json;
-use support::{Repo, create_app, create_app_with, start_controller, status_where, web, web_app};
+use support::{
+    Repo, app, app_of, create_app, create_app_with, start_controller, status_where, web, web_app,
+};
 use tether_controller::api::Application;
 use tether_controller::install;
 use tether_core::Action;
@@ -134,8 +136,6 @@ async fn a_commit_with_one_invalid_object_applies_nothing_and_the_next_good_comm
 
 #[tokio::test(flavor = "multi_thread")]
 async fn server_defaulted_fields_never_show_as_drift() {
-    let ns = TestNamespace::create("defaults").await;
-    let repo = Repo::new();
     // No strategy on the Deployment, no sessionAffinity/type on the Service:
     // the API server fills them in.
     let mut files = web(1, "hello");
@@ -143,9 +143,7 @@ async fn server_defaulted_fields_never_show_as_drift() {
         "app/service.yaml",
         "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  selector: {app: web}\n  ports:\n    - port: 80\n".to_string(),
     ));
-    repo.commit(&files, "first");
-    start_controller(&ns).await;
-    let apps = create_app(&ns, &repo).await;
+    let (_ns, _repo, apps) = app_of("defaults", &files, json!({})).await;
     let status = status_where(&apps, "Synced", |s| s.sync.status == "Synced").await;
     assert!(
         status
@@ -187,13 +185,7 @@ async fn applications_created_at_once_all_reach_synced() {
     let apps: Api<Application> = Api::namespaced(ns.client.clone(), &ns.name);
     for i in 0..8 {
         let name = format!("app-{i}");
-        let app = json!({"apiVersion": "tether.dev/v1alpha1", "kind": "Application",
-            "metadata": {"name": name, "namespace": ns.name},
-            "spec": {"source": {"repoURL": repo.url(), "path": name},
-                     "destination": {"namespace": ns.name}}});
-        apps.patch(&name, &PatchParams::apply("test"), &Patch::Apply(&app))
-            .await
-            .unwrap();
+        app(&ns, &name, &repo, &name).apply(&ns.client).await;
     }
     let last = std::sync::Mutex::new(String::new());
     let waited = tokio::time::timeout(tether_testkit::PATIENCE, eventually(
@@ -264,8 +256,6 @@ async fn an_application_deleted_and_created_again_gets_a_status_of_its_own() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_commit_elsewhere_in_a_monorepo_is_recorded_without_a_sync() {
-    let ns = TestNamespace::create("mono").await;
-    let repo = Repo::new();
     let other = |value: &str| {
         (
             "other/cm.yaml",
@@ -276,9 +266,8 @@ async fn a_commit_elsewhere_in_a_monorepo_is_recorded_without_a_sync() {
     };
     let mut files = web(1, "hello");
     files.push(other("1"));
-    let first = repo.commit(&files, "first");
-    start_controller(&ns).await;
-    let apps = create_app(&ns, &repo).await;
+    let (_ns, repo, apps) = app_of("mono", &files, json!({})).await;
+    let first = repo.head();
     let synced = status_where(&apps, "Synced at the first commit", |s| {
         s.sync.status == "Synced" && s.sync.revision.as_deref() == Some(first.as_str())
     })

@@ -8,11 +8,7 @@ use tether_testkit::Component;
 use tether_testkit::faults::{self, Outcome};
 
 fn nothing_lost_nothing_twice(outcome: &Outcome) {
-    println!("{outcome:?}");
-    assert!(outcome.converged, "did not converge: {outcome:?}");
-    assert_eq!(outcome.objects_lost, 0, "{outcome:?}");
-    assert_eq!(outcome.wrongly_deleted, 0, "{outcome:?}");
-    assert_eq!(outcome.records_lost, 0, "{outcome:?}");
+    outcome.assert_nothing_lost();
     assert_eq!(outcome.duplicates, 0, "{outcome:?}");
     // One relist per watch at most (Applications, windows, Projects,
     // Secrets, the Lease, each managed kind, audit records...), not a storm.

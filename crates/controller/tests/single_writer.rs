@@ -23,7 +23,9 @@ use tether_controller::api::{Application, BreakGlass};
 use tether_controller::break_glass::request::{self, Opening};
 use tether_controller::install;
 use tether_controller::single_writer::{self, SingleWriter, service_account_user};
-use tether_testkit::{TestNamespace, client_for, control_plane, eventually, run_ok};
+use tether_testkit::{
+    TestNamespace, assert_contains, client_for, control_plane, eventually, run_ok,
+};
 
 /// The kube-local admin: the tests' own identity, and the one kube-local's
 /// controller-manager and kubelet run as (a real cluster's run as
@@ -182,12 +184,12 @@ async fn a_plain_users_edit_patch_and_delete_are_rejected_and_a_break_glass_memb
         .unwrap();
     let stderr = refused(ns, edit, "kubectl edit by alice");
     println!("kubectl edit by a plain user: {stderr}");
-    assert!(
-        stderr.contains(&format!(
+    assert_contains(
+        &stderr,
+        &format!(
             "Deployment {}/web is managed by Tether app {}/shop",
             ns.name, ns.name
-        )),
-        "{stderr}"
+        ),
     );
     let patch = ns.kubectl_as(
         &g.alice,

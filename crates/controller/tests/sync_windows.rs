@@ -12,7 +12,7 @@ use serde_json::json;
 use support::{replicas, web_app};
 use tether_controller::api::Application;
 use tether_core::drift::DriftOutcome;
-use tether_testkit::{condition, eventually, status_where};
+use tether_testkit::{assert_starts_with, condition, eventually, has_condition, status_where};
 
 /// How long the deny window stays open after it is written.
 const OPEN_FOR: i64 = 20;
@@ -36,31 +36,23 @@ async fn a_deny_window_records_a_scale_without_healing_it_and_heals_it_when_it_c
     apps.patch("shop", &PatchParams::default(), &Patch::Merge(&windows))
         .await
         .unwrap();
-    let blocked = eventually("the SyncWindow condition", || async {
-        let status = apps.get("shop").await.ok()?.status?;
-        let window = condition(&status, "SyncWindow")?.clone();
-        (window.status == "True").then_some(window)
+    let blocked = status_where(&apps, "the SyncWindow condition", |s| {
+        has_condition(s, "SyncWindow", "True")
     })
     .await;
-    assert!(
-        blocked
-            .message
-            .starts_with(&format!("deny window \"{schedule}\" for {duration}s (UTC) is open: no automated sync or self-heal until ")),
-        "{}",
-        blocked.message
+    assert_starts_with(
+        &condition(&blocked, "SyncWindow").unwrap().message,
+        &format!(
+            "deny window \"{schedule}\" for {duration}s (UTC) is open: no automated sync or self-heal until "
+        ),
     );
 
     // Scaled by hand inside the window: recorded, not healed.
     ns.kubectl_ok(&["scale", "deployment/web", "--replicas=5"]);
-    eventually("the scale recorded as drift, not healed", || async {
-        let status = apps.get("shop").await.ok()?.status?;
-        status
-            .drift
-            .iter()
-            .any(|entry| {
-                entry.record.object.name == "web" && entry.response == DriftOutcome::Reported
-            })
-            .then_some(())
+    status_where(&apps, "the scale recorded as drift, not healed", |s| {
+        s.drift.iter().any(|entry| {
+            entry.record.object.name == "web" && entry.response == DriftOutcome::Reported
+        })
     })
     .await;
     assert_eq!(replicas(&ns).await, 5, "healed inside a deny window");

@@ -9,27 +9,20 @@ use kube::api::Api;
 use serde_json::json;
 use support::waves::{synced_wave_by_wave, two_waves};
 use support::{
-    Repo, app, config_for, create_app_with, start_controller, start_controller_with, status_where,
+    Repo, app, app_of, config_for, create_app_with, start_controller_with, status_where,
     sync_failed,
 };
 use tether_controller::Config;
-use tether_testkit::{TestNamespace, condition, status_of};
+use tether_testkit::{TestNamespace, assert_starts_with, condition, status_of};
 
 /// Tether's own wave annotation.
 const ANNOTATION: &str = "tether.dev/sync-wave";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_wave_that_never_becomes_healthy_holds_back_the_next_and_is_named() {
-    let ns = TestNamespace::create("waves-blocked").await;
-    let repo = Repo::new();
-    repo.commit(
+    let (ns, _repo, apps) = app_of(
+        "waves-blocked",
         &two_waves(ANNOTATION, "tether.test/crashloop:1"),
-        "a crashing wave 0",
-    );
-    start_controller(&ns).await;
-    let apps = create_app_with(
-        &ns,
-        &repo,
         json!({"waitForWaves": true, "waveTimeoutSeconds": 8}),
     )
     .await;
@@ -46,13 +39,12 @@ async fn a_wave_that_never_becomes_healthy_holds_back_the_next_and_is_named() {
 
     // The sync fails after the wave timeout, naming the Deployment.
     let status = sync_failed(&apps, "the sync failed on wave 0", "").await;
-    let message = &status.operation_state.as_ref().unwrap().message;
-    assert!(
-        message.starts_with(&format!(
+    assert_starts_with(
+        &status.operation_state.as_ref().unwrap().message,
+        &format!(
             "Deployment {}/web: not healthy after 8s, so the waves after wave 0 were not applied",
             ns.name
-        )),
-        "{message}"
+        ),
     );
     let reconciled = condition(&status, "Reconciled").unwrap();
     assert_eq!(reconciled.reason, "ApplyFailed");
@@ -61,13 +53,14 @@ async fn a_wave_that_never_becomes_healthy_holds_back_the_next_and_is_named() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_healthy_wave_lets_the_next_one_apply_after_it() {
-    let ns = TestNamespace::create("waves-healthy").await;
-    let repo = Repo::new();
-    let commit = repo.commit(&two_waves(ANNOTATION, "nginx:1.27"), "a healthy wave 0");
-    start_controller(&ns).await;
-    let apps = create_app_with(&ns, &repo, json!({"waitForWaves": true})).await;
+    let (ns, repo, apps) = app_of(
+        "waves-healthy",
+        &two_waves(ANNOTATION, "nginx:1.27"),
+        json!({"waitForWaves": true}),
+    )
+    .await;
 
-    let status = synced_wave_by_wave(&ns, &apps, &commit).await;
+    let status = synced_wave_by_wave(&ns, &apps, &repo.head()).await;
     assert_eq!(status.operation_state.unwrap().phase, "Succeeded");
     // The ConfigMap was created only once the Deployment was available.
     let deployment = ns.kubectl(&[
@@ -124,11 +117,7 @@ async fn a_sync_waiting_for_a_wave_holds_no_worker_and_resumes_where_it_was() {
     let operation = waiting.operation_state.unwrap();
     let wait = operation.waiting.unwrap();
     assert_eq!(wait.wave, 0);
-    assert!(
-        wait.object
-            .starts_with(&format!("Deployment {}/web", ns.name)),
-        "{wait:?}"
-    );
+    assert_starts_with(&wait.object, &format!("Deployment {}/web", ns.name));
     assert!(operation.finished_at.is_none());
 
     let other_repo = Repo::new();

@@ -10,6 +10,7 @@ use tether_source::chart::FRESH;
 use tether_source::{
     Credentials, Rendered, Repositories, Sandbox, Source, SourceError, SourceInput,
 };
+use tether_testkit::assert_contains;
 use tether_testkit::charts::{Chart, ChartRepo, ChartSigner, Registry};
 use tether_testkit::git_server::TestCa;
 
@@ -39,6 +40,12 @@ impl Fixture {
     ) -> Result<Rendered, SourceError> {
         self.repositories
             .fetch(source, credentials, &Default::default())
+    }
+
+    /// Chart `chart` at `version` (or range, or digest) of the repository
+    /// or registry at `url`, fetched without credentials.
+    fn fetch_chart(&self, url: &str, chart: &str, version: &str) -> Result<Rendered, SourceError> {
+        self.fetch(&chart_source(url, chart, version), None)
     }
 }
 
@@ -176,12 +183,9 @@ fn a_repository_behind_basic_auth_and_a_private_ca_is_read_and_a_refused_login_i
     ]);
     let error = fixture.fetch(&source, Some(&wrong)).unwrap_err();
     let text = format!("{error} {error:?}");
-    assert!(
-        text.contains(&format!("{}/index.yaml", repo.url())),
-        "{text}"
-    );
-    assert!(text.contains("authentication failed"), "{text}");
-    assert!(text.contains("chart \"web\""), "{text}");
+    assert_contains(&text, &format!("{}/index.yaml", repo.url()));
+    assert_contains(&text, "authentication failed");
+    assert_contains(&text, "chart \"web\"");
     assert!(
         !text.contains("wrong-pw") && !text.contains("s3cret-pw"),
         "{text}"
@@ -206,14 +210,11 @@ fn an_archive_that_does_not_match_its_index_digest_is_refused_naming_both() {
     // Republished with other content under the same name, index untouched.
     overwrite_with_other_content(&archive);
     let error = Fixture::new()
-        .fetch(&chart_source(&repo.url(), "web", "1.0.0"), None)
+        .fetch_chart(&repo.url(), "web", "1.0.0")
         .unwrap_err()
         .to_string();
-    assert!(error.contains("digest mismatch"), "{error}");
-    assert!(
-        error.contains(&format!("{}/web-1.0.0.tgz", repo.url())),
-        "{error}"
-    );
+    assert_contains(&error, "digest mismatch");
+    assert_contains(&error, &format!("{}/web-1.0.0.tgz", repo.url()));
 }
 
 #[test]
@@ -224,9 +225,7 @@ fn a_dependency_is_fetched_from_its_repository_before_helm_renders_without_netwo
     repo.publish(&Chart::new("cache", "0.2.0"));
     repo.publish(&Chart::new("web", "2.0.0").dependency("cache", "0.1.x", &repo.url()));
     let fixture = Fixture::new();
-    let rendered = fixture
-        .fetch(&chart_source(&repo.url(), "web", "2.0.0"), None)
-        .unwrap();
+    let rendered = fixture.fetch_chart(&repo.url(), "web", "2.0.0").unwrap();
     // The subchart renders under the parent's release name.
     let names = ids(&rendered);
     assert!(names.iter().any(|n| n.contains("web-web")), "{names:?}");
@@ -282,19 +281,16 @@ fn a_missing_chart_or_version_names_the_repository_and_what_is_published() {
     repo.publish(&Chart::new("web", "1.0.0"));
     let fixture = Fixture::new();
     let error = fixture
-        .fetch(&chart_source(&repo.url(), "web", "2.x"), None)
+        .fetch_chart(&repo.url(), "web", "2.x")
         .unwrap_err()
         .to_string();
-    assert!(error.contains("chart \"web\" (version 2.x)"), "{error}");
-    assert!(error.contains("newest: 1.0.0"), "{error}");
+    assert_contains(&error, "chart \"web\" (version 2.x)");
+    assert_contains(&error, "newest: 1.0.0");
     let error = fixture
-        .fetch(&chart_source(&repo.url(), "api", ""), None)
+        .fetch_chart(&repo.url(), "api", "")
         .unwrap_err()
         .to_string();
-    assert!(
-        error.contains("is not in the repository's index"),
-        "{error}"
-    );
+    assert_contains(&error, "is not in the repository's index");
 }
 
 #[test]
@@ -305,17 +301,11 @@ fn a_chart_from_an_oci_registry_resolves_by_tag_by_range_and_by_digest() {
     registry.push(&Chart::new("web", "1.3.0"), "charts");
     let fixture = Fixture::new();
     let url = registry.url("charts");
-    let by_tag = fixture
-        .fetch(&chart_source(&url, "web", "1.2.3"), None)
-        .unwrap();
+    let by_tag = fixture.fetch_chart(&url, "web", "1.2.3").unwrap();
     assert_eq!(config_data(&by_tag, "web-web")["version"], "1.2.3");
-    let by_range = fixture
-        .fetch(&chart_source(&url, "web", "1.2.x"), None)
-        .unwrap();
+    let by_range = fixture.fetch_chart(&url, "web", "1.2.x").unwrap();
     assert_eq!(by_range.commit, "1.2.4");
-    let by_digest = fixture
-        .fetch(&chart_source(&url, "web", &pinned), None)
-        .unwrap();
+    let by_digest = fixture.fetch_chart(&url, "web", &pinned).unwrap();
     assert_eq!(
         by_digest.commit, "1.2.3",
         "the version from the manifest's annotation"
@@ -330,8 +320,8 @@ fn a_registry_login_comes_from_a_docker_config_and_a_missing_or_wrong_one_is_nam
     let fixture = Fixture::new();
     let source = chart_source(&registry.url("charts"), "web", "1.0.0");
     let error = fixture.fetch(&source, None).unwrap_err().to_string();
-    assert!(error.contains("authentication failed"), "{error}");
-    assert!(error.contains("wants a login"), "{error}");
+    assert_contains(&error, "authentication failed");
+    assert_contains(&error, "wants a login");
     let config = |password: &str| {
         let auth = base64_of(&format!("bot:{password}"));
         let json = format!(
@@ -351,7 +341,7 @@ fn a_registry_login_comes_from_a_docker_config_and_a_missing_or_wrong_one_is_nam
         .fetch(&source, Some(&config("wrong")))
         .unwrap_err();
     let text = format!("{error} {error:?}");
-    assert!(text.contains("credentials were refused"), "{text}");
+    assert_contains(&text, "credentials were refused");
     assert!(
         !text.contains("reg-pa55") && !text.contains("wrong"),
         "{text}"
@@ -371,8 +361,8 @@ fn a_tampered_blob_in_the_registry_is_refused_by_its_digest() {
         .digest;
     overwrite_with_other_content(&registry.blob_file(&layer));
     let error = fixture.fetch(&source, None).unwrap_err().to_string();
-    assert!(error.contains("digest mismatch"), "{error}");
-    assert!(error.contains(&layer), "{error}");
+    assert_contains(&error, "digest mismatch");
+    assert_contains(&error, &layer);
 }
 
 fn base64_of(text: &str) -> String {
@@ -513,7 +503,7 @@ fn an_oci_artifact_of_manifests_renders_its_path_by_tag_range_or_digest() {
         .unwrap_err()
         .to_string();
     assert!(error.starts_with("OCI artifact (2.x) from "), "{error}");
-    assert!(error.contains("newest: 1.1.0, 1.0.0"), "{error}");
+    assert_contains(&error, "newest: 1.1.0, 1.0.0");
 }
 
 #[test]
@@ -541,7 +531,7 @@ fn a_chart_asked_to_be_verified_renders_only_with_provenance_signed_by_a_trusted
         .fetch(&verified("1.0.0", &stranger.public_key), None)
         .unwrap_err()
         .to_string();
-    assert!(error.contains("signed by an untrusted key"), "{error}");
+    assert_contains(&error, "signed by an untrusted key");
     let error = fixture
         .fetch(&verified("1.1.0", &signer.public_key), None)
         .unwrap_err()

@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::git_server::{HttpBackend, TestCa};
+use crate::header;
 use crate::run::run_ok;
 use crate::tools::tool_dirs;
 
@@ -427,13 +428,7 @@ impl Registry {
                     self.port
                 )),
         );
-        let location = headers
-            .lines()
-            .find_map(|line| {
-                let (name, value) = line.split_once(':')?;
-                name.eq_ignore_ascii_case("location")
-                    .then(|| value.trim().to_string())
-            })
+        let location = header(&headers, "location")
             .unwrap_or_else(|| panic!("no upload location in {headers}"));
         let location = match location.starts_with("http") {
             true => location,

@@ -27,6 +27,7 @@ use hyper_util::rt::TokioIo;
 use kube::Client;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio_util::task::AbortOnDropHandle;
 
 type ProxyBody = UnsyncBoxBody<Bytes, std::io::Error>;
 
@@ -87,13 +88,7 @@ struct State {
 pub struct FaultProxy {
     addr: SocketAddr,
     state: Arc<State>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for FaultProxy {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    _task: AbortOnDropHandle<()>,
 }
 
 impl FaultProxy {
@@ -128,7 +123,11 @@ impl FaultProxy {
                 });
             }
         });
-        FaultProxy { addr, state, task }
+        FaultProxy {
+            addr,
+            state,
+            _task: AbortOnDropHandle::new(task),
+        }
     }
 
     /// `http://127.0.0.1:PORT`.
@@ -336,13 +335,7 @@ pub struct TcpGate {
     pub port: u16,
     open: Arc<watch::Sender<bool>>,
     attempts: Arc<Mutex<Vec<Instant>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for TcpGate {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    _task: AbortOnDropHandle<()>,
 }
 
 impl TcpGate {
@@ -380,7 +373,7 @@ impl TcpGate {
             port,
             open,
             attempts,
-            task,
+            _task: AbortOnDropHandle::new(task),
         }
     }
 

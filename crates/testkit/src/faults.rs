@@ -22,6 +22,7 @@ use tether_controller::lease::LeaseError;
 use tether_controller::run::RunError;
 use tether_controller::{Config, install};
 use tether_core::drift::FlapPolicy;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::fault_proxy::{Fault, FaultProxy, TcpGate, Verb};
 use crate::{Component, GitDaemon, Repo, TestNamespace, application, status_where};
@@ -57,20 +58,28 @@ pub struct Outcome {
     pub note: String,
 }
 
+impl Outcome {
+    /// Prints the outcome, then asserts that the app converged and that
+    /// nothing was lost: no object of Git, no object Tether did not
+    /// create, no synced revision.
+    pub fn assert_nothing_lost(&self) {
+        println!("{self:?}");
+        assert!(self.converged, "did not converge: {self:?}");
+        assert_eq!(self.objects_lost, 0, "{self:?}");
+        assert_eq!(self.wrongly_deleted, 0, "{self:?}");
+        assert_eq!(self.records_lost, 0, "{self:?}");
+    }
+}
+
 /// One namespace with the web app synced through a fault proxy.
 struct Stage {
+    /// First, so that the controller stops before the rest is dropped.
+    _controller: AbortOnDropHandle<()>,
     ns: TestNamespace,
     repo: Repo,
     proxy: FaultProxy,
     apps: Api<Application>,
-    controller: tokio::task::JoinHandle<()>,
     _daemon: Option<(GitDaemon, TcpGate)>,
-}
-
-impl Drop for Stage {
-    fn drop(&mut self) {
-        self.controller.abort();
-    }
 }
 
 const BYSTANDER: &str = "bystander";
@@ -163,11 +172,11 @@ impl Stage {
             .apply(&ns.client)
             .await;
         let stage = Stage {
+            _controller: AbortOnDropHandle::new(controller),
             ns,
             repo,
             proxy,
             apps,
-            controller,
             _daemon: daemon,
         };
         stage.synced_at_head("synced at the first commit").await;
@@ -245,14 +254,7 @@ impl Stage {
             lists_in_recovery: after.iter().filter(|s| s.verb == Verb::List).count(),
             rate_during_fault: fault_seen as f64 / fault_seconds,
             objects_lost: self.objects_lost().await,
-            wrongly_deleted: usize::from(
-                self.ns
-                    .api::<ConfigMap>()
-                    .get_opt(BYSTANDER)
-                    .await
-                    .expect("get")
-                    .is_none(),
-            ),
+            wrongly_deleted: usize::from(self.ns.get_opt::<ConfigMap>(BYSTANDER).await.is_none()),
             records_lost: synced_before
                 .iter()
                 .filter(|revision| !history.contains(&revision.as_str()))
@@ -308,23 +310,17 @@ impl Stage {
             .git(&["log", "-1", "--format=%s"])
             .trim()
             .to_string();
-        let settings = self
+        let settings_right = self
             .ns
-            .api::<ConfigMap>()
-            .get_opt("settings")
+            .get_opt::<ConfigMap>("settings")
             .await
-            .expect("get");
-        let settings_right = settings
             .and_then(|cm| cm.data)
             .and_then(|data| data.get("greeting").cloned())
             .is_some_and(|value| value == greeting);
-        let web = self
+        let web_right = self
             .ns
-            .api::<Deployment>()
-            .get_opt("web")
+            .get_opt::<Deployment>("web")
             .await
-            .expect("get");
-        let web_right = web
             .and_then(|d| d.spec)
             .and_then(|spec| spec.replicas)
             .is_some_and(|replicas| replicas == 2);
@@ -833,10 +829,8 @@ pub async fn disk(tether: &std::path::Path, trouble: DiskTrouble) -> Outcome {
     let _ = controller.kill();
     let _ = controller.wait();
     let settings = ns
-        .api::<ConfigMap>()
-        .get_opt("settings")
+        .get_opt::<ConfigMap>("settings")
         .await
-        .expect("get")
         .and_then(|cm| cm.data)
         .and_then(|data| data.get("greeting").cloned());
     Outcome {

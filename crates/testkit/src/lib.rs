@@ -17,6 +17,7 @@
 
 #[cfg(feature = "controller")]
 mod app;
+mod assert;
 pub mod browser;
 pub mod charts;
 mod daemon;
@@ -28,6 +29,7 @@ mod fixtures;
 pub mod fuzz;
 pub mod git_server;
 mod hostile;
+mod http_head;
 #[cfg(feature = "controller")]
 pub mod in_cluster;
 mod log;
@@ -45,10 +47,12 @@ mod wait;
 
 #[cfg(feature = "controller")]
 pub use app::{AppFixture, application, condition, has_condition, status_of, status_where};
+pub use assert::{assert_contains, assert_starts_with};
 pub use daemon::{GitDaemon, free_port, wait_for};
 pub use files::{write_file, write_script};
 pub use fixtures::crd;
 pub use hostile::{alias_bomb, alias_document};
+pub use http_head::header;
 pub use log::{log_file, log_tail};
 pub use modules::ModuleGraph;
 pub use namespace::{TestNamespace, client_for};

@@ -60,8 +60,19 @@ impl TestNamespace {
         K: Resource<Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Debug,
         K::DynamicType: Default,
     {
+        self.get_opt(name)
+            .await
+            .unwrap_or_else(|| panic!("getting {name} in {}: not found", self.name))
+    }
+
+    /// Object `name` of kind `K` in this namespace, if it exists.
+    pub async fn get_opt<K>(&self, name: &str) -> Option<K>
+    where
+        K: Resource<Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Debug,
+        K::DynamicType: Default,
+    {
         self.api::<K>()
-            .get(name)
+            .get_opt(name)
             .await
             .unwrap_or_else(|error| panic!("getting {name} in {}: {error}", self.name))
     }

@@ -50,14 +50,7 @@ pub fn scrape(port: u16, token: Option<&str>) -> std::io::Result<Answer> {
         .nth(1)
         .and_then(|code| code.parse().ok())
         .unwrap_or_default();
-    let content_type = head
-        .lines()
-        .find_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            name.eq_ignore_ascii_case("content-type")
-                .then(|| value.trim().to_string())
-        })
-        .unwrap_or_default();
+    let content_type = tether_testkit::header(head, "content-type").unwrap_or_default();
     // The body may come chunked: the exposition's lines are all we read,
     // and chunk sizes are not among them.
     let body = dechunk(body);

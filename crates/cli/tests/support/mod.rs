@@ -217,6 +217,27 @@ pub fn settings_repo_greeting(greeting: &str) -> (Repo, String) {
     (repo, commit)
 }
 
+/// A repository of `count` apps: directory `apps/app-I` (see [`app_dir`])
+/// holding ConfigMap `settings-I` greeting "hello", for I from 0.
+pub fn many_apps_repo(count: usize) -> Repo {
+    let repo = Repo::new();
+    let files: Vec<(String, String)> = (0..count)
+        .map(|i| {
+            (
+                format!("{}/settings.yaml", app_dir(i)),
+                config_map(&format!("settings-{i}"), "hello"),
+            )
+        })
+        .collect();
+    repo.commit(&files, &format!("{count} apps"));
+    repo
+}
+
+/// The directory of app `i` in [`many_apps_repo`].
+pub fn app_dir(i: usize) -> String {
+    format!("apps/app-{i}")
+}
+
 /// [`settings_repo`] taking pushes to its checked-out branch, as adopting
 /// a change into Git pushes.
 pub fn pushable_settings_repo() -> Repo {

@@ -105,9 +105,20 @@ pub async fn started(prefix: &str) -> TestNamespace {
 /// (2 replicas, greeting "hello") and Application `shop` for it with
 /// `sync_policy`.
 pub async fn web_app(prefix: &str, sync_policy: Value) -> (TestNamespace, Repo, Api<Application>) {
+    app_of(prefix, &web(2, "hello"), sync_policy).await
+}
+
+/// A namespace with a running controller, a repository whose first commit
+/// (its `head()`) is `files`, and Application `shop` for its `app/` with
+/// `sync_policy`.
+pub async fn app_of(
+    prefix: &str,
+    files: &[(impl AsRef<str>, impl AsRef<str>)],
+    sync_policy: Value,
+) -> (TestNamespace, Repo, Api<Application>) {
     let ns = TestNamespace::create(prefix).await;
     let repo = Repo::new();
-    repo.commit(&web(2, "hello"), "first");
+    repo.commit(files, "first");
     start_controller(&ns).await;
     let apps = create_app_with(&ns, &repo, sync_policy).await;
     (ns, repo, apps)

@@ -11,7 +11,7 @@ use tether_source::files::{Entry, Files};
 use tether_source::git::Update;
 use tether_source::render::Limits;
 use tether_source::{Repositories, Sandbox, Source};
-use tether_testkit::Repo;
+use tether_testkit::{Repo, assert_contains};
 
 use crate::run::{Outcome, render_snapshot};
 
@@ -209,11 +209,7 @@ fn a_tree_with_more_files_than_the_limit_is_refused_without_reading_them() {
         ..Limits::default()
     };
     let error = render_repo(&repo, "app", limits).unwrap_err();
-    assert!(
-        error.contains("300 files, more than the limit of 200 per source"),
-        "{error}"
-    );
-    let _ = std::fs::remove_dir_all(repo.root());
+    assert_contains(&error, "300 files, more than the limit of 200 per source");
 }
 
 #[test]
@@ -230,11 +226,10 @@ fn a_tree_larger_than_the_limit_is_refused_from_the_object_headers() {
         ..Limits::default()
     };
     let error = render_repo(&repo, "app", limits).unwrap_err();
-    assert!(
-        error.contains("its files are more than the limit of 1 MiB per source (at "),
-        "{error}"
+    assert_contains(
+        &error,
+        "its files are more than the limit of 1 MiB per source (at ",
     );
-    let _ = std::fs::remove_dir_all(repo.root());
 }
 
 #[test]
@@ -259,13 +254,12 @@ fn a_one_gigabyte_repository_is_refused_with_bounded_memory() {
     let (before, _) = memory();
     let error = fetched.render().unwrap_err();
     let (_, peak) = memory();
-    assert!(
-        error.contains("its files are more than the limit of 512 MiB per source"),
-        "{error}"
+    assert_contains(
+        &error,
+        "its files are more than the limit of 512 MiB per source",
     );
     let grew = peak.saturating_sub(before);
     assert!(grew < 100 * MIB, "memory grew by {} MiB", grew / MIB);
-    let _ = std::fs::remove_dir_all(repo.root());
 }
 
 #[test]
@@ -286,10 +280,7 @@ fn a_commit_of_100k_manifests_is_refused_at_the_object_limit() {
     let started = Instant::now();
     let error = fetched.render().unwrap_err();
     let (_, peak) = memory();
-    assert!(
-        error.contains("the source renders more than 10000 objects"),
-        "{error}"
-    );
+    assert_contains(&error, "the source renders more than 10000 objects");
     let grew = peak.saturating_sub(before);
     assert!(grew < 500 * MIB, "memory grew by {} MiB", grew / MIB);
     eprintln!(
@@ -297,7 +288,6 @@ fn a_commit_of_100k_manifests_is_refused_at_the_object_limit() {
         started.elapsed(),
         grew / MIB
     );
-    let _ = std::fs::remove_dir_all(repo.root());
 }
 
 #[test]
@@ -326,17 +316,16 @@ fn a_submodule_in_the_applications_tree_is_refused_naming_it() {
         let mut fetched = fetch(&repo, "app", Limits::default());
         fetched.source.renderer = serde_json::from_value(renderer).unwrap();
         let error = fetched.render().unwrap_err();
-        assert!(
-            error.contains(&format!(
+        assert_contains(
+            &error,
+            &format!(
                 "app/lib is a Git submodule (commit {first}); Tether does not fetch submodules"
-            )),
-            "{error}"
+            ),
         );
     }
     // A submodule elsewhere in the repository is not the application's.
     let other = fetch(&repo, "other", Limits::default())
         .render()
         .unwrap_err();
-    assert!(other.contains("other/lib is a Git submodule"), "{other}");
-    let _ = std::fs::remove_dir_all(repo.root());
+    assert_contains(&other, "other/lib is a Git submodule");
 }
