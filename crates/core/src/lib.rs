@@ -16,6 +16,7 @@ pub mod conditions;
 pub mod dependency;
 pub mod diff;
 pub mod drift;
+pub mod error_text;
 pub mod generated;
 pub mod health;
 pub mod hook;

@@ -68,18 +68,12 @@ fn api_status<'a>(error: &'a (dyn StdError + 'static)) -> Option<&'a kube::core:
 
 /// `OBJECT: cause: cause …`, each said once.
 fn chain(error: &(dyn StdError + 'static), object: &str) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(error) = cause {
-        let said = match error.downcast_ref::<kube::Error>() {
+    let text = tether_core::error_text::one_line_with(error, |cause| {
+        match cause.downcast_ref::<kube::Error>() {
             Some(error) => tether_cluster::error::describe(error),
-            None => error.to_string(),
-        };
-        if !text.contains(&said) {
-            text = format!("{text}: {said}");
+            None => cause.to_string(),
         }
-        cause = error.source();
-    }
+    });
     if text.starts_with(object) {
         text
     } else {

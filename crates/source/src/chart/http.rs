@@ -97,7 +97,7 @@ impl Http {
         let response = request.send().map_err(|error| {
             Answer::Failed(ChartError::Unreachable {
                 url: url.to_string(),
-                reason: crate::git::chain(&error),
+                reason: tether_core::error_text::one_line(&error),
             })
         })?;
         let status = response.status();

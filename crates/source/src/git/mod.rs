@@ -254,7 +254,7 @@ impl Store {
             _ => None,
         };
         let explain = |e: &dyn std::error::Error| {
-            let mut message = redact_message(&chain(e), &self.url);
+            let mut message = redact_message(&tether_core::error_text::one_line(e), &self.url);
             if let Some(said) = ssh.as_ref().and_then(SshFiles::last_words) {
                 message.push_str(&format!(" (ssh: {said})"));
             }
@@ -716,21 +716,6 @@ pub(crate) fn redact_url(url: &str) -> String {
 pub(crate) fn redact_message(message: &str, url: &str) -> String {
     let redacted = redact_url(url);
     message.replace(url, &redacted)
-}
-
-/// An error and its causes, `: `-separated.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
 }
 
 fn open_error(url: &str, path: &Path, error: impl std::fmt::Display) -> GitError {

@@ -107,21 +107,6 @@ pub fn render_snapshot(snapshot: &Files, renderer: &serde_json::Value, path: &st
                 .collect::<Vec<_>>()
                 .join(", ")
         )),
-        Err(error) => Outcome::Refused(one_line(&error)),
+        Err(error) => Outcome::Refused(tether_core::error_text::one_line(&error)),
     }
-}
-
-/// The error and its sources on one line, as a condition message shows it.
-fn one_line(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
