@@ -86,6 +86,13 @@ impl FieldPath {
     }
 }
 
+/// A path of these segments, in order.
+impl FromIterator<Segment> for FieldPath {
+    fn from_iter<I: IntoIterator<Item = Segment>>(segments: I) -> Self {
+        FieldPath(segments.into_iter().collect())
+    }
+}
+
 impl fmt::Display for FieldPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (position, segment) in self.0.iter().enumerate() {

@@ -328,34 +328,25 @@ impl From<&FieldPath> for Selector {
     }
 }
 
+/// A selector prints as the field path it was read from: one set of
+/// rules (core's) decides how paths are spelt.
 impl fmt::Display for Selector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (position, step) in self.0.iter().enumerate() {
-            match step {
-                Step::Field(name) if is_plain(name) => {
-                    if position > 0 {
-                        f.write_str(".")?;
-                    }
-                    f.write_str(name)?;
-                }
-                Step::Field(name) => write!(f, "[{}]", Value::String(name.clone()))?,
-                Step::Keyed(keys) => {
-                    let keys: Vec<String> = keys.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    write!(f, "[{}]", keys.join(","))?;
-                }
-                Step::Value(value) => write!(f, "[={value}]")?,
-                Step::Index(index) => write!(f, "[{index}]")?,
-            }
-        }
-        Ok(())
+        let text = |text: &String| Value::String(text.clone());
+        let segment = |step: &Step| match step {
+            Step::Field(name) => Segment::Field(name.clone()),
+            Step::Keyed(keys) => Segment::Keyed {
+                keys: keys.iter().map(|(k, v)| (k.clone(), text(v))).collect(),
+                index: 0,
+            },
+            Step::Value(value) => Segment::Value {
+                value: text(value),
+                index: 0,
+            },
+            Step::Index(index) => Segment::Index(*index),
+        };
+        self.0.iter().map(segment).collect::<FieldPath>().fmt(f)
     }
-}
-
-fn is_plain(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 #[cfg(test)]
