@@ -4,17 +4,14 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
-use tether_cluster::{Applier, Resources};
 use tether_controller::sync::preview::{Preview, preview, preview_application};
 use tether_core::diff::normalize;
 use tether_core::diff::secret::masked_for_display;
-use tether_core::tracking::AppRef;
 
 use super::kubeconfig::Kubeconfig;
-use super::local::{directory_name, repositories};
+use super::local::{Directory, repositories};
 use super::out::{out, outln};
 use super::selection::application;
 
@@ -57,12 +54,8 @@ pub async fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
                 .previews
         }
         (None, Some(path)) => {
-            let namespace = args.namespace.clone().unwrap_or_else(|| "default".into());
-            let manifests = tether_source::render_directory(path)
-                .with_context(|| format!("rendering {}", path.display()))?;
-            let applier = Applier::new(Resources::new(client), namespace.clone());
-            let owner = AppRef::new(&namespace, directory_name(path));
-            preview(&applier, &owner, &manifests, &[], None).await?
+            let dir = Directory::render(client, path, args.namespace.as_deref(), None)?;
+            preview(&dir.applier, &dir.app, &dir.manifests, &[], None).await?
         }
         (None, None) => anyhow::bail!("name an Application, or give --path DIR"),
     };

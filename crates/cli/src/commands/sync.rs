@@ -11,16 +11,14 @@ use futures::StreamExt;
 use kube::Client;
 use kube::api::Api;
 use kube::runtime::watcher;
-use tether_cluster::{Applier, Resources};
 use tether_controller::api::Application;
 use tether_controller::report::status::RECONCILED_CONDITION;
 use tether_controller::request::{SyncRequest, pending, request_sync_with};
 use tether_controller::sync::preview::{Preview, preview, preview_application};
-use tether_core::tracking::AppRef;
 use tether_core::{Action, OperationPhase};
 
 use super::kubeconfig::Kubeconfig;
-use super::local::{directory_name, repositories};
+use super::local::{Directory, repositories};
 use super::out::outln;
 use super::selection::application;
 
@@ -83,15 +81,11 @@ pub async fn run(args: SyncArgs) -> anyhow::Result<ExitCode> {
         }
         return sync_app(client, namespace, name, &args).await;
     };
-    let namespace = args.namespace.clone().unwrap_or_else(|| "default".into());
-    let manifests = tether_source::render_directory(path)
-        .with_context(|| format!("rendering {}", path.display()))?;
-    let applier = Applier::new(Resources::new(client), namespace.clone());
-    let app_name = match &args.app {
-        Some(name) => name.clone(),
-        None => directory_name(path),
-    };
-    let app = AppRef::new(namespace, app_name);
+    let Directory {
+        manifests,
+        applier,
+        app,
+    } = Directory::render(client, path, args.namespace.as_deref(), args.app.as_deref())?;
     if args.dry_run {
         let previews = preview(&applier, &app, &manifests, &[], None).await?;
         print_dry_run(&previews);
