@@ -228,13 +228,5 @@ impl Deliverer {
 /// error (Connect): tcp connect error: Connection refused …`), without the
 /// URL: it may hold a token.
 fn causes(error: reqwest::Error) -> String {
-    let error = error.without_url();
-    let mut text = error.to_string();
-    let mut cause = std::error::Error::source(&error);
-    while let Some(next) = cause {
-        text.push_str(": ");
-        text.push_str(&next.to_string());
-        cause = next.source();
-    }
-    text
+    tether_core::error_text::one_line(&error.without_url())
 }
