@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+use tether_controller::api::stored::INVALID_SPEC_REASON;
+use tether_controller::report::status::{RECONCILED_REASON, Step};
 use tether_core::HealthStatus;
 use tether_core::health::assess;
 
@@ -171,28 +173,34 @@ pub fn has_children(kind: &str) -> bool {
     )
 }
 
-/// A condition's reason in a sentence, for the reasons Tether writes;
-/// others are shown as they are.
+/// A condition's reason in a sentence, for the reasons Tether writes on
+/// the `Reconciled` condition (every [`Step`] has one); others are shown as
+/// they are.
 pub fn reason_words(reason: &str) -> Option<&'static str> {
-    Some(match reason {
-        "Succeeded" | "Synced" => "The last sync applied the commit.",
-        "FetchFailed" => "The repository could not be fetched.",
-        "VerifyFailed" => "The commit's signature could not be verified, so nothing was applied.",
-        "RenderFailed" => "The manifests could not be rendered.",
-        "DiffFailed" => "The desired objects could not be compared with the live ones.",
-        "ValidationFailed" => {
-            "The API server's dry run refused the commit; nothing of it was applied."
-        }
-        "ApplyFailed" => "Applying the commit failed.",
-        "OwnershipConflict" => "An object is managed by another Application.",
-        "NamespaceNotAllowed" => "An object is outside the namespaces this Application may use.",
-        "ProjectViolation" => "The project does not allow this repository, namespace or kind.",
-        "ServiceAccountRequired" => {
+    if reason == RECONCILED_REASON {
+        return Some("The last sync applied the commit.");
+    }
+    if reason == INVALID_SPEC_REASON {
+        return Some("The Application's spec is not valid.");
+    }
+    Some(match reason.parse::<Step>().ok()? {
+        Step::Identity => {
             "The controller requires a service account to apply as, and the Application names none."
         }
-        "InvalidSpec" => "The Application's spec is not valid.",
-        "Running" => "A sync is in progress.",
-        _ => return None,
+        Step::Project => "The project does not allow this repository, namespace or kind.",
+        Step::Fetch => "The repository could not be fetched.",
+        Step::Verify => "The commit's signature could not be verified, so nothing was applied.",
+        Step::Render => "The manifests could not be rendered.",
+        Step::Destination => "An object is outside the namespaces this Application may use.",
+        Step::Diff => "The desired objects could not be compared with the live ones.",
+        Step::Ownership => "An object is managed by another Application.",
+        Step::Validate => "The API server's dry run refused the commit; nothing of it was applied.",
+        Step::Apply => "Applying the commit failed.",
+        Step::Cluster => "The destination cluster is not registered or does not answer.",
+        Step::Dependency => "The app waits for the apps it depends on to be Synced and Healthy.",
+        Step::DependencyCycle => "The app's dependencies lead back to the app itself.",
+        Step::SyncWindow => "A sync window is malformed or refuses the sync.",
+        Step::Hook => "A sync hook failed or did not finish in time.",
     })
 }
 
@@ -309,5 +317,7 @@ mod tests {
                 .contains("nothing of it")
         );
         assert_eq!(reason_words("SomethingElse"), None);
+        assert!(reason_words("Succeeded").is_some());
+        assert!(reason_words("HookFailed").unwrap().contains("hook"));
     }
 }
