@@ -147,7 +147,7 @@ pub async fn run(
             // As a browser does: one fetch of the live part per event.
             next_change(&mut events).await?;
             let part = client.get(&live).send().await?.text().await?;
-            if row_says(&part, &ns, &name, "OutOfSync") {
+            if row_says(&part, &ns, &name, SyncStatus::OutOfSync.as_str()) {
                 break;
             }
             if seen.elapsed() > Duration::from_secs(30) {
@@ -226,7 +226,9 @@ pub async fn run(
         let row = format!("tr[data-app=\"{ns}/{name}\"] td.sync");
         shown.push(
             browser
-                .wait_text(&row, Duration::from_secs(10), |t| t == "OutOfSync")
+                .wait_text(&row, Duration::from_secs(10), |t| {
+                    t == SyncStatus::OutOfSync.as_str()
+                })
                 .await,
         );
         scale(&deployments, &name, 1).await?;

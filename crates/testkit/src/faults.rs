@@ -21,6 +21,7 @@ use tether_controller::api::{Application, ApplicationStatus};
 use tether_controller::lease::LeaseError;
 use tether_controller::run::RunError;
 use tether_controller::{Config, install};
+use tether_core::SyncStatus;
 use tether_core::drift::FlapPolicy;
 use tokio_util::task::AbortOnDropHandle;
 
@@ -212,7 +213,7 @@ impl Stage {
     async fn synced_at_head(&self, what: &str) -> ApplicationStatus {
         let head = self.head();
         status_where(&self.apps, what, move |s| {
-            s.sync.status == "Synced" && s.sync.revision.as_deref() == Some(head.as_str())
+            s.sync.status == SyncStatus::Synced && s.sync.revision.as_deref() == Some(head.as_str())
         })
         .await
     }
@@ -560,7 +561,7 @@ pub async fn crash(tether: &std::path::Path, kills: u64) -> Outcome {
     let mut controller = start();
     let head = repo.head();
     status_where(&apps, "Synced at the first commit", move |s| {
-        s.sync.status == "Synced" && s.sync.revision.as_deref() == Some(head.as_str())
+        s.sync.status == SyncStatus::Synced && s.sync.revision.as_deref() == Some(head.as_str())
     })
     .await;
     let mut outcome = Outcome::new("kill -9 during a sync");
@@ -600,7 +601,8 @@ pub async fn crash(tether: &std::path::Path, kills: u64) -> Outcome {
         let synced = tokio::time::timeout(
             crate::PATIENCE,
             status_where(&apps, "Synced after the kill", move |s| {
-                s.sync.status == "Synced" && s.sync.revision.as_deref() == Some(expected.as_str())
+                s.sync.status == SyncStatus::Synced
+                    && s.sync.revision.as_deref() == Some(expected.as_str())
             }),
         )
         .await;
@@ -770,7 +772,7 @@ pub async fn disk(tether: &std::path::Path, trouble: DiskTrouble) -> Outcome {
     let synced = |what: &'static str| {
         let head = repo.head();
         status_where(&apps, what, move |s| {
-            s.sync.status == "Synced" && s.sync.revision.as_deref() == Some(head.as_str())
+            s.sync.status == SyncStatus::Synced && s.sync.revision.as_deref() == Some(head.as_str())
         })
     };
     synced("Synced at the first commit").await;
