@@ -1,6 +1,6 @@
 //! The loop, for one Application: fetch → observe → diff → apply → report.
 //!
-//! [`reconcile_app`] tells the whole story on one screen; each step is one
+//! [`story`] tells the whole story on one screen; each step is one
 //! call into a file of this folder: [`project`], [`fetch`] (with [`argocd`]
 //! and [`generated`]), [`admit`], [`observe`], [`windows`], [`apply`] (with
 //! [`operation`]) and [`report`]. An Application that does not decode is
@@ -33,9 +33,11 @@ use std::time::Duration;
 use kube::ResourceExt;
 use kube::runtime::controller::Action as Next;
 use tether_cluster::Applier;
+use tether_core::argocd::Warning;
 use tether_core::identity::{Identity, identity};
-use tether_core::revision::revision_change;
+use tether_core::project::{Membership, Rules};
 use tether_core::tracking::AppRef;
+use tether_source::Rendered;
 
 use crate::api::{Application, StoredApplication};
 use crate::clusters::Target;
@@ -44,6 +46,7 @@ use crate::observe::live::AppKey;
 use crate::observe::memo::{AppMemo, RetryPolicy};
 use crate::report::status::{Failure, Step};
 use crate::request;
+use hooks::Hooks;
 
 pub use fetch::FetchError;
 pub use report::error_policy;
@@ -80,78 +83,34 @@ pub async fn reconcile(
 /// Reconciles one Application. Every step's failure is reported with its
 /// own reason ([`Step`]); only a failure to report is an error.
 async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
-    // Changes are made as the app's ServiceAccount, or refused.
-    if let Err(refused) = &pass.identity {
-        return pass.fail(Step::Identity, refused).await;
+    match story(pass).await {
+        Ok(next) => Ok(next),
+        Err(Stop::Failed(failure)) => pass.fail(failure.step, failure.message).await,
+        Err(Stop::Unreported(error)) => Err(error),
     }
-    // Its Project admits its repository and destination, or nothing is fetched.
-    let projects = match project::projects(pass).await {
-        Ok(projects) => projects,
-        Err(refused) => return pass.fail(Step::Project, refused).await,
-    };
-    let membership = match project::admit_source(pass, &projects) {
-        Ok(membership) => membership,
-        Err(refused) => return pass.fail(Step::Project, refused).await,
-    };
-    let _ = pass.project.set(membership.name().map(str::to_string));
-    // Its cluster answers, or the app waits, known to be Unknown.
-    if let Err(away) = pass.target.reachable() {
-        return pass.fail(Step::Cluster, away).await;
-    }
-    // The apps it depends on are Synced and Healthy, or it waits for them.
-    if let Err((step, waiting)) = dependencies::ready(pass) {
-        return pass.fail(step, waiting).await;
-    }
-    // Its sync windows say whether automated syncs and self-heal may run.
-    let sync_window = match schedule::verdict(pass, membership) {
-        Ok(verdict) => verdict,
-        Err(malformed) => return pass.fail(Step::SyncWindow, malformed).await,
-    };
-    if pass.requested() && !schedule::manual(sync_window.as_ref()) {
-        let blocked = sync_window.map(|v| v.to_string()).unwrap_or_default();
-        return pass
-            .fail(Step::SyncWindow, format!("tether sync refused: {blocked}"))
-            .await;
-    }
-    let _ = pass.sync_window.set(sync_window);
-    // Fetch the desired state (the pinned revision while a rollback holds).
-    let desired = match pin::desired(pass).await {
-        Ok(desired) => desired,
-        Err(error) => return pass.fail(error.step(), error).await,
-    };
-    // Take the sync hooks out: they run around a sync, never as the app's
-    // objects. Set other Argo CD annotations aside, saying so; name what
-    // the API server named.
-    let (desired, hooks, not_applied) = match hooks::set_aside(pass, desired).await {
-        Ok(split) => split,
-        Err(malformed) => return pass.fail(Step::Validate, malformed).await,
-    };
-    let (desired, mut unsupported) = argocd::set_aside(pass, desired).await;
-    unsupported.extend(not_applied);
-    let desired = generated::name(pass, desired).await;
-    // Refuse objects outside the project or the destination before reading any.
-    if let Err(refused) = project::admit_objects(pass, membership, &desired.manifests).await {
-        return pass.fail(Step::Project, refused).await;
-    }
-    if let Err(refused) = admit::destination(&pass.applier, &pass.app, &desired.manifests).await {
-        return pass.fail(Step::Destination, refused).await;
-    }
+}
+
+/// The story of one pass: admit → fetch → observe → diff → apply → report,
+/// the details one call away. A step that fails ends it, named by its
+/// [`Step`].
+async fn story(pass: &Pass<'_>) -> Result<Next, Stop> {
+    // Admit the app before anything is fetched ([`admitted`]).
+    pass.identity.as_ref().map_err(at(Step::Identity))?;
+    let projects = project::projects(pass).await.map_err(at(Step::Project))?;
+    let membership = admitted(pass, &projects)?;
+    // Fetch the desired state, ready to compare ([`fetched`]).
+    let (desired, hooks, unsupported) = fetched(pass, membership).await?;
 
     // Observe and diff; refuse objects another app holds or nobody gave it.
-    let compared = match observe::compare(pass, &desired).await {
-        Ok(compared) => compared,
-        Err(error) => return pass.fail(Step::Diff, error).await,
-    };
-    let desired = match admit::ownership(pass, &compared).await {
-        Ok(admitted) => admit::marked(desired, &compared, &admitted),
-        Err(refused) => return pass.fail(Step::Ownership, refused).await,
-    };
+    let compared = observe::compare(pass, &desired)
+        .await
+        .map_err(at(Step::Diff))?;
+    let admitted = admit::ownership(pass, &compared)
+        .await
+        .map_err(at(Step::Ownership))?;
+    let desired = admit::marked(desired, &compared, &admitted);
     // Classify drift; what open break-glass windows cover is recorded.
-    let change = revision_change(
-        observe::last_sync(&pass.app),
-        &desired.commit,
-        &desired.digest,
-    );
+    let change = observe::change(pass, &desired);
     let windows = windows::open(pass).await;
     let drift = observe::drift(pass, &compared, &desired.commit, change, &windows);
     windows::record(pass, &windows, &drift).await;
@@ -175,14 +134,80 @@ async fn reconcile_app(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
     };
     pass.memo.lock().expect("lock").failed_passes = 0;
     let next = report::findings(pass, &findings).await?;
-    let revision = &desired.commit;
+    let seen = (&windows[..], &drift[..]);
     Ok(report::look_again(
         pass,
         next,
-        (&windows, &drift),
+        seen,
         sync.as_ref(),
-        revision,
+        &desired.commit,
     ))
+}
+
+/// The app's Project, having admitted it: its Project admits its
+/// repository and destination; its cluster answers; the apps it depends on
+/// are Synced and Healthy; its sync windows say whether automated syncs and
+/// self-heal may run, and refuse a `tether sync` they block.
+fn admitted<'p>(pass: &Pass<'_>, projects: &'p [(String, Rules)]) -> Result<Membership<'p>, Stop> {
+    let membership = project::admit_source(pass, projects).map_err(at(Step::Project))?;
+    let _ = pass.project.set(membership.name().map(str::to_string));
+    pass.target.reachable().map_err(at(Step::Cluster))?;
+    dependencies::ready(pass).map_err(|(step, waiting)| failed(step, waiting))?;
+    let sync_window = schedule::verdict(pass, membership).map_err(at(Step::SyncWindow))?;
+    schedule::admit_request(pass, sync_window.as_ref()).map_err(at(Step::SyncWindow))?;
+    let _ = pass.sync_window.set(sync_window);
+    Ok(membership)
+}
+
+/// The desired state (at the pinned revision while a rollback holds), with
+/// its sync hooks taken out (they run around a sync, never as the app's
+/// objects), other Argo CD annotations set aside and said so (with what the
+/// hooks leave unapplied), and what the API server named named; objects
+/// outside the Project or the destination are refused before any is read.
+async fn fetched(
+    pass: &Pass<'_>,
+    membership: Membership<'_>,
+) -> Result<(Rendered, Hooks, Vec<Warning>), Stop> {
+    let desired = pin::desired(pass).await.map_err(|e| failed(e.step(), e))?;
+    let (desired, hooks, not_applied) = hooks::set_aside(pass, desired)
+        .await
+        .map_err(at(Step::Validate))?;
+    let (desired, mut unsupported) = argocd::set_aside(pass, desired).await;
+    unsupported.extend(not_applied);
+    let desired = generated::name(pass, desired).await;
+    project::admit_objects(pass, membership, &desired.manifests)
+        .await
+        .map_err(at(Step::Project))?;
+    admit::destination(&pass.applier, &pass.app, &desired.manifests)
+        .await
+        .map_err(at(Step::Destination))?;
+    Ok((desired, hooks, unsupported))
+}
+
+/// Why [`story`] ended early: a step failed (reported as its reason), or
+/// reporting itself failed.
+enum Stop {
+    Failed(Failure),
+    Unreported(ReconcileError),
+}
+
+impl From<ReconcileError> for Stop {
+    fn from(error: ReconcileError) -> Stop {
+        Stop::Unreported(error)
+    }
+}
+
+/// `step` failed with `error`.
+fn failed(step: Step, error: impl Display) -> Stop {
+    Stop::Failed(Failure {
+        step,
+        message: error.to_string(),
+    })
+}
+
+/// For `map_err`: an error of `step`.
+fn at<E: Display>(step: Step) -> impl FnOnce(E) -> Stop {
+    move |error| failed(step, error)
 }
 
 /// One reconcile of one Application: what every step needs.

@@ -4,7 +4,7 @@
 use std::time::SystemTime;
 
 use tether_cluster::ClusterError;
-use tether_core::revision::{LastSync, RevisionChange};
+use tether_core::revision::{LastSync, RevisionChange, revision_change};
 use tether_core::{OperationPhase, drift::WindowScope};
 use tether_source::Rendered;
 
@@ -32,6 +32,11 @@ pub async fn compare(pass: &Pass<'_>, desired: &Rendered) -> Result<Vec<Compared
         &pass.memo,
     )
     .await
+}
+
+/// How `desired` relates to the app's last successful sync.
+pub fn change(pass: &Pass<'_>, desired: &Rendered) -> RevisionChange {
+    revision_change(last_sync(&pass.app), &desired.commit, &desired.digest)
 }
 
 /// What the last successful sync recorded in status.

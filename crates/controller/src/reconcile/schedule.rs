@@ -41,6 +41,17 @@ pub fn verdict(pass: &Pass<'_>, membership: Membership<'_>) -> Result<Option<Ver
         })
 }
 
+/// A pending `tether sync` is refused while a window blocks manual syncs.
+pub fn admit_request(pass: &Pass<'_>, verdict: Option<&Verdict>) -> Result<(), String> {
+    match pass.requested() && !manual(verdict) {
+        true => {
+            let blocked = verdict.map(|v| v.to_string()).unwrap_or_default();
+            Err(format!("tether sync refused: {blocked}"))
+        }
+        false => Ok(()),
+    }
+}
+
 /// Whether automated syncs and self-heal may run.
 pub fn automated(verdict: Option<&Verdict>) -> bool {
     verdict.is_none_or(|verdict| verdict.automated)
