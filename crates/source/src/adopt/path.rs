@@ -329,7 +329,8 @@ impl From<&FieldPath> for Selector {
 }
 
 /// A selector prints as the field path it was read from: one set of
-/// rules (core's) decides how paths are spelt.
+/// rules (core's) decides how paths are spelt (positions of keyed and
+/// valued elements are not printed, so they are left 0).
 impl fmt::Display for Selector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let text = |text: &String| Value::String(text.clone());
