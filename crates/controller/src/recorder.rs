@@ -19,6 +19,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType, Reporter};
+use tether_core::notice::EventReason;
 
 /// The least time between two writes of one event's series.
 pub const SERIES_INTERVAL: Duration = Duration::from_secs(60);
@@ -80,6 +81,29 @@ impl Recorder {
             client,
             reporter,
             series: Mutex::default(),
+        }
+    }
+
+    /// Records an Event about `regarding`, in one of Tether's
+    /// [`EventReason`]s; a failure is only logged: an Event is never worth
+    /// failing the work it tells of.
+    pub async fn tell(
+        &self,
+        regarding: &ObjectReference,
+        type_: EventType,
+        reason: EventReason,
+        action: &str,
+        note: String,
+    ) {
+        let event = Event {
+            type_,
+            reason: reason.as_str().into(),
+            note: Some(note),
+            action: action.into(),
+            secondary: None,
+        };
+        if let Err(error) = self.publish(&event, regarding).await {
+            tracing::debug!(%error, %reason, "publishing event failed");
         }
     }
 

@@ -41,6 +41,54 @@ crate::vocabulary! {
     }
 }
 
+crate::vocabulary! {
+    /// The reasons of the Kubernetes Events Tether writes (`kubectl get
+    /// events`, `kubectl describe`): about an Application, or about a
+    /// BreakGlass window (and its Application).
+    pub enum EventReason("event reason") {
+        /// A sync began: who started it, how many objects, which commit.
+        SyncStarted,
+        SyncSucceeded,
+        SyncFailed,
+        /// Live departed from Git and is left (self-heal off, warn mode or
+        /// opted out).
+        DriftDetected,
+        DriftReverted,
+        /// A change made in an open break-glass window, kept.
+        EmergencyChange,
+        /// Self-heal stopped fighting another writer of a field.
+        SelfHealBackOff,
+        /// The prune circuit breaker held deletions back.
+        PruneBlocked,
+        Pruned,
+        /// An object no longer in Git that is kept (prune off, or not
+        /// Tether's to delete).
+        OrphanDetected,
+        HealthChanged,
+        NotSyncedTooLong,
+        NotSyncedTooLongCleared,
+        /// A destination namespace that did not exist was created
+        /// (`syncPolicy.createNamespace`).
+        NamespaceCreated,
+        /// Deleting an Application deletes its objects first (cascade).
+        CascadeDeleting,
+        CascadeFailed,
+        /// An Application that does not decode: reported, not reconciled.
+        InvalidSpec,
+        BreakGlassOpened,
+        BreakGlassExtended,
+        /// An open window ends within 15 minutes.
+        BreakGlassExpiring,
+        BreakGlassExpired,
+        BreakGlassClosed,
+        /// A window that names no Application or is granted for too long:
+        /// nothing is suspended.
+        BreakGlassInvalid,
+        /// The break-glass audit log does not verify with the key.
+        AuditLogBroken,
+    }
+}
+
 /// One happening to one Application, ready to be sent anywhere. It names
 /// objects and fields but never carries a value of a Secret.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -71,4 +119,16 @@ pub struct Notice {
     /// on it): the app's uid, the kind and what distinguishes this
     /// occurrence (e.g. the time the condition was raised).
     pub key: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EventReason;
+    use crate::Vocabulary;
+
+    #[test]
+    fn the_readme_lists_every_event_reason() {
+        let missing = EventReason::unnamed_in(include_str!("../../../README.md"));
+        assert!(missing.is_empty(), "README.md does not list {missing:?}");
+    }
 }

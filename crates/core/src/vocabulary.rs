@@ -15,6 +15,16 @@ pub trait Vocabulary: Copy + Sized + 'static {
     /// The word's text.
     fn as_str(self) -> &'static str;
 
+    /// The words `text` does not name as `` `word` `` (Markdown code):
+    /// what documentation that lists the whole vocabulary has left out.
+    fn unnamed_in(text: &str) -> Vec<&'static str> {
+        Self::ALL
+            .iter()
+            .map(|word| word.as_str())
+            .filter(|word| !text.contains(&format!("`{word}`")))
+            .collect()
+    }
+
     /// The word whose text is `text`.
     fn parse(text: &str) -> Result<Self, UnknownWord> {
         Self::ALL
@@ -173,6 +183,12 @@ mod tests {
         }
         assert_eq!(Light::Green.to_string(), "green-ish");
         assert!(Light::Green == "green-ish" && Light::Red != "Green");
+    }
+
+    #[test]
+    fn documentation_that_leaves_a_word_out_is_told_which() {
+        assert_eq!(Light::unnamed_in("`Red` and green-ish"), ["green-ish"]);
+        assert!(Light::unnamed_in("`Red`, `green-ish`").is_empty());
     }
 
     #[test]

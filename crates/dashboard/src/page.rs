@@ -5,6 +5,7 @@
 //! (a name, a project, a revision) can become markup.
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
+use tether_controller::report::status::NotSyncedReason;
 use tether_core::{HealthStatus, OperationalState, SyncStatus};
 
 use crate::overview::{Headline, Matrix, Row, SortKey, View, age, headline, matrix};
@@ -214,11 +215,11 @@ pub fn layout(base: &str, title: &str, body: Markup) -> Markup {
 /// A state's icon and word: colour is never the only carrier.
 pub fn badge(state: Option<OperationalState>) -> Markup {
     let (icon, word) = match state {
-        Some(OperationalState::Converged) => ("✔", "Converged"),
-        Some(OperationalState::AppliedButFailing) => ("✖", "AppliedButFailing"),
-        Some(OperationalState::DriftedOrPending) => ("↻", "DriftedOrPending"),
-        Some(OperationalState::Broken) => ("⚠", "Broken"),
-        None => ("…", "NotCompared"),
+        Some(state @ OperationalState::Converged) => ("✔", state.as_str()),
+        Some(state @ OperationalState::AppliedButFailing) => ("✖", state.as_str()),
+        Some(state @ OperationalState::DriftedOrPending) => ("↻", state.as_str()),
+        Some(state @ OperationalState::Broken) => ("⚠", state.as_str()),
+        None => ("…", NotSyncedReason::NotCompared.as_str()),
     };
     html! { span .badge { span aria-hidden="true" { (icon) } " " (word) } }
 }

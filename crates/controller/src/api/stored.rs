@@ -39,7 +39,7 @@ pub struct InvalidSpec {
 
 /// The reason of the `Reconciled` condition of an Application that does
 /// not decode.
-pub const INVALID_SPEC_REASON: &str = "InvalidSpec";
+pub const INVALID_SPEC_REASON: &str = tether_core::notice::EventReason::InvalidSpec.as_str();
 
 impl StoredApplication {
     /// Decodes `value`, a whole Application object as JSON.

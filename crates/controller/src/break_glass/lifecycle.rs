@@ -11,11 +11,12 @@ use std::time::{Duration, SystemTime};
 
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action as Next;
-use kube::runtime::events::{Event, EventType};
+use kube::runtime::events::EventType;
 
 use crate::recorder::Recorder;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
+use tether_core::notice::EventReason;
 use tether_core::window::WindowPhase;
 
 use super::audit;
@@ -43,7 +44,7 @@ pub struct Lifecycle {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Notice {
     pub warning: bool,
-    pub reason: &'static str,
+    pub reason: EventReason,
     pub note: String,
 }
 
@@ -90,7 +91,7 @@ pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime, cap: Duratio
         } else {
             vec![Notice {
                 warning: true,
-                reason: "BreakGlassInvalid",
+                reason: EventReason::BreakGlassInvalid,
                 note: message,
             }]
         },
@@ -112,7 +113,7 @@ pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime, cap: Duratio
     if previous.is_none() {
         notice(
             false,
-            "BreakGlassOpened",
+            EventReason::BreakGlassOpened,
             format!(
                 "{by} opened break-glass for {scope} until {expires}: {}",
                 window.spec.reason
@@ -122,7 +123,7 @@ pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime, cap: Duratio
     for extension in window.spec.extensions.iter().skip(status.extensions_seen) {
         notice(
             false,
-            "BreakGlassExtended",
+            EventReason::BreakGlassExtended,
             format!(
                 "{} extended break-glass for {scope} to {}: {}",
                 extension.by, extension.expires_at, extension.reason
@@ -137,7 +138,7 @@ pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime, cap: Duratio
     if phase == WindowPhase::Open && now >= times.warn_at() && warned_at.is_none() {
         notice(
             true,
-            "BreakGlassExpiring",
+            EventReason::BreakGlassExpiring,
             format!(
                 "break-glass for {scope} expires at {expires}; self-heal then reverts what was not adopted (tether adopt {app}) — extend with tether break-glass extend {name}"
             ),
@@ -157,7 +158,7 @@ pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime, cap: Duratio
             if previous != Some(WindowPhase::Expired) {
                 notice(
                     true,
-                    "BreakGlassExpired",
+                    EventReason::BreakGlassExpired,
                     format!("break-glass for {scope} expired at {expires}; self-heal resumed"),
                 );
             }
@@ -179,7 +180,7 @@ pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime, cap: Duratio
             if previous != Some(WindowPhase::Closed) {
                 notice(
                     false,
-                    "BreakGlassClosed",
+                    EventReason::BreakGlassClosed,
                     format!(
                         "{} closed break-glass for {scope}; changes {resolve}",
                         close.by
@@ -248,10 +249,10 @@ pub fn notification(
 ) -> Option<tether_core::notice::Notice> {
     use tether_core::notice::{NoticeKind, Severity};
     let kind = match notice.reason {
-        "BreakGlassOpened" => NoticeKind::BreakGlassOpened,
-        "BreakGlassExpiring" => NoticeKind::BreakGlassExpiring,
-        "BreakGlassExpired" => NoticeKind::BreakGlassExpired,
-        "BreakGlassClosed" => NoticeKind::BreakGlassClosed,
+        EventReason::BreakGlassOpened => NoticeKind::BreakGlassOpened,
+        EventReason::BreakGlassExpiring => NoticeKind::BreakGlassExpiring,
+        EventReason::BreakGlassExpired => NoticeKind::BreakGlassExpired,
+        EventReason::BreakGlassClosed => NoticeKind::BreakGlassClosed,
         _ => return None,
     };
     let uid = window.metadata.uid.clone().unwrap_or_default();
@@ -343,34 +344,27 @@ pub async fn reconcile(
         .map_err(failed)?;
     }
     for notice in &plan.notices {
-        let event = Event {
-            type_: if notice.warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason: notice.reason.into(),
-            note: Some(notice.note.clone()),
-            action: "BreakGlass".into(),
-            secondary: None,
+        let type_ = if notice.warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
         };
-        if let Err(error) = ctx.recorder.publish(&event, &window.object_ref(&())).await {
-            tracing::debug!(%error, "publishing event failed");
-        }
+        let (about_window, reason) = (window.object_ref(&()), notice.reason);
+        let note = notice.note.clone();
+        ctx.recorder
+            .tell(&about_window, type_, reason, "BreakGlass", note)
+            .await;
         // The Application's own Events tell its break-glass story too.
         if let Some(app) = &app {
-            let about_app = Event {
-                note: Some(format!("BreakGlass {}: {}", window.name_any(), notice.note)),
-                ..event
-            };
-            if let Err(error) = ctx.recorder.publish(&about_app, &app.object_ref(&())).await {
-                tracing::debug!(%error, "publishing event failed");
-            }
+            let note = format!("BreakGlass {}: {}", window.name_any(), notice.note);
+            ctx.recorder
+                .tell(&app.object_ref(&()), type_, reason, "BreakGlass", note)
+                .await;
         }
         if let Some(notification) = notification(&window, app.as_ref(), notice, now) {
             ctx.notifier.notify(notification);
         }
-        tracing::info!(window = %window.name_any(), reason = notice.reason, note = %notice.note, "break-glass");
+        tracing::info!(window = %window.name_any(), reason = %notice.reason, note = %notice.note, "break-glass");
     }
     check_audit_log(&window, &ctx).await.map_err(failed)?;
     Ok(match plan.next {
@@ -401,16 +395,15 @@ async fn check_audit_log(window: &BreakGlass, ctx: &WindowContext) -> Result<(),
     if checked.report.state.is_broken() {
         let note = format!("audit log {}", verdict.message);
         tracing::warn!(window = %window.name_any(), %note, "break-glass audit log broken");
-        let event = Event {
-            type_: EventType::Warning,
-            reason: "AuditLogBroken".into(),
-            note: Some(note),
-            action: "VerifyAuditLog".into(),
-            secondary: None,
-        };
-        if let Err(error) = ctx.recorder.publish(&event, &window.object_ref(&())).await {
-            tracing::debug!(%error, "publishing event failed");
-        }
+        ctx.recorder
+            .tell(
+                &window.object_ref(&()),
+                EventType::Warning,
+                EventReason::AuditLogBroken,
+                "VerifyAuditLog",
+                note,
+            )
+            .await;
     }
     audit::write_verdict(&ctx.client, window, &verdict).await
 }
@@ -472,7 +465,7 @@ mod tests {
     }
 
     fn reasons(plan: &Plan) -> Vec<&str> {
-        plan.notices.iter().map(|n| n.reason).collect()
+        plan.notices.iter().map(|n| n.reason.as_str()).collect()
     }
 
     #[test]

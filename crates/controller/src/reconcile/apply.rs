@@ -12,6 +12,7 @@ use tether_core::tracking::FIELD_MANAGER;
 use kube::ResourceExt;
 use kube::runtime::events::EventType;
 use tether_core::drift::DriftKind;
+use tether_core::notice::EventReason;
 use tether_core::prune::PruneOptions;
 use tether_core::revision::RevisionChange;
 use tether_core::{Initiator, ObjectRef, OperationPhase};
@@ -109,7 +110,7 @@ pub async fn sync(
                 &pass.ctx.recorder,
                 app,
                 EventType::Normal,
-                "SyncStarted",
+                EventReason::SyncStarted,
                 format!(
                     "{initiator} sync of {} object(s) to {}",
                     desired.manifests.len(),
@@ -339,7 +340,7 @@ async fn create_namespace(pass: &Pass<'_>) -> Result<(), ClusterError> {
                 &pass.ctx.recorder,
                 &pass.app,
                 EventType::Normal,
-                "NamespaceCreated",
+                EventReason::NamespaceCreated,
                 note,
             )
             .await;

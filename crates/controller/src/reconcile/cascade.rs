@@ -18,6 +18,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action as Next;
 use kube::runtime::events::EventType;
 use serde_json::json;
+use tether_core::notice::EventReason;
 use tether_core::prune::{PruneFate, PruneOptions};
 
 use super::{Pass, ReconcileError};
@@ -87,11 +88,21 @@ pub async fn delete(pass: &Pass<'_>) -> Result<Next, ReconcileError> {
             failed.join("; ")
         );
         tracing::warn!(app = %pass.owner.label_value(), %note);
-        (EventType::Warning, "CascadeFailed", note, RETRY_FAILED)
+        (
+            EventType::Warning,
+            EventReason::CascadeFailed,
+            note,
+            RETRY_FAILED,
+        )
     } else if deleted > 0 {
         let kept = report.orphans.len() - deleted;
         let note = format!("deleted {deleted} object(s) of the app; kept {kept} it does not own");
-        (EventType::Normal, "CascadeDeleting", note, WAIT_FOR_GONE)
+        (
+            EventType::Normal,
+            EventReason::CascadeDeleting,
+            note,
+            WAIT_FOR_GONE,
+        )
     } else {
         // Nothing of the app's is left: let the Application go.
         remove_finalizer(pass).await?;

@@ -7,9 +7,10 @@
 
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action as Next;
-use kube::runtime::events::{Event, EventType};
+use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
+use tether_core::notice::EventReason;
 
 use crate::api::stored::INVALID_SPEC_REASON;
 use crate::api::{InvalidSpec, StoredApplication};
@@ -54,15 +55,14 @@ pub async fn report(
             name: name.clone(),
             error,
         })?;
-    let event = Event {
-        type_: EventType::Warning,
-        reason: INVALID_SPEC_REASON.into(),
-        note: Some(message),
-        action: "Decode".into(),
-        secondary: None,
-    };
-    if let Err(error) = ctx.recorder.publish(&event, &app.object_ref(&())).await {
-        tracing::debug!(%error, "publishing event failed");
-    }
+    ctx.recorder
+        .tell(
+            &app.object_ref(&()),
+            EventType::Warning,
+            EventReason::InvalidSpec,
+            "Decode",
+            message,
+        )
+        .await;
     Ok(Next::await_change())
 }

@@ -5,14 +5,14 @@
 //! are read off the status before and after ([`announce_changes`]).
 //! Repeats are aggregated by the [`Recorder`].
 
-use kube::runtime::events::{Event, EventType};
+use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt};
 
 use crate::recorder::Recorder;
 use tether_core::HealthStatus;
 use tether_core::Initiator;
 use tether_core::drift::DriftKind;
-use tether_core::notice::{Notice, NoticeKind, Severity};
+use tether_core::notice::{EventReason, Notice, NoticeKind, Severity};
 
 use super::status::PRUNE_BLOCKED_CONDITION;
 use crate::api::Application;
@@ -54,7 +54,7 @@ pub async fn announce(
                     recorder,
                     app,
                     EventType::Normal,
-                    "DriftReverted",
+                    EventReason::DriftReverted,
                     format!("reverted {assessed}"),
                 )
                 .await
@@ -66,7 +66,7 @@ pub async fn announce(
                     recorder,
                     app,
                     EventType::Warning,
-                    "EmergencyChange",
+                    EventReason::EmergencyChange,
                     format!(
                         "{assessed}; inside an open break-glass window: recorded, not reverted"
                     ),
@@ -78,7 +78,7 @@ pub async fn announce(
                     recorder,
                     app,
                     EventType::Warning,
-                    "DriftDetected",
+                    EventReason::DriftDetected,
                     format!("{assessed}; not reverted (self-heal is off, warn mode or opted out)"),
                 )
                 .await
@@ -88,7 +88,7 @@ pub async fn announce(
                     recorder,
                     app,
                     EventType::Warning,
-                    "SelfHealBackOff",
+                    EventReason::SelfHealBackOff,
                     fight.to_string(),
                 )
                 .await
@@ -108,7 +108,7 @@ pub async fn announce(
                 recorder,
                 app,
                 EventType::Normal,
-                "SyncSucceeded",
+                EventReason::SyncSucceeded,
                 format!("synced {} object(s)", report.results.len()),
             )
             .await
@@ -124,7 +124,7 @@ pub async fn announce(
                 recorder,
                 app,
                 EventType::Warning,
-                "SyncFailed",
+                EventReason::SyncFailed,
                 error.to_string(),
             )
             .await
@@ -139,7 +139,7 @@ pub async fn announce(
                 recorder,
                 app,
                 EventType::Normal,
-                "Pruned",
+                EventReason::Pruned,
                 format!("{object}: deleted"),
             )
             .await;
@@ -148,7 +148,7 @@ pub async fn announce(
                 recorder,
                 app,
                 EventType::Normal,
-                "OrphanDetected",
+                EventReason::OrphanDetected,
                 format!("{object}: no longer in Git; {fate}"),
             )
             .await;
@@ -167,31 +167,25 @@ pub async fn announce(
             recorder,
             app,
             EventType::Warning,
-            "PruneBlocked",
+            EventReason::PruneBlocked,
             breaker.to_string(),
         )
         .await;
     }
 }
 
-/// Publishes one Event about `app`; a failure to publish is only logged.
+/// Publishes one Event about `app`'s sync; a failure to publish is only
+/// logged.
 pub async fn publish(
     recorder: &Recorder,
     app: &Application,
     type_: EventType,
-    reason: &str,
+    reason: EventReason,
     note: String,
 ) {
-    let event = Event {
-        type_,
-        reason: reason.into(),
-        note: Some(note),
-        action: "Sync".into(),
-        secondary: None,
-    };
-    if let Err(error) = recorder.publish(&event, &app.object_ref(&())).await {
-        tracing::debug!(%error, "publishing event failed");
-    }
+    recorder
+        .tell(&app.object_ref(&()), type_, reason, "Sync", note)
+        .await;
 }
 
 /// Events for what changed between two statuses: health moved, and the
@@ -219,12 +213,12 @@ pub async fn announce_changes(
             "{} → {}{message}",
             previous.health.status, next.health.status
         );
-        publish(recorder, app, type_, "HealthChanged", note).await;
+        publish(recorder, app, type_, EventReason::HealthChanged, note).await;
     }
     for notice in notices {
         let reason = match notice.kind {
-            NoticeKind::NotSyncedTooLong => "NotSyncedTooLong",
-            NoticeKind::NotSyncedTooLongCleared => "NotSyncedTooLongCleared",
+            NoticeKind::NotSyncedTooLong => EventReason::NotSyncedTooLong,
+            NoticeKind::NotSyncedTooLongCleared => EventReason::NotSyncedTooLongCleared,
             _ => continue,
         };
         let type_ = match notice.severity {

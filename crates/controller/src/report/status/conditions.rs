@@ -12,7 +12,10 @@ use tether_core::drift::{DriftKind, DriftOutcome};
 use crate::api::application::{ApplicationStatus, Condition, set_condition};
 use crate::observe::health::{self, Judge};
 
-use super::{Failure, NOT_SYNCED_TOO_LONG_CONDITION, RECONCILED_CONDITION, RECONCILED_REASON};
+use super::{
+    Failure, NOT_SYNCED_TOO_LONG_CONDITION, NotSyncedReason, RECONCILED_CONDITION,
+    RECONCILED_REASON,
+};
 
 /// At most this many warnings are spelled out in the message.
 const UNSUPPORTED_SHOWN: usize = 10;
@@ -144,7 +147,7 @@ fn why_not_synced(status: &ApplicationStatus, failure: Option<&Failure>) -> (&'s
         .iter()
         .find(|c| c.type_ == crate::api::pin::PINNED_CONDITION && c.status == "True")
     {
-        return ("Pinned", pinned.message.clone());
+        return (NotSyncedReason::Pinned.as_str(), pinned.message.clone());
     }
     let kept = |outcome: DriftOutcome| {
         status
@@ -176,7 +179,7 @@ fn why_not_synced(status: &ApplicationStatus, failure: Option<&Failure>) -> (&'s
     };
     if !emergency.is_empty() {
         return (
-            "BreakGlassOpen",
+            NotSyncedReason::BreakGlassOpen.as_str(),
             format!(
                 "changes made in an open break-glass window are kept: {}",
                 named(&emergency)
@@ -185,7 +188,7 @@ fn why_not_synced(status: &ApplicationStatus, failure: Option<&Failure>) -> (&'s
     }
     if !fighting.is_empty() {
         return (
-            "SelfHealBackOff",
+            NotSyncedReason::SelfHealBackOff.as_str(),
             format!(
                 "self-heal backed off from another writer: {}",
                 named(&fighting)
@@ -194,7 +197,7 @@ fn why_not_synced(status: &ApplicationStatus, failure: Option<&Failure>) -> (&'s
     }
     if !reported.is_empty() {
         return (
-            "DriftKept",
+            NotSyncedReason::DriftKept.as_str(),
             format!(
                 "drift is reported and left in place (self-heal off or driftResponse: warn): {}",
                 named(&reported)
@@ -203,12 +206,12 @@ fn why_not_synced(status: &ApplicationStatus, failure: Option<&Failure>) -> (&'s
     }
     match status.sync.status {
         SyncStatus::OutOfSync => (
-            "SyncPending",
+            NotSyncedReason::SyncPending.as_str(),
             "live state differs from Git and no sync has applied it (automated sync off? run `tether sync`)"
                 .to_string(),
         ),
         _ => (
-            "NotCompared",
+            NotSyncedReason::NotCompared.as_str(),
             "live state has not been compared with Git yet".to_string(),
         ),
     }

@@ -85,6 +85,27 @@ tether_core::vocabulary! {
     }
 }
 
+tether_core::vocabulary! {
+    /// Why an app that no step failed is not Synced; its word is the
+    /// reason of the [`NOT_SYNCED_TOO_LONG_CONDITION`] (a failed step's
+    /// reason is the [`Step`]'s own word).
+    pub enum NotSyncedReason("not-synced reason") {
+        /// A rollback pin holds the app at an older revision (`spec.pin`).
+        Pinned,
+        /// Changes made in an open break-glass window are kept.
+        BreakGlassOpen,
+        /// Self-heal backed off from another writer of a field.
+        SelfHealBackOff,
+        /// Drift is reported and left in place (self-heal off, or
+        /// `driftResponse: warn`).
+        DriftKept,
+        /// Live differs from Git and no sync has applied it yet.
+        SyncPending,
+        /// Live has not been compared with Git yet.
+        NotCompared,
+    }
+}
+
 /// The reason of the [`RECONCILED_CONDITION`] when no step failed.
 pub const RECONCILED_REASON: &str = OperationPhase::Succeeded.as_str();
 
@@ -313,6 +334,13 @@ mod tests {
     }
 
     #[test]
+    fn the_readme_names_every_reason_an_app_is_not_synced() {
+        let readme = include_str!("../../../../../README.md");
+        let missing = <NotSyncedReason as tether_core::Vocabulary>::unnamed_in(readme);
+        assert!(missing.is_empty(), "README.md does not name {missing:?}");
+    }
+
+    #[test]
     fn a_status_that_only_records_a_new_revision_may_wait() {
         let previous = recorded_at("aaa", "2026-12-02T10:00:00Z");
         let next = recorded_at("bbb", "2026-12-02T10:05:00Z");
@@ -465,7 +493,7 @@ mod tests {
             "2026-12-03T10:02:00Z",
         );
         let raised = not_synced_alert(&next).expect("raised");
-        assert_eq!(raised.reason, "DriftKept");
+        assert_eq!(raised.reason, NotSyncedReason::DriftKept.as_str());
         assert!(
             raised.message.starts_with(
                 "not Synced for more than 1h (since 2026-12-03T09:00:00Z): drift is reported and left in place"
