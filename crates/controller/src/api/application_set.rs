@@ -9,7 +9,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::application::{Condition, open_object_list};
+use super::application::Condition;
+use super::schema::open_object_list;
 
 // clippy reads the repeated `type_ = "string"` of the printcolumn
 // arguments as duplicated attributes.

@@ -20,7 +20,8 @@ use tether_core::window::{
     Grant, GrantError, WindowPhase, WindowTimes, check_grants, is_privileged_group,
 };
 
-use super::application::{Condition, open_object_list};
+use super::application::Condition;
+use super::schema::open_object_list;
 use super::schema::word;
 
 // clippy reads the repeated `type_ = "string"` of the printcolumn

@@ -19,6 +19,13 @@ pub(crate) fn word<T: Vocabulary>(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "string", "enum": words})
 }
 
+/// The schema of a list whose items are defined (and validated) by the crate
+/// that owns them: objects the API server stores as given.
+pub(crate) fn open_object_list(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "array", "items":
+        {"type": "object", "x-kubernetes-preserve-unknown-fields": true}})
+}
+
 /// `syncPolicy.prunePropagation`: one of the deletion propagations. The
 /// derived schema of an `Option` of an enum lists `null` among the words,
 /// which `kubectl apply`'s validation refuses (the API server does not).
