@@ -70,8 +70,8 @@ pub struct ApplicationStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub orphans: Vec<OrphanStatus>,
     /// Every object Tether applied for this app (prune's source of truth);
-    /// stored grouped by group, version, kind and namespace (see
-    /// [`crate::api::inventory`]), complete however many objects the app has.
+    /// stored grouped by group, version, kind and namespace, so that it is
+    /// complete however many objects the app has.
     #[serde(
         default,
         skip_serializing_if = "Vec::is_empty",
