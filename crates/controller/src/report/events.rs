@@ -22,6 +22,9 @@ use crate::observe::drift::{Assessed, Response};
 use crate::sync::Ran;
 use crate::sync::prune::PruneReport;
 
+/// One Event to send about an app: its type, reason and note.
+type Said = (EventType, EventReason, String);
+
 /// Events: a sync's outcome, drift reverted or left, a tripped breaker —
 /// and the counters of drift, reverts and blocked prunes that go with them.
 pub async fn announce(
@@ -35,6 +38,7 @@ pub async fn announce(
     let previous = app.status.as_ref();
     let healed = sync.is_some_and(|s| s.result.is_ok());
     let key = (app.namespace().unwrap_or_default(), app.name_any());
+    let mut said = Vec::new();
     for assessed in drift {
         let known = previous.is_some_and(|p| {
             p.drift.iter().any(|e| {
@@ -48,112 +52,10 @@ pub async fn announce(
         if healed && matches!(assessed.response, Response::Heal) {
             metrics.self_healed(&key);
         }
-        match &assessed.response {
-            Response::Heal if healed => {
-                publish(
-                    recorder,
-                    app,
-                    EventType::Normal,
-                    EventReason::DriftReverted,
-                    format!("reverted {assessed}"),
-                )
-                .await
-            }
-            Response::Heal => {}
-            _ if known => {}
-            Response::Report if assessed.record.kind == DriftKind::Emergency => {
-                publish(
-                    recorder,
-                    app,
-                    EventType::Warning,
-                    EventReason::EmergencyChange,
-                    format!(
-                        "{assessed}; inside an open break-glass window: recorded, not reverted"
-                    ),
-                )
-                .await
-            }
-            Response::Report => {
-                publish(
-                    recorder,
-                    app,
-                    EventType::Warning,
-                    EventReason::DriftDetected,
-                    format!("{assessed}; not reverted (self-heal is off, warn mode or opted out)"),
-                )
-                .await
-            }
-            Response::BackOff(fight) => {
-                publish(
-                    recorder,
-                    app,
-                    EventType::Warning,
-                    EventReason::SelfHealBackOff,
-                    fight.to_string(),
-                )
-                .await
-            }
-        }
+        said.extend(drift_event(assessed, known, healed));
     }
-    match sync {
-        Some(Ran {
-            initiator: Initiator::SelfHeal,
-            result: Ok(_),
-            ..
-        }) => {}
-        Some(Ran {
-            result: Ok(report), ..
-        }) => {
-            publish(
-                recorder,
-                app,
-                EventType::Normal,
-                EventReason::SyncSucceeded,
-                format!("synced {} object(s)", report.results.len()),
-            )
-            .await
-        }
-        // Not over: it resumes at the next reconcile (status says so).
-        Some(Ran {
-            result: Err(error), ..
-        }) if error.is_waiting() => {}
-        Some(Ran {
-            result: Err(error), ..
-        }) => {
-            publish(
-                recorder,
-                app,
-                EventType::Warning,
-                EventReason::SyncFailed,
-                error.to_string(),
-            )
-            .await
-        }
-        None => {}
-    }
-    for (object, fate) in &pruned.orphans {
-        let before =
-            previous.and_then(|p| p.orphans.iter().find(|o| o.object == object.to_string()));
-        if fate.is_deleted() {
-            publish(
-                recorder,
-                app,
-                EventType::Normal,
-                EventReason::Pruned,
-                format!("{object}: deleted"),
-            )
-            .await;
-        } else if before.is_none() {
-            publish(
-                recorder,
-                app,
-                EventType::Normal,
-                EventReason::OrphanDetected,
-                format!("{object}: no longer in Git; {fate}"),
-            )
-            .await;
-        }
-    }
+    said.extend(sync.and_then(sync_event));
+    said.extend(orphan_events(pruned, previous));
     let was_blocked = previous.is_some_and(|p| {
         p.conditions
             .iter()
@@ -163,15 +65,98 @@ pub async fn announce(
         && !was_blocked
     {
         metrics.prune_blocked(&key);
-        publish(
-            recorder,
-            app,
+        said.push((
             EventType::Warning,
             EventReason::PruneBlocked,
             breaker.to_string(),
-        )
-        .await;
+        ));
     }
+    for (type_, reason, note) in said {
+        publish(recorder, app, type_, reason, note).await;
+    }
+}
+
+/// The Event for one drifted object: reverted (when the sync that healed
+/// it succeeded), kept by an open break-glass window, left in place, or
+/// self-heal backing off; none for a drift already announced.
+fn drift_event(assessed: &Assessed, known: bool, healed: bool) -> Option<Said> {
+    Some(match &assessed.response {
+        Response::Heal if healed => (
+            EventType::Normal,
+            EventReason::DriftReverted,
+            format!("reverted {assessed}"),
+        ),
+        Response::Heal => return None,
+        _ if known => return None,
+        Response::Report if assessed.record.kind == DriftKind::Emergency => (
+            EventType::Warning,
+            EventReason::EmergencyChange,
+            format!("{assessed}; inside an open break-glass window: recorded, not reverted"),
+        ),
+        Response::Report => (
+            EventType::Warning,
+            EventReason::DriftDetected,
+            format!("{assessed}; not reverted (self-heal is off, warn mode or opted out)"),
+        ),
+        Response::BackOff(fight) => (
+            EventType::Warning,
+            EventReason::SelfHealBackOff,
+            fight.to_string(),
+        ),
+    })
+}
+
+/// The Event for a sync that ended: none for a self-heal that succeeded
+/// (its reverts say it) or a sync waiting for a wave (it resumes).
+fn sync_event(sync: &Ran) -> Option<Said> {
+    match sync {
+        Ran {
+            initiator: Initiator::SelfHeal,
+            result: Ok(_),
+            ..
+        } => None,
+        Ran {
+            result: Ok(report), ..
+        } => Some((
+            EventType::Normal,
+            EventReason::SyncSucceeded,
+            format!("synced {} object(s)", report.results.len()),
+        )),
+        Ran {
+            result: Err(error), ..
+        } if error.is_waiting() => None,
+        Ran {
+            result: Err(error), ..
+        } => Some((
+            EventType::Warning,
+            EventReason::SyncFailed,
+            error.to_string(),
+        )),
+    }
+}
+
+/// An Event for each orphan pruned, and for each orphan kept that was not
+/// on record before.
+fn orphan_events(pruned: &PruneReport, previous: Option<&ApplicationStatus>) -> Vec<Said> {
+    let mut said = Vec::new();
+    for (object, fate) in &pruned.orphans {
+        let before =
+            previous.and_then(|p| p.orphans.iter().find(|o| o.object == object.to_string()));
+        if fate.is_deleted() {
+            said.push((
+                EventType::Normal,
+                EventReason::Pruned,
+                format!("{object}: deleted"),
+            ));
+        } else if before.is_none() {
+            said.push((
+                EventType::Normal,
+                EventReason::OrphanDetected,
+                format!("{object}: no longer in Git; {fate}"),
+            ));
+        }
+    }
+    said
 }
 
 /// Publishes one Event about `app`'s sync; a failure to publish is only
@@ -226,5 +211,58 @@ pub async fn announce_changes(
             Severity::Normal => EventType::Normal,
         };
         publish(recorder, app, type_, reason, notice.message.clone()).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tether_core::ObjectRef;
+    use tether_core::drift::DriftRecord;
+
+    fn drifted(kind: DriftKind, response: Response) -> Assessed {
+        let object = ObjectRef::from_object(&serde_json::json!({"apiVersion": "apps/v1",
+            "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"}}))
+        .unwrap();
+        Assessed {
+            record: DriftRecord {
+                object,
+                kind,
+                fields: Vec::new(),
+                detected_at: "2026-12-06T10:00:00Z".into(),
+            },
+            response,
+        }
+    }
+
+    fn reason(event: Option<Said>) -> Option<EventReason> {
+        event.map(|(_, reason, _)| reason)
+    }
+
+    #[test]
+    fn a_drift_is_said_reverted_only_once_the_healing_sync_succeeded() {
+        let manual = drifted(DriftKind::Manual, Response::Heal);
+        assert_eq!(
+            reason(drift_event(&manual, true, true)),
+            Some(EventReason::DriftReverted)
+        );
+        assert_eq!(reason(drift_event(&manual, false, false)), None);
+    }
+
+    #[test]
+    fn a_drift_left_in_place_is_said_once_and_a_break_glass_change_as_an_emergency() {
+        let left = drifted(DriftKind::Manual, Response::Report);
+        assert_eq!(
+            reason(drift_event(&left, false, false)),
+            Some(EventReason::DriftDetected)
+        );
+        assert_eq!(reason(drift_event(&left, true, false)), None);
+        let emergency = drifted(DriftKind::Emergency, Response::Report);
+        let (type_, reason, note) = drift_event(&emergency, false, false).unwrap();
+        assert_eq!(
+            (type_, reason),
+            (EventType::Warning, EventReason::EmergencyChange)
+        );
+        assert!(note.contains("Deployment shop/web"), "{note}");
     }
 }
