@@ -16,7 +16,6 @@
 //! never a panic.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use hmac::{Hmac, Mac};
 use serde_json::Value;
@@ -80,39 +79,26 @@ pub struct StoredRecord {
     pub seal: Seal,
 }
 
-/// What a check found, worst first; the same words in status, CLI and events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum ChainState {
-    /// A record does not verify: added, replaced or altered by hand.
-    Forged,
-    /// A record is missing: sequence numbers skip, or the log holds fewer
-    /// records than the window's status counts.
-    Gap,
-    /// Whole, but some records predate keyed records (SHA-256 only).
-    Unkeyed,
-    /// Whole, and every seal checked (or, without the key, every link).
-    Intact,
+crate::vocabulary! {
+    /// What a check found, worst first; the same words in status, CLI and
+    /// events.
+    pub enum ChainState("audit chain state") {
+        /// A record does not verify: added, replaced or altered by hand.
+        Forged,
+        /// A record is missing: sequence numbers skip, or the log holds
+        /// fewer records than the window's status counts.
+        Gap,
+        /// Whole, but some records predate keyed records (SHA-256 only).
+        Unkeyed,
+        /// Whole, and every seal checked (or, without the key, every link).
+        Intact,
+    }
 }
 
 impl ChainState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChainState::Forged => "Forged",
-            ChainState::Gap => "Gap",
-            ChainState::Unkeyed => "Unkeyed",
-            ChainState::Intact => "Intact",
-        }
-    }
-
     /// Whether the log can no longer be trusted as written.
     pub fn is_broken(self) -> bool {
         matches!(self, ChainState::Forged | ChainState::Gap)
-    }
-}
-
-impl fmt::Display for ChainState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

@@ -169,7 +169,7 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
             match &verdict {
                 Some(verdict) => {
                     outln!("audit log (controller): {}", verdict.message);
-                    broken |= matches!(verdict.state.as_str(), "Gap" | "Forged");
+                    broken |= verdict.state.is_broken();
                 }
                 None => outln!("audit log (controller): not checked yet"),
             }

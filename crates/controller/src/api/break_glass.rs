@@ -15,6 +15,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tether_core::ObjectRef;
+use tether_core::audit::ChainState;
 use tether_core::drift::DriftedField;
 use tether_core::window::{
     Grant, GrantError, WindowPhase, WindowTimes, check_grants, is_privileged_group,
@@ -170,11 +171,12 @@ pub struct BreakGlassStatus {
 }
 
 /// The verdict on a window's audit log.
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditChainStatus {
     /// Intact, Unkeyed (records from before keying), Gap or Forged.
-    pub state: String,
+    #[schemars(schema_with = "word::<ChainState>")]
+    pub state: ChainState,
     pub message: String,
     /// Where the records are: the controller's namespace.
     pub namespace: String,

@@ -509,7 +509,7 @@ async fn stored_records(
 /// The verdict to keep in the window's status.
 pub fn chain_status(namespace: &str, report: &ChainReport) -> AuditChainStatus {
     AuditChainStatus {
-        state: report.state.to_string(),
+        state: report.state,
         message: report.message(),
         namespace: namespace.to_string(),
         records: report.records,
