@@ -13,7 +13,7 @@ use tether_controller::api::BreakGlass;
 use tether_controller::api::break_glass::Resolution;
 use tether_controller::break_glass::audit;
 use tether_controller::break_glass::request::{self, Opening};
-use tether_core::window::{parse_ttl, within_cap};
+use tether_core::window::{WindowPhase, parse_ttl, within_cap};
 use tether_source::adopt::AdoptError as SourceAdoptError;
 
 use super::columns::aligned;
@@ -118,84 +118,28 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
             reason,
             ttl,
         } => {
-            let ttl = parse_ttl(&ttl)?;
-            let resources = resources
-                .iter()
-                .map(|r| request::parse_resource(r))
-                .collect::<Result<Vec<_>, _>>()?;
-            let window = request::open(
-                &client,
-                Opening {
-                    namespace: namespace.clone(),
-                    app,
-                    resources,
-                    reason,
-                    ttl,
-                    max_ttl,
-                },
-            )
-            .await?;
-            outln!(
-                "BreakGlass {namespace}/{} opened by {} until {}",
-                window.name_any(),
-                window.spec.opened_by.username,
-                window.spec.expires_at
-            );
+            let opening = Opening {
+                namespace,
+                app,
+                resources: resources
+                    .iter()
+                    .map(|r| request::parse_resource(r))
+                    .collect::<Result<Vec<_>, _>>()?,
+                reason,
+                ttl: parse_ttl(&ttl)?,
+                max_ttl,
+            };
+            open(&client, opening).await?;
         }
-        BreakGlassCommand::List { app } => {
-            let api: Api<BreakGlass> = Api::namespaced(client, &namespace);
-            let mut windows: Vec<BreakGlass> = api
-                .list(&Default::default())
-                .await
-                .with_context(|| format!("BreakGlasses in namespace {namespace}"))?
-                .items
-                .into_iter()
-                .filter(|w| app.as_ref().is_none_or(|a| &w.spec.application == a))
-                .collect();
-            windows.sort_by_key(|w| std::cmp::Reverse(w.creation_timestamp()));
-            out!("{}", list(&windows));
-        }
+        BreakGlassCommand::List { app } => list_windows(client, &namespace, app).await?,
         BreakGlassCommand::Show {
             name,
             controller_namespace,
-        } => {
-            let window = find(&client, &namespace, &name).await?;
-            out!("{}", show(&window));
-            let verdict = window.status.as_ref().and_then(|s| s.audit_chain.clone());
-            let records_namespace = verdict
-                .as_ref()
-                .map_or(controller_namespace, |v| v.namespace.clone());
-            let mut broken = false;
-            match &verdict {
-                Some(verdict) => {
-                    outln!("audit log (controller): {}", verdict.message);
-                    broken |= verdict.state.is_broken();
-                }
-                None => outln!("audit log (controller): not checked yet"),
-            }
-            match audit::check(&client, &records_namespace, &window, None).await {
-                Ok(checked) => {
-                    outln!(
-                        "audit log (here, in {records_namespace}): {}",
-                        checked.report.message()
-                    );
-                    broken |= checked.report.state.is_broken();
-                }
-                // Optional: who may not read the controller's namespace
-                // still has the controller's verdict above.
-                Err(error) => outln!(
-                    "audit log (here): cannot read the audit records in {records_namespace}: {}",
-                    tether_cluster::error::describe(&error)
-                ),
-            }
-            if broken {
-                return Ok(ExitCode::from(1));
-            }
-        }
+        } => return show_window(&client, &namespace, &name, controller_namespace).await,
         BreakGlassCommand::Extend { name, ttl, reason } => {
-            let ttl = parse_ttl(&ttl)?;
             let window = find(&client, &namespace, &name).await?;
-            let window = request::extend(&client, &window, ttl, max_ttl, &reason).await?;
+            let window =
+                request::extend(&client, &window, parse_ttl(&ttl)?, max_ttl, &reason).await?;
             outln!(
                 "BreakGlass {namespace}/{} extended until {}",
                 window.name_any(),
@@ -217,33 +161,7 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
             if resolve == Resolution::Adopt && !already_adopted {
                 // Adopt first: closing resumes self-heal, which would revert
                 // whatever is not in Git yet.
-                let records = records_of_window(&window);
-                if records.is_empty() {
-                    anyhow::bail!(
-                        "BreakGlass {namespace}/{}: recorded no change to adopt; close it with --resolve revert",
-                        window.name_any()
-                    );
-                }
-                let author = super::adopt::author(author.as_deref())?;
-                let app = application(client.clone(), &namespace, &window.spec.application).await?;
-                let adopted = super::adopt::commit(
-                    client.clone(),
-                    &app,
-                    &records,
-                    &window_reason(&window),
-                    author,
-                    branch,
-                )
-                .await;
-                match adopted {
-                    // `tether adopt --window` got there first: Git already
-                    // holds the window's changes, so close as adopted.
-                    Err(error) if already_in_git(&error) => outln!(
-                        "BreakGlass {namespace}/{}: Git already holds its changes (adopted before)",
-                        window.name_any()
-                    ),
-                    other => other?,
-                }
+                adopt(&client, &window, author.as_deref(), branch).await?;
             }
             request::close(&client, &window, resolve).await?;
             outln!(
@@ -258,6 +176,123 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `tether break-glass open`.
+async fn open(client: &kube::Client, opening: Opening) -> anyhow::Result<()> {
+    let namespace = opening.namespace.clone();
+    let window = request::open(client, opening).await?;
+    outln!(
+        "BreakGlass {namespace}/{} opened by {} until {}",
+        window.name_any(),
+        window.spec.opened_by.username,
+        window.spec.expires_at
+    );
+    Ok(())
+}
+
+/// `tether break-glass list`: newest first, of one app when given.
+async fn list_windows(
+    client: kube::Client,
+    namespace: &str,
+    app: Option<String>,
+) -> anyhow::Result<()> {
+    let api: Api<BreakGlass> = Api::namespaced(client, namespace);
+    let mut windows: Vec<BreakGlass> = api
+        .list(&Default::default())
+        .await
+        .with_context(|| format!("BreakGlasses in namespace {namespace}"))?
+        .items
+        .into_iter()
+        .filter(|w| app.as_ref().is_none_or(|a| &w.spec.application == a))
+        .collect();
+    windows.sort_by_key(|w| std::cmp::Reverse(w.creation_timestamp()));
+    out!("{}", list(&windows));
+    Ok(())
+}
+
+/// `tether break-glass show`: the window, the controller's verdict on its
+/// audit log and this user's own check of it; exit code 1 when either
+/// finds the log broken.
+async fn show_window(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    controller_namespace: String,
+) -> anyhow::Result<ExitCode> {
+    let window = find(client, namespace, name).await?;
+    out!("{}", show(&window));
+    let verdict = window.status.as_ref().and_then(|s| s.audit_chain.clone());
+    let records_namespace = verdict
+        .as_ref()
+        .map_or(controller_namespace, |v| v.namespace.clone());
+    let mut broken = false;
+    match &verdict {
+        Some(verdict) => {
+            outln!("audit log (controller): {}", verdict.message);
+            broken |= verdict.state.is_broken();
+        }
+        None => outln!("audit log (controller): not checked yet"),
+    }
+    match audit::check(client, &records_namespace, &window, None).await {
+        Ok(checked) => {
+            outln!(
+                "audit log (here, in {records_namespace}): {}",
+                checked.report.message()
+            );
+            broken |= checked.report.state.is_broken();
+        }
+        // Optional: who may not read the controller's namespace
+        // still has the controller's verdict above.
+        Err(error) => outln!(
+            "audit log (here): cannot read the audit records in {records_namespace}: {}",
+            tether_cluster::error::describe(&error)
+        ),
+    }
+    Ok(if broken {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Commits the changes recorded in `window` to Git (as `tether adopt
+/// --window` does); done already counts as done.
+async fn adopt(
+    client: &kube::Client,
+    window: &BreakGlass,
+    author: Option<&str>,
+    branch: Option<String>,
+) -> anyhow::Result<()> {
+    let namespace = window.namespace().unwrap_or_default();
+    let records = records_of_window(window);
+    if records.is_empty() {
+        anyhow::bail!(
+            "BreakGlass {namespace}/{}: recorded no change to adopt; close it with --resolve revert",
+            window.name_any()
+        );
+    }
+    let author = super::adopt::author(author)?;
+    let app = application(client.clone(), &namespace, &window.spec.application).await?;
+    let adopted = super::adopt::commit(
+        client.clone(),
+        &app,
+        &records,
+        &window_reason(window),
+        author,
+        branch,
+    )
+    .await;
+    match adopted {
+        // `tether adopt --window` got there first: Git already holds the
+        // window's changes, so close as adopted.
+        Err(error) if already_in_git(&error) => outln!(
+            "BreakGlass {namespace}/{}: Git already holds its changes (adopted before)",
+            window.name_any()
+        ),
+        other => other?,
+    }
+    Ok(())
 }
 
 /// Whether adopting failed only because the source already has the live
@@ -287,7 +322,7 @@ async fn find(client: &kube::Client, namespace: &str, name: &str) -> anyhow::Res
 fn phase(window: &BreakGlass) -> String {
     match window.times() {
         Ok(times) => times.phase(SystemTime::now()).to_string(),
-        Err(_) => "Invalid".into(),
+        Err(_) => WindowPhase::Invalid.to_string(),
     }
 }
 
