@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 /// Which cluster, as the user running the command: `--kubeconfig`.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct Kubeconfig {
     /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster).
     #[arg(long, env = "TETHER_KUBECONFIG")]

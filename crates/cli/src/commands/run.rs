@@ -140,8 +140,82 @@ async fn stop() {
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let (kubeconfig, http_addr) = (args.kubeconfig.clone(), args.http_addr);
+    let secret_file = args.webhook_secret_file.clone();
+    let config = config(args)?;
+    let secret = webhook_secret(secret_file.as_deref())?;
+    if let Err(error) = tether_source::render::probe_sandbox(&config.sandbox) {
+        // Plain directories still render; Helm, Kustomize and Jsonnet
+        // sources will fail with this same message in their status.
+        tracing::warn!(%error, "renderer sandbox unavailable");
+    }
+    // Every request the controller makes is counted (`/metrics`).
+    let metrics = Arc::new(Metrics::new());
+    let counted = metrics.clone();
+    let connection = kubeconfig
+        .connection(Arc::new(move |verb: &str, resource: &str, code: &str| {
+            counted.kube_request(verb, resource, code)
+        }))
+        .await?;
+    let client = connection.client()?;
+    let server = client
+        .apiserver_version()
+        .await
+        .map(|info| info.git_version)
+        .unwrap_or_else(|error| format!("unknown ({})", tether_cluster::error::describe(&error)));
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        identity = %config.identity,
+        lease_namespace = %config.lease_namespace,
+        watching = config.watch_namespace.as_deref().unwrap_or("all namespaces"),
+        http = %http_addr.map_or("off".to_string(), |addr| addr.to_string()),
+        webhooks = secret.is_some(),
+        resync = ?config.resync,
+        concurrency = config.concurrency,
+        cache_dir = %config.cache_dir.display(),
+        kubernetes = %server,
+        "tether controller starting"
+    );
+    // The dashboard at /ui: its own watch of the Applications while
+    // someone uses it, each request acting with the bearer token it
+    // carries.
+    let ui_connection = connection.clone();
+    let ui_namespace = config.watch_namespace.clone();
+    let wiring = Wiring {
+        trigger: Trigger::default(),
+        probe: Probe::default(),
+        metrics,
+        connection: Some(connection),
+    };
+    let serve_http = async {
+        match http_addr {
+            Some(addr) => {
+                let access = Access::new(client.clone(), "/metrics");
+                let ui = tether_dashboard::in_controller(ui_connection, ui_namespace.as_deref())
+                    .await
+                    .context("starting the dashboard at /ui")?;
+                let router = http::app(wiring.trigger.clone(), wiring.probe.clone(), secret)
+                    .merge(http::metrics(wiring.metrics.clone(), access))
+                    .nest_service("/ui", ui);
+                http::serve(addr, router)
+                    .await
+                    .with_context(|| format!("serving HTTP on {addr}"))
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let controller = tether_controller::run_until(client.clone(), config, wiring.clone(), stop());
+    tokio::select! {
+        result = controller => result?,
+        result = serve_http => result?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The controller's configuration from `tether run`'s arguments.
+fn config(args: RunArgs) -> anyhow::Result<Config> {
     let defaults = Config::default();
-    let config = Config {
+    Ok(Config {
         resync: Duration::from_secs(args.resync_seconds),
         poll_interval: tether_core::poll::parse_interval(&args.poll_interval)?,
         concurrency: args.concurrency,
@@ -168,8 +242,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             require_service_account: args.require_service_account,
         },
         shards: args.shards,
-    };
-    let secret = match &args.webhook_secret_file {
+    })
+}
+
+/// The shared secret push webhooks are signed with, from `path`; none
+/// when no path is given or the file is absent.
+fn webhook_secret(path: Option<&std::path::Path>) -> anyhow::Result<Option<Vec<u8>>> {
+    Ok(match path {
         // The in-cluster Deployment mounts the Secret `tether-webhook` as
         // optional: without it there are no webhooks (polling goes on).
         Some(path) if !path.exists() => {
@@ -187,74 +266,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 .to_vec(),
         ),
         None => None,
-    };
-    if let Err(error) = tether_source::render::probe_sandbox(&config.sandbox) {
-        // Plain directories still render; Helm, Kustomize and Jsonnet
-        // sources will fail with this same message in their status.
-        tracing::warn!(%error, "renderer sandbox unavailable");
-    }
-    // Every request the controller makes is counted (`/metrics`).
-    let metrics = Arc::new(Metrics::new());
-    let counted = metrics.clone();
-    let connection = args
-        .kubeconfig
-        .connection(Arc::new(move |verb: &str, resource: &str, code: &str| {
-            counted.kube_request(verb, resource, code)
-        }))
-        .await?;
-    let client = connection.client()?;
-    let server = client
-        .apiserver_version()
-        .await
-        .map(|info| info.git_version)
-        .unwrap_or_else(|error| format!("unknown ({})", tether_cluster::error::describe(&error)));
-    tracing::info!(
-        version = env!("CARGO_PKG_VERSION"),
-        identity = %config.identity,
-        lease_namespace = %config.lease_namespace,
-        watching = config.watch_namespace.as_deref().unwrap_or("all namespaces"),
-        http = %args.http_addr.map_or("off".to_string(), |addr| addr.to_string()),
-        webhooks = secret.is_some(),
-        resync = ?config.resync,
-        concurrency = config.concurrency,
-        cache_dir = %config.cache_dir.display(),
-        kubernetes = %server,
-        "tether controller starting"
-    );
-    // The dashboard at /ui: its own watch of the Applications while
-    // someone uses it, each request acting with the bearer token it
-    // carries.
-    let ui_connection = connection.clone();
-    let ui_namespace = config.watch_namespace.clone();
-    let wiring = Wiring {
-        trigger: Trigger::default(),
-        probe: Probe::default(),
-        metrics,
-        connection: Some(connection),
-    };
-    let serve_http = async {
-        match args.http_addr {
-            Some(addr) => {
-                let access = Access::new(client.clone(), "/metrics");
-                let ui = tether_dashboard::in_controller(ui_connection, ui_namespace.as_deref())
-                    .await
-                    .context("starting the dashboard at /ui")?;
-                let router = http::app(wiring.trigger.clone(), wiring.probe.clone(), secret)
-                    .merge(http::metrics(wiring.metrics.clone(), access))
-                    .nest_service("/ui", ui);
-                http::serve(addr, router)
-                    .await
-                    .with_context(|| format!("serving HTTP on {addr}"))
-            }
-            None => std::future::pending().await,
-        }
-    };
-    let controller = tether_controller::run_until(client.clone(), config, wiring.clone(), stop());
-    tokio::select! {
-        result = controller => result?,
-        result = serve_http => result?,
-    }
-    Ok(ExitCode::SUCCESS)
+    })
 }
 
 /// The `--notify-webhook` values, refused at start when one is not an
