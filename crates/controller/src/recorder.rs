@@ -109,11 +109,7 @@ impl Recorder {
 
     /// Records `event` about `regarding`: creates it the first time, and
     /// otherwise counts it, writing the count when it is due.
-    pub async fn publish(
-        &self,
-        event: &Event,
-        regarding: &ObjectReference,
-    ) -> Result<(), kube::Error> {
+    async fn publish(&self, event: &Event, regarding: &ObjectReference) -> Result<(), kube::Error> {
         let key = series_key(event, regarding);
         let now = Timestamp::now();
         let write = {
