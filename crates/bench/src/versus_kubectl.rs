@@ -13,7 +13,7 @@ use tether_testkit::{Repo, run_ok};
 
 use crate::apps::{AppSet, app_name, create_apps, create_namespaces, wait_healthy, wait_synced};
 use crate::audit::{self, Counts};
-use crate::tether::start_leading;
+use crate::tether::{free_loopback_addr, start_leading};
 use crate::workload::{OBJECTS_PER_APP, app_files, latency_files, repo_files};
 use crate::{LATENCY_OBJECTS, latency, memory, percentile_ms, percentiles, say, secs, start_plane};
 
@@ -78,7 +78,7 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
 
     // 1. Initial sync with Tether.
     say("starting `tether run` as its own process");
-    let http_addr: SocketAddr = "127.0.0.1:18471".parse()?;
+    let http_addr: SocketAddr = free_loopback_addr()?;
     let tether = start_leading(
         tether_bin,
         &admin,
