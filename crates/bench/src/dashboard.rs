@@ -77,8 +77,7 @@ pub async fn run(
     };
     create_namespaces(&admin, &set.namespaces()).await?;
 
-    let addr = free_loopback_addr()?;
-    let _tether = start_leading(tether_bin, &admin, &tether_kubeconfig, work, 600, addr).await?;
+    let _tether = start_leading(tether_bin, &admin, &tether_kubeconfig, work, 600).await?;
     say(&format!(
         "creating {n} Applications (self-heal off) and waiting for Synced"
     ));

@@ -11,7 +11,6 @@
 //! manager (`kubectl patch`'s merge patch): the time from the patch's
 //! answer until a watch sees Tether's value back.
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -23,7 +22,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::json;
 
 use crate::apps::{AppSet, app_name, create_apps, create_namespaces, wait_healthy, wait_synced};
-use crate::tether::{free_loopback_addr, start_leading};
+use crate::tether::start_leading;
 use crate::workload::{OBJECTS_PER_APP, repo_files};
 use tether_testkit::Repo;
 
@@ -74,14 +73,12 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
     create_namespaces(&admin, &set(most).namespaces()).await?;
 
     say("starting `tether run` as its own process");
-    let http_addr: SocketAddr = free_loopback_addr()?;
-    let tether = start_leading(
+    let (tether, _) = start_leading(
         tether_bin,
         &admin,
         &tether_kubeconfig,
         work,
         settings.resync_seconds,
-        http_addr,
     )
     .await?;
     let pid = tether.pid();

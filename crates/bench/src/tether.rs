@@ -167,15 +167,16 @@ pub fn free_loopback_addr() -> anyhow::Result<SocketAddr> {
 }
 
 /// Starts the benchmark's own `tether run`, `bench` (webhook secret, cache
-/// and log in `work`), and waits until it leads.
+/// and log in `work`, HTTP on a free loopback port), and waits until it
+/// leads; returns it and the address its webhooks are posted to.
 pub async fn start_leading(
     binary: &Path,
     admin: &kube::Client,
     kubeconfig: &Path,
     work: &Path,
     resync_seconds: u64,
-    http_addr: SocketAddr,
-) -> anyhow::Result<Tether> {
+) -> anyhow::Result<(Tether, SocketAddr)> {
+    let http_addr = free_loopback_addr()?;
     let secret_file = write_webhook_secret(work)?;
     let tether = Tether::start(
         binary,
@@ -190,7 +191,7 @@ pub async fn start_leading(
         },
     )?;
     wait_leading(admin, "bench").await?;
-    Ok(tether)
+    Ok((tether, http_addr))
 }
 
 /// Writes the benchmark's webhook secret (what `post_push` signs with) to

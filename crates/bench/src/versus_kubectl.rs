@@ -3,7 +3,6 @@
 //! server — initial sync, steady-state requests, commit-to-Synced latency
 //! after a push webhook, and the controller's memory.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -13,7 +12,7 @@ use tether_testkit::{Repo, run_ok};
 
 use crate::apps::{AppSet, app_name, create_apps, create_namespaces, wait_healthy, wait_synced};
 use crate::audit::{self, Counts};
-use crate::tether::{free_loopback_addr, start_leading};
+use crate::tether::start_leading;
 use crate::workload::{OBJECTS_PER_APP, app_files, latency_files, repo_files};
 use crate::{LATENCY_OBJECTS, latency, memory, percentile_ms, percentiles, say, secs, start_plane};
 
@@ -78,14 +77,12 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
 
     // 1. Initial sync with Tether.
     say("starting `tether run` as its own process");
-    let http_addr: SocketAddr = free_loopback_addr()?;
-    let tether = start_leading(
+    let (tether, http_addr) = start_leading(
         tether_bin,
         &admin,
         &tether_kubeconfig,
         work,
         settings.resync_seconds,
-        http_addr,
     )
     .await?;
 
