@@ -8,6 +8,7 @@ mod support;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use tether_core::ConditionStatus;
 
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::jiff::Timestamp;
@@ -119,7 +120,7 @@ async fn a_commit_failing_validation_raises_the_alert_event_notification_and_met
     .await;
     let since = stuck.sync.not_synced_since.clone().unwrap();
     let raised = status_of(&apps, "shop", "NotSyncedTooLong=True", |s| {
-        has_condition(s, NOT_SYNCED_TOO_LONG_CONDITION, "True")
+        has_condition(s, NOT_SYNCED_TOO_LONG_CONDITION, ConditionStatus::True)
     })
     .await;
     let alert = condition(&raised, NOT_SYNCED_TOO_LONG_CONDITION).unwrap();
@@ -166,7 +167,7 @@ async fn a_commit_failing_validation_raises_the_alert_event_notification_and_met
     );
     let fixed = status_of(&apps, "shop", "Synced and NotSyncedTooLong=False", |s| {
         s.sync.status == SyncStatus::Synced
-            && has_condition(s, NOT_SYNCED_TOO_LONG_CONDITION, "False")
+            && has_condition(s, NOT_SYNCED_TOO_LONG_CONDITION, ConditionStatus::False)
     })
     .await;
     assert_eq!(fixed.sync.not_synced_since, None);

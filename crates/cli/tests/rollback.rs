@@ -19,6 +19,7 @@ use support::{
 };
 use tether_controller::api::Application;
 use tether_controller::api::pin::PINNED_CONDITION;
+use tether_core::ConditionStatus::{self, False, True};
 use tether_core::{Initiator, SyncStatus};
 use tether_testkit::{TestNamespace, eventually};
 
@@ -63,7 +64,7 @@ fn synced_to(app: &Application, revision: &str) -> bool {
         .is_some_and(|s| s.history.first().is_some_and(|h| h.revision == revision))
 }
 
-fn pinned(app: &Application) -> Option<(String, String, String)> {
+fn pinned(app: &Application) -> Option<(ConditionStatus, String, String)> {
     let condition = app
         .status
         .as_ref()?
@@ -71,7 +72,7 @@ fn pinned(app: &Application) -> Option<(String, String, String)> {
         .iter()
         .find(|c| c.type_ == PINNED_CONDITION)?;
     Some((
-        condition.status.clone(),
+        condition.status,
         condition.reason.clone(),
         condition.message.clone(),
     ))
@@ -125,7 +126,7 @@ async fn rollback_pins_the_previous_revision_within_two_seconds_and_survives_a_r
 
     // The pin: in the spec, condition Pinned, history, OutOfSync with the head.
     let app = app_where(&ns, "Pinned True", |app| {
-        pinned(app).is_some_and(|(status, _, _)| status == "True")
+        pinned(app).is_some_and(|(status, _, _)| status == True)
     })
     .await;
     let pin = app.spec.pin.clone().expect("spec.pin");
@@ -177,9 +178,9 @@ async fn rollback_pins_the_previous_revision_within_two_seconds_and_survives_a_r
     // The pin stays visible: the NotSynced alert counts, saying why.
     app_where(&ns, "NotSyncedTooLong True, reason Pinned", |app| {
         app.status.as_ref().is_some_and(|s| {
-            s.conditions.iter().any(|c| {
-                c.type_ == "NotSyncedTooLong" && c.status == "True" && c.reason == "Pinned"
-            })
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "NotSyncedTooLong" && c.status == True && c.reason == "Pinned")
         })
     })
     .await;
@@ -235,14 +236,14 @@ async fn rollback_pins_the_previous_revision_within_two_seconds_and_survives_a_r
     tokio::time::sleep(Duration::from_secs(3)).await;
     greeting_is(&ns, "hello").await;
     let app = app_where(&ns, "still pinned", |app| app.spec.pin.is_some()).await;
-    assert_eq!(pinned(&app).unwrap().0, "True");
+    assert_eq!(pinned(&app).unwrap().0, True);
 
     // Lift it by hand: the branch head again.
     let cleared = tether_ok(&ns, &["rollback", "shop", "-n", n, "--clear"]);
     assert!(cleared.contains("lifted"), "{cleared}");
     greeting_is(&ns, "broken").await;
     let app = app_where(&ns, "Pinned False (Cleared)", |app| {
-        pinned(app).is_some_and(|(status, reason, _)| status == "False" && reason == "Cleared")
+        pinned(app).is_some_and(|(status, reason, _)| status == False && reason == "Cleared")
     })
     .await;
     assert!(app.spec.pin.is_none());
@@ -300,7 +301,7 @@ async fn rollback_with_revert_commits_to_the_branch_and_the_pin_lifts_when_it_la
     let app = app_where(&ns, "Pinned False (GitMatches), no spec.pin", |app| {
         app.spec.pin.is_none()
             && pinned(app)
-                .is_some_and(|(status, reason, _)| status == "False" && reason == "GitMatches")
+                .is_some_and(|(status, reason, _)| status == False && reason == "GitMatches")
     })
     .await;
     let history = &app.status.as_ref().unwrap().history;

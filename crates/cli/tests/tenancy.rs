@@ -13,6 +13,7 @@ use support::tenancy::{Project, cluster_role_binding, config_map_in, refused, se
 use support::{Repo, Running, config_map, installed, settings_repo_greeting, tether_ok};
 use tether_controller::api::Application;
 use tether_controller::api::application::RECONCILED_CONDITION;
+use tether_core::ConditionStatus;
 use tether_core::SyncStatus;
 use tether_testkit::{TestNamespace, application, condition, has_condition, status_of};
 
@@ -137,7 +138,7 @@ async fn an_app_applies_as_its_service_account_and_a_commit_beyond_its_rights_is
     );
     status_of(&apps, "shop", "Synced again", |s| {
         s.sync.revision.as_deref() == Some(fixed.as_str())
-            && has_condition(s, RECONCILED_CONDITION, "True")
+            && has_condition(s, RECONCILED_CONDITION, ConditionStatus::True)
     })
     .await;
     assert_eq!(greeting(&team_a), "four");

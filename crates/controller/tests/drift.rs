@@ -6,6 +6,7 @@ mod support;
 
 use std::fmt::Debug;
 use std::time::Duration;
+use tether_core::ConditionStatus;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Service};
@@ -288,7 +289,7 @@ async fn a_writer_that_keeps_fighting_meets_back_off_and_a_condition_naming_it()
 }
 
 fn backed_off(status: &ApplicationStatus) -> bool {
-    has_condition(status, "SelfHealBackOff", "True")
+    has_condition(status, "SelfHealBackOff", ConditionStatus::True)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -357,7 +358,7 @@ async fn an_emptied_directory_trips_the_circuit_breaker_until_confirmed() {
     }
     repo.commit(&[("app/README.md", "moved elsewhere\n")], "empty the app");
     let status = status_where(&apps, "the PruneBlocked condition", |s| {
-        has_condition(s, "PruneBlocked", "True")
+        has_condition(s, "PruneBlocked", ConditionStatus::True)
     })
     .await;
     let condition = tether_testkit::condition(&status, "PruneBlocked").unwrap();

@@ -12,6 +12,7 @@ mod support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tether_core::ConditionStatus;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -383,7 +384,7 @@ async fn cluster_rules_from_a_configmap_and_application_rules_judge_live_objects
     // the cluster's rule judges again.
     patch(own("self.data.(")).await;
     let status = status_where(&apps, "the HealthRules condition False", |s| {
-        has_condition(s, "HealthRules", "False")
+        has_condition(s, "HealthRules", ConditionStatus::False)
     })
     .await;
     let condition = tether_testkit::condition(&status, "HealthRules").unwrap();

@@ -15,8 +15,8 @@ use support::{
 };
 use tether_controller::api::Application;
 use tether_controller::install;
-use tether_core::Action;
 use tether_core::tracking::{APP_LABEL, TRACKING_ANNOTATION};
+use tether_core::{Action, ConditionStatus};
 use tether_testkit::{Requests, TestNamespace, eventually, has_condition};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -103,7 +103,7 @@ async fn a_commit_with_one_invalid_object_applies_nothing_and_the_next_good_comm
     ));
     repo.commit(&files, "bad");
     let status = status_where(&apps, "the failure to be reported", |s| {
-        has_condition(s, "Reconciled", "False")
+        has_condition(s, "Reconciled", ConditionStatus::False)
     })
     .await;
     assert_eq!(status.sync.status, "OutOfSync");
@@ -129,7 +129,7 @@ async fn a_commit_with_one_invalid_object_applies_nothing_and_the_next_good_comm
     status_where(&apps, "Synced at the fixed commit", |s| {
         s.sync.status == "Synced"
             && s.sync.revision.as_deref() == Some(good.as_str())
-            && has_condition(s, "Reconciled", "True")
+            && has_condition(s, "Reconciled", ConditionStatus::True)
     })
     .await;
 }

@@ -5,6 +5,7 @@
 mod support;
 
 use std::time::{Duration, Instant};
+use tether_core::ConditionStatus;
 
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
@@ -37,7 +38,7 @@ async fn a_deny_window_records_a_scale_without_healing_it_and_heals_it_when_it_c
         .await
         .unwrap();
     let blocked = status_where(&apps, "the SyncWindow condition", |s| {
-        has_condition(s, "SyncWindow", "True")
+        has_condition(s, "SyncWindow", ConditionStatus::True)
     })
     .await;
     assert_starts_with(

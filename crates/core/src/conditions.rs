@@ -2,11 +2,35 @@
 
 use serde_json::Value;
 
+crate::vocabulary! {
+    /// What a condition says of its type, in the Kubernetes API conventions.
+    pub enum ConditionStatus("condition status") {
+        True,
+        False,
+        /// The controller cannot tell yet.
+        Unknown,
+    }
+}
+
+impl ConditionStatus {
+    /// The status `text` states. The conventions allow three words;
+    /// anything else (a missing field, another word) says neither true nor
+    /// false, so it reads as `Unknown`.
+    pub fn read(text: &str) -> Self {
+        text.parse().unwrap_or(Self::Unknown)
+    }
+
+    /// `True` when `holds`, `False` otherwise.
+    pub fn from_bool(holds: bool) -> Self {
+        if holds { Self::True } else { Self::False }
+    }
+}
+
 /// A condition as found in `status.conditions[]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Condition<'a> {
     pub type_: &'a str,
-    pub status: &'a str,
+    pub status: ConditionStatus,
     pub reason: &'a str,
     pub message: &'a str,
 }
@@ -21,7 +45,7 @@ pub fn find_condition<'a>(object: &'a Value, type_: &str) -> Option<Condition<'a
             let text = |field: &str| condition.get(field).and_then(Value::as_str).unwrap_or("");
             Some(Condition {
                 type_: condition.get("type")?.as_str()?,
-                status: text("status"),
+                status: ConditionStatus::read(text("status")),
                 reason: text("reason"),
                 message: text("message"),
             })
@@ -29,9 +53,9 @@ pub fn find_condition<'a>(object: &'a Value, type_: &str) -> Option<Condition<'a
         .find(|condition| condition.type_ == type_)
 }
 
-/// Whether `object` has condition `type_` with status `"True"`.
+/// Whether `object` has condition `type_` with status `True`.
 pub fn condition_is_true(object: &Value, type_: &str) -> bool {
-    find_condition(object, type_).is_some_and(|condition| condition.status == "True")
+    find_condition(object, type_).is_some_and(|condition| condition.status == ConditionStatus::True)
 }
 
 #[cfg(test)]
@@ -49,6 +73,17 @@ mod tests {
             find_condition(&crd, "Established").unwrap().reason,
             "InitialNamesAccepted"
         );
+    }
+
+    #[test]
+    fn a_status_outside_the_conventions_reads_as_unknown() {
+        let odd = json!({"status": {"conditions": [{"type": "Ready", "status": "true"},
+            {"type": "Synced"}]}});
+        for type_ in ["Ready", "Synced"] {
+            let condition = find_condition(&odd, type_).unwrap();
+            assert_eq!(condition.status, ConditionStatus::Unknown, "{type_}");
+        }
+        assert_eq!(ConditionStatus::from_bool(true), ConditionStatus::True);
     }
 
     #[test]

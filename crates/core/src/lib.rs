@@ -41,6 +41,7 @@ mod wildcard;
 pub mod window;
 
 pub use action::Action;
+pub use conditions::ConditionStatus;
 pub use health::{Health, HealthStatus};
 pub use object::ObjectRef;
 pub use state::{Initiator, OperationPhase, OperationalState, SyncStatus};

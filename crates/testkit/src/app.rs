@@ -4,8 +4,9 @@
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
-use tether_controller::api::application::Condition;
+use tether_controller::api::application::{self, Condition};
 use tether_controller::api::{Application, ApplicationStatus};
+use tether_core::ConditionStatus;
 
 use crate::object_where;
 
@@ -150,11 +151,10 @@ pub async fn status_where(
 
 /// The condition of `type_` in `status`, if there is one.
 pub fn condition<'a>(status: &'a ApplicationStatus, type_: &str) -> Option<&'a Condition> {
-    status.conditions.iter().find(|c| c.type_ == type_)
+    application::condition(&status.conditions, type_)
 }
 
-/// Whether `status` has a condition of `type_` with status `value`
-/// (`"True"` or `"False"`).
-pub fn has_condition(status: &ApplicationStatus, type_: &str, value: &str) -> bool {
-    condition(status, type_).is_some_and(|c| c.status == value)
+/// Whether `status` has a condition of `type_` with status `value`.
+pub fn has_condition(status: &ApplicationStatus, type_: &str, value: ConditionStatus) -> bool {
+    application::condition_with(&status.conditions, type_, value).is_some()
 }

@@ -7,11 +7,12 @@ use std::process::ExitCode;
 use kube::ResourceExt;
 use tether_controller::api::Application;
 use tether_controller::api::ApplicationStatus;
-use tether_controller::api::application::OtherWriterEntry;
+use tether_controller::api::application::{OtherWriterEntry, condition_with, holds};
 use tether_controller::report::status::{
     BACK_OFF_CONDITION, NOT_SYNCED_TOO_LONG_CONDITION, PRUNE_BLOCKED_CONDITION,
     RECONCILED_CONDITION,
 };
+use tether_core::ConditionStatus::{False, True};
 use tether_core::prune::PruneFate;
 use tether_core::{HealthStatus, OperationalState, SyncStatus};
 
@@ -101,10 +102,9 @@ const PROBLEM_CONDITIONS: [&str; 3] = [
 /// `⚠ 1h02m`: how long the app has not been Synced, once that is longer
 /// than its `alertNotSyncedAfter` (the `NotSyncedTooLong` condition).
 pub(super) fn not_synced_too_long(status: &ApplicationStatus) -> Option<String> {
-    status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == NOT_SYNCED_TOO_LONG_CONDITION && c.status == "True")?;
+    if !holds(&status.conditions, NOT_SYNCED_TOO_LONG_CONDITION) {
+        return None;
+    }
     let since = status.sync.not_synced_since.as_deref()?;
     let now = k8s_openapi::jiff::Timestamp::now().to_string();
     Some(format!(
@@ -121,14 +121,11 @@ const MESSAGE_WIDTH: usize = 100;
 /// self-heal back-off, a blocked prune), else the health message when not
 /// Healthy; empty when all is well.
 fn message(status: &ApplicationStatus) -> String {
-    let failed = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == RECONCILED_CONDITION && c.status == "False");
+    let failed = condition_with(&status.conditions, RECONCILED_CONDITION, False);
     let problem = status
         .conditions
         .iter()
-        .find(|c| PROBLEM_CONDITIONS.contains(&c.type_.as_str()) && c.status == "True");
+        .find(|c| PROBLEM_CONDITIONS.contains(&c.type_.as_str()) && c.status == True);
     let orphans = kept_orphans(status);
     let text = match (failed, problem) {
         (Some(c), _) | (None, Some(c)) => format!("{}: {}", c.reason, c.message),

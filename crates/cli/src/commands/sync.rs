@@ -12,9 +12,11 @@ use kube::Client;
 use kube::api::Api;
 use kube::runtime::watcher;
 use tether_controller::api::Application;
+use tether_controller::api::application::condition_with;
 use tether_controller::report::status::RECONCILED_CONDITION;
 use tether_controller::request::{SyncRequest, pending, request_sync_with};
 use tether_controller::sync::preview::{Preview, preview, preview_application};
+use tether_core::ConditionStatus::False;
 use tether_core::{Action, OperationPhase};
 
 use super::kubeconfig::Kubeconfig;
@@ -160,11 +162,7 @@ async fn sync_app(
 
     // Report how it ended.
     let status = app.status.unwrap_or_default();
-    if let Some(failed) = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == RECONCILED_CONDITION && c.status == "False")
-    {
+    if let Some(failed) = condition_with(&status.conditions, RECONCILED_CONDITION, False) {
         outln!(
             "sync of {namespace}/{name} failed: {}: {}",
             failed.reason,

@@ -10,6 +10,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::Store;
 use serde_json::{Value, json};
+use tether_core::ConditionStatus;
 use tether_core::app_set::plan::{DIGEST_ANNOTATION, SET_LABEL};
 use tether_core::app_set::{Deletion, Existing, Plan, Policy};
 
@@ -250,15 +251,15 @@ impl Report {
     }
 
     pub fn failed(&mut self, type_: &str, reason: &str, message: String) {
-        self.condition(type_, "False", reason, message);
+        self.condition(type_, ConditionStatus::False, reason, message);
     }
 
     pub fn succeeded(&mut self, type_: &str, reason: &str, message: String) {
-        self.condition(type_, "True", reason, message);
+        self.condition(type_, ConditionStatus::True, reason, message);
     }
 
-    /// Sets condition `type_` to `value` (`True`, `False`) as of now.
-    fn condition(&mut self, type_: &str, value: &str, reason: &str, message: String) {
+    /// Sets condition `type_` to `value` as of now.
+    fn condition(&mut self, type_: &str, value: ConditionStatus, reason: &str, message: String) {
         let now = k8s_openapi::jiff::Timestamp::now().to_string();
         set_condition(
             &mut self.status.conditions,

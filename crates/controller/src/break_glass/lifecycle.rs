@@ -16,6 +16,7 @@ use kube::runtime::events::EventType;
 use crate::recorder::Recorder;
 use kube::{Client, Resource, ResourceExt};
 use serde_json::json;
+use tether_core::ConditionStatus;
 use tether_core::notice::EventReason;
 use tether_core::window::WindowPhase;
 
@@ -65,7 +66,7 @@ pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime, cap: Duratio
     let app = &window.spec.application;
     let condition = |open: bool, reason: &str, message: String| Condition {
         type_: OPEN_CONDITION.into(),
-        status: if open { "True" } else { "False" }.into(),
+        status: ConditionStatus::from_bool(open),
         reason: reason.into(),
         message,
         last_transition_time: Some(format_time(now)),
@@ -495,7 +496,7 @@ mod tests {
         let plan = plan_at(&open, "2026-12-02T12:00:00Z");
         assert_eq!(plan.lifecycle.phase, WindowPhase::Expired);
         assert!(reasons(&plan).contains(&"BreakGlassExpired"));
-        assert_eq!(plan.lifecycle.condition.status, "False");
+        assert_eq!(plan.lifecycle.condition.status, ConditionStatus::False);
         assert_eq!(plan.next, None);
         let expired = with_phase(window("2026-12-02T12:00:00Z"), WindowPhase::Expired);
         let again = plan_at(&expired, "2026-12-02T12:00:10Z");

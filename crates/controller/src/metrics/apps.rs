@@ -16,8 +16,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use tether_core::window::WindowPhase;
 
 use super::AppLabels;
-use crate::api::application::Condition;
-use crate::api::application::NOT_SYNCED_TOO_LONG_CONDITION;
+use crate::api::application::{NOT_SYNCED_TOO_LONG_CONDITION, holds};
 use crate::api::break_glass::parse_time;
 use crate::api::{ApplicationStatus, BreakGlass, StoredApplication};
 
@@ -41,7 +40,7 @@ pub struct AppGauges {
     pub info: InfoLabels,
     /// Seconds since `status.sync.notSyncedSince`; 0 while Synced.
     pub not_synced_seconds: f64,
-    /// Whether condition `NotSyncedTooLong` is `"True"`.
+    /// Whether condition `NotSyncedTooLong` is `True`.
     pub not_synced_too_long: bool,
     /// Open break-glass windows.
     pub break_glass_open: usize,
@@ -74,11 +73,8 @@ pub fn gauges(
         .and_then(|s| parse_time(s.sync.not_synced_since.as_deref()?))
         .and_then(|since| now.duration_since(since).ok())
         .map_or(0.0, |lasted| lasted.as_secs_f64());
-    let not_synced_too_long = status.is_some_and(|s| {
-        s.conditions
-            .iter()
-            .any(|c: &Condition| c.type_ == NOT_SYNCED_TOO_LONG_CONDITION && c.status == "True")
-    });
+    let not_synced_too_long =
+        status.is_some_and(|s| holds(&s.conditions, NOT_SYNCED_TOO_LONG_CONDITION));
     AppGauges {
         info,
         not_synced_seconds,

@@ -16,7 +16,7 @@ use tether_core::notice::{EventReason, Notice, NoticeKind, Severity};
 
 use super::status::PRUNE_BLOCKED_CONDITION;
 use crate::api::Application;
-use crate::api::application::ApplicationStatus;
+use crate::api::application::{ApplicationStatus, holds};
 use crate::metrics::Metrics;
 use crate::observe::drift::{Assessed, Response};
 use crate::sync::Ran;
@@ -56,11 +56,7 @@ pub async fn announce(
     }
     said.extend(sync.and_then(sync_event));
     said.extend(orphan_events(pruned, previous));
-    let was_blocked = previous.is_some_and(|p| {
-        p.conditions
-            .iter()
-            .any(|c| c.type_ == PRUNE_BLOCKED_CONDITION && c.status == "True")
-    });
+    let was_blocked = previous.is_some_and(|p| holds(&p.conditions, PRUNE_BLOCKED_CONDITION));
     if let Some(breaker) = &pruned.breaker
         && !was_blocked
     {

@@ -12,7 +12,8 @@ use tether_core::{OperationPhase, OperationalState};
 
 use super::status::{BACK_OFF_CONDITION, NOT_SYNCED_TOO_LONG_CONDITION};
 use crate::api::Application;
-use crate::api::application::{ApplicationStatus, Condition};
+use crate::api::application::{ApplicationStatus, condition, condition_with, holds};
+use tether_core::ConditionStatus::{False, True};
 
 /// The notices for `app` going from `previous` to `next` at `now`.
 pub fn notices(
@@ -61,16 +62,16 @@ pub fn notices(
     }
 
     let was = |type_: &str| previous.is_some_and(|p| holds(&p.conditions, type_));
-    let alert = find(&next.conditions, NOT_SYNCED_TOO_LONG_CONDITION);
+    let alert = condition(&next.conditions, NOT_SYNCED_TOO_LONG_CONDITION);
     let since = next.sync.not_synced_since.as_deref();
     match (was(NOT_SYNCED_TOO_LONG_CONDITION), alert) {
-        (false, Some(raised)) if raised.status == "True" => out.push(notice(
+        (false, Some(raised)) if raised.status == True => out.push(notice(
             NoticeKind::NotSyncedTooLong,
             Severity::Warning,
             raised.message.clone(),
             since.unwrap_or(now).to_string(),
         )),
-        (true, Some(cleared)) if cleared.status != "True" => {
+        (true, Some(cleared)) if cleared.status != True => {
             let since = previous
                 .and_then(|p| p.sync.not_synced_since.as_deref())
                 .unwrap_or(now);
@@ -85,8 +86,7 @@ pub fn notices(
     }
 
     if !was(BACK_OFF_CONDITION)
-        && let Some(fight) = find(&next.conditions, BACK_OFF_CONDITION)
-        && fight.status == "True"
+        && let Some(fight) = condition_with(&next.conditions, BACK_OFF_CONDITION, True)
     {
         out.push(notice(
             NoticeKind::SelfHealFighting,
@@ -160,10 +160,11 @@ pub fn notices(
 /// `: reason` for a state that is not Converged, from the condition that
 /// says why, else the health message.
 fn why(status: &ApplicationStatus) -> String {
-    let failed = status
-        .conditions
-        .iter()
-        .find(|c| c.status == "False" && c.type_ == super::status::RECONCILED_CONDITION);
+    let failed = condition_with(
+        &status.conditions,
+        super::status::RECONCILED_CONDITION,
+        False,
+    );
     match failed {
         Some(c) => format!(": {}: {}", c.reason, first_line(&c.message)),
         None if status.state != Some(OperationalState::Converged)
@@ -179,19 +180,12 @@ fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or_default()
 }
 
-fn find<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
-    conditions.iter().find(|c| c.type_ == type_)
-}
-
-fn holds(conditions: &[Condition], type_: &str) -> bool {
-    find(conditions, type_).is_some_and(|c| c.status == "True")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::application::Condition;
     use serde_json::json;
-    use tether_core::SyncStatus;
+    use tether_core::{ConditionStatus, SyncStatus};
 
     fn app() -> Application {
         serde_json::from_value(json!({
@@ -204,10 +198,10 @@ mod tests {
         .unwrap()
     }
 
-    fn condition(type_: &str, status: &str, message: &str) -> Condition {
+    fn reported(type_: &str, status: ConditionStatus, message: &str) -> Condition {
         Condition {
             type_: type_.into(),
-            status: status.into(),
+            status,
             reason: "ValidationFailed".into(),
             message: message.into(),
             last_transition_time: None,
@@ -222,9 +216,9 @@ mod tests {
         };
         before.sync.not_synced_since = Some("2026-12-03T10:00:00Z".into());
         let mut raised = before.clone();
-        raised.conditions = vec![condition(
+        raised.conditions = vec![reported(
             NOT_SYNCED_TOO_LONG_CONDITION,
-            "True",
+            True,
             "not Synced for more than 5s (since 2026-12-03T10:00:00Z): bad",
         )];
         let found = notices(&app(), Some(&before), &raised, "2026-12-03T10:00:06Z");
@@ -239,7 +233,7 @@ mod tests {
         fixed.sync.not_synced_since = None;
         fixed.sync.status = SyncStatus::Synced;
         fixed.state = Some(OperationalState::Converged);
-        fixed.conditions = vec![condition(NOT_SYNCED_TOO_LONG_CONDITION, "False", "")];
+        fixed.conditions = vec![reported(NOT_SYNCED_TOO_LONG_CONDITION, False, "")];
         let kinds: Vec<NoticeKind> = notices(&app(), Some(&raised), &fixed, "2026-12-03T10:00:20Z")
             .iter()
             .map(|n| n.kind)

@@ -2,6 +2,7 @@
 //! the sync status against the branch head, and a history entry when a
 //! pin is lifted. Pure; [`super::status`] writes what [`record`] decides.
 
+use tether_core::ConditionStatus::{self, False, True};
 use tether_core::rollback::PinVerdict;
 
 use crate::api::pin::{CLEARED_REASON, PINNED_REASON, PinState};
@@ -9,8 +10,8 @@ use crate::api::pin::{CLEARED_REASON, PINNED_REASON, PinState};
 /// What to write of the pin.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PinRecord {
-    /// Condition `Pinned`: status (`True`/`False`), reason, message.
-    pub condition: (&'static str, &'static str, String),
+    /// Condition `Pinned`: status, reason, message.
+    pub condition: (ConditionStatus, &'static str, String),
     /// While a pin holds the app at another commit than the branch head:
     /// what `sync.comparedTo` says (the app is OutOfSync).
     pub out_of_sync: Option<String>,
@@ -31,7 +32,7 @@ pub fn record(
     match pin {
         Some(state) if state.verdict == PinVerdict::Hold => Some(PinRecord {
             condition: (
-                "True",
+                True,
                 PINNED_REASON,
                 format!(
                     "{}; the branch head is {}",
@@ -49,7 +50,7 @@ pub fn record(
         }),
         Some(state) => Some(PinRecord {
             condition: (
-                "False",
+                False,
                 PinVerdict::GIT_MATCHES,
                 format!(
                     "branch head {} renders what the pinned {} did: pin lifted",
@@ -61,7 +62,7 @@ pub fn record(
         }),
         None if was_pinned => Some(PinRecord {
             condition: (
-                "False",
+                False,
                 CLEARED_REASON,
                 "spec.pin was removed: the app follows its source again".to_string(),
             ),
@@ -98,7 +99,7 @@ mod tests {
     fn a_held_pin_is_a_true_condition_and_out_of_sync_with_the_branch_head() {
         let record = record(Some(&state(PinVerdict::Hold)), false, Some("c2")).unwrap();
         let (status, reason, message) = &record.condition;
-        assert_eq!((*status, *reason), ("True", PINNED_REASON));
+        assert_eq!((*status, *reason), (True, PINNED_REASON));
         assert!(message.contains("c2") && message.contains("alice") && message.contains("INC-7"));
         assert!(message.contains("since 2026-12-05T17:00:00Z"));
         assert!(record.out_of_sync.unwrap().starts_with("c3 (branch head"));
@@ -119,7 +120,7 @@ mod tests {
     #[test]
     fn a_pin_removed_by_hand_is_cleared_with_a_history_entry() {
         let cleared = record(None, true, Some("c3")).unwrap();
-        assert_eq!(cleared.condition.0, "False");
+        assert_eq!(cleared.condition.0, False);
         assert_eq!(cleared.condition.1, CLEARED_REASON);
         assert_eq!(cleared.lifted, Some(("c3".to_string(), CLEARED_REASON)));
     }

@@ -4,12 +4,14 @@ use serde_json::Value;
 
 use super::field::describe;
 use super::{Health, Subject};
-use crate::conditions::find_condition;
+use crate::conditions::{ConditionStatus, find_condition};
 
 /// `Available` True → Healthy; otherwise Progressing with the reason.
 pub(super) fn assess(object: &Value, subject: &Subject) -> Health {
     match find_condition(object, "Available") {
-        Some(available) if available.status == "True" => subject.healthy("available"),
+        Some(available) if available.status == ConditionStatus::True => {
+            subject.healthy("available")
+        }
         Some(available) => subject.progressing(format!("not available: {}", describe(&available))),
         None => subject.progressing("waiting for the Available condition"),
     }

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::field::describe;
 use super::{Health, Subject};
-use crate::conditions::find_condition;
+use crate::conditions::{ConditionStatus, find_condition};
 
 /// Terminating, installing or without conditions → Progressing; names not
 /// accepted, schema violations or not established → Degraded; otherwise
@@ -18,22 +18,24 @@ pub(super) fn assess(object: &Value, subject: &Subject) -> Health {
         return subject.progressing("installing: no status conditions yet");
     }
     if let Some(terminating) = find_condition(object, "Terminating")
-        && terminating.status == "True"
+        && terminating.status == ConditionStatus::True
     {
         return subject.progressing(format!("terminating: {}", describe(&terminating)));
     }
     if let Some(names) = find_condition(object, "NamesAccepted")
-        && names.status == "False"
+        && names.status == ConditionStatus::False
     {
         return subject.degraded(format!("names not accepted: {}", describe(&names)));
     }
     if let Some(violation) = find_condition(object, "NonStructuralSchema")
-        && violation.status == "True"
+        && violation.status == ConditionStatus::True
     {
         return subject.degraded(format!("schema violations: {}", describe(&violation)));
     }
     match find_condition(object, "Established") {
-        Some(established) if established.status == "True" => subject.healthy("established"),
+        Some(established) if established.status == ConditionStatus::True => {
+            subject.healthy("established")
+        }
         Some(established) if established.reason == "Installing" => {
             subject.progressing(format!("installing: {}", describe(&established)))
         }

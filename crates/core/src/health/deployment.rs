@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::field::{describe, flag, generation_not_observed, int, int_or_zero};
 use super::{Health, Subject};
-use crate::conditions::find_condition;
+use crate::conditions::{ConditionStatus, find_condition};
 
 /// Paused → Suspended; past its progress deadline → Degraded; a rollout
 /// that is not complete or a Deployment that is not available →
@@ -49,12 +49,12 @@ pub(super) fn assess(object: &Value, subject: &Subject) -> Health {
         ));
     }
     if let Some(condition) = find_condition(object, "Available")
-        && condition.status == "False"
+        && condition.status == ConditionStatus::False
     {
         return subject.progressing(format!("not available: {}", describe(&condition)));
     }
     if let Some(condition) = &progressing
-        && condition.status == "False"
+        && condition.status == ConditionStatus::False
     {
         return subject.progressing(format!("not progressing: {}", describe(condition)));
     }

@@ -4,6 +4,7 @@ use serde_json::Value;
 
 use super::field::text;
 use super::{Health, Subject};
+use crate::conditions::ConditionStatus;
 
 /// autoscaling/v1 keeps the conditions in this annotation, as JSON.
 const V1_CONDITIONS: &str = "autoscaling.alpha.kubernetes.io/conditions";
@@ -17,9 +18,10 @@ pub(super) fn assess(object: &Value, subject: &Subject) -> Health {
         return subject.progressing("waiting for the autoscaler to report conditions");
     }
     let field = |condition: &Value, key: &str| text(condition, &format!("/{key}")).to_string();
+    let status = |condition: &Value| ConditionStatus::read(text(condition, "/status"));
     if let Some(failed) = conditions
         .iter()
-        .find(|c| field(c, "status") == "False" && field(c, "reason").starts_with("Failed"))
+        .find(|c| status(c) == ConditionStatus::False && field(c, "reason").starts_with("Failed"))
     {
         return subject.degraded(format!(
             "{}: {}",
@@ -31,7 +33,7 @@ pub(super) fn assess(object: &Value, subject: &Subject) -> Health {
         .iter()
         .find(|c| field(c, "type") == "AbleToScale");
     match able {
-        Some(able) if field(able, "status") == "True" => {}
+        Some(able) if status(able) == ConditionStatus::True => {}
         Some(able) => {
             return subject
                 .progressing(format!("not able to scale yet: {}", field(able, "reason")));

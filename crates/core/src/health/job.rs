@@ -4,13 +4,14 @@ use serde_json::Value;
 
 use super::field::{flag, int, int_or_zero};
 use super::{Health, Subject};
-use crate::conditions::find_condition;
+use crate::conditions::{ConditionStatus, find_condition};
 
 /// `Failed` → Degraded; `Complete` → Healthy; suspended and acknowledged
 /// by the controller → Suspended; on its way into or out of suspension, or
 /// still running → Progressing.
 pub(super) fn assess(object: &Value, subject: &Subject) -> Health {
-    let is_true = |type_: &str| find_condition(object, type_).filter(|c| c.status == "True");
+    let is_true =
+        |type_: &str| find_condition(object, type_).filter(|c| c.status == ConditionStatus::True);
     if let Some(failed) = is_true("Failed") {
         let detail = if failed.message.is_empty() {
             failed.reason

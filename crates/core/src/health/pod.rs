@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::field::{Phase, text};
 use super::{Health, Subject};
-use crate::conditions::find_condition;
+use crate::conditions::{ConditionStatus, find_condition};
 
 /// Annotation that asks for a run-to-completion pod to be judged like a
 /// long-running one (Argo CD's spelling, kept so existing manifests work).
@@ -34,7 +34,9 @@ pub(super) fn assess(object: &Value, subject: &Subject) -> Health {
         Ok(Phase::Succeeded) => subject.healthy("completed"),
         Ok(Phase::Failed) => subject.degraded(failure(object)),
         Ok(Phase::Running) if long_running => match find_condition(object, "Ready") {
-            Some(ready) if ready.status == "True" => subject.healthy("running and ready"),
+            Some(ready) if ready.status == ConditionStatus::True => {
+                subject.healthy("running and ready")
+            }
             Some(ready) if !ready.message.is_empty() => {
                 subject.progressing(format!("running, not ready: {}", ready.message))
             }
@@ -124,7 +126,7 @@ fn failure(object: &Value) -> String {
 
 fn pending(object: &Value, subject: &Subject) -> Health {
     if let Some(scheduled) = find_condition(object, "PodScheduled")
-        && scheduled.status == "False"
+        && scheduled.status == ConditionStatus::False
         && scheduled.reason == "Unschedulable"
     {
         let detail = if scheduled.message.is_empty() {

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::field::{describe, generation_not_observed, int, int_or_zero};
 use super::{Health, Subject};
-use crate::conditions::find_condition;
+use crate::conditions::{ConditionStatus, find_condition};
 
 /// Not observed, failing to create pods (`ReplicaFailure`), or fewer
 /// ready/available pods than desired → Progressing; otherwise Healthy.
@@ -17,7 +17,7 @@ pub(super) fn assess(object: &Value, subject: &Subject) -> Health {
         return subject.progressing("waiting for the controller to observe the latest spec");
     }
     if let Some(condition) = find_condition(object, "ReplicaFailure")
-        && condition.status == "True"
+        && condition.status == ConditionStatus::True
     {
         return subject.progressing(format!("failing to create pods: {}", describe(&condition)));
     }

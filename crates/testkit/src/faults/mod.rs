@@ -23,8 +23,8 @@ use tether_controller::api::{Application, ApplicationStatus};
 use tether_controller::lease::LeaseError;
 use tether_controller::run::RunError;
 use tether_controller::{Config, install};
-use tether_core::SyncStatus;
 use tether_core::drift::FlapPolicy;
+use tether_core::{ConditionStatus, SyncStatus};
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::fault_proxy::{Fault, FaultProxy, TcpGate, Verb};
@@ -522,7 +522,7 @@ pub async fn git_outage(outage: Duration) -> Outcome {
         status_where(&stage.apps, "the source reported unreachable", |s| {
             s.conditions
                 .iter()
-                .any(|c| c.status == "False" && c.message.contains("127.0.0.1"))
+                .any(|c| c.status == ConditionStatus::False && c.message.contains("127.0.0.1"))
         }),
     )
     .await

@@ -9,7 +9,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::Api;
 use tether_controller::api::Application;
 use tether_controller::install;
-use tether_core::SyncStatus;
+use tether_core::{ConditionStatus, SyncStatus};
 
 use super::{Outcome, files};
 use crate::{Repo, TestNamespace, application, status_where};
@@ -265,7 +265,7 @@ pub async fn disk(tether: &std::path::Path, trouble: DiskTrouble) -> Outcome {
         status_where(&apps, "the cache trouble reported", move |s| {
             s.conditions
                 .iter()
-                .any(|c| c.status == "False" && c.message.contains(saying))
+                .any(|c| c.status == ConditionStatus::False && c.message.contains(saying))
         }),
     )
     .await;

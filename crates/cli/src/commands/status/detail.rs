@@ -8,8 +8,9 @@ use std::fmt::Write as _;
 use tether_controller::report::status::NOT_SYNCED_TOO_LONG_CONDITION;
 
 use kube::ResourceExt;
-use tether_controller::api::application::OperationState;
+use tether_controller::api::application::{OperationState, condition_with};
 use tether_controller::api::{Application, ApplicationStatus};
+use tether_core::ConditionStatus::True;
 use tether_core::SyncStatus;
 use tether_source::Renderer;
 
@@ -254,10 +255,7 @@ fn state(out: &mut Text, app: &Application) {
     if let Some(since) = &status.sync.not_synced_since {
         let mark = super::not_synced_too_long(status).unwrap_or_default();
         out.indented(2, "Not synced", &format!("since {since} {mark}"));
-        if let Some(alert) = status
-            .conditions
-            .iter()
-            .find(|c| c.type_ == NOT_SYNCED_TOO_LONG_CONDITION && c.status == "True")
+        if let Some(alert) = condition_with(&status.conditions, NOT_SYNCED_TOO_LONG_CONDITION, True)
         {
             out.indented(4, "Why", &format!("{}: {}", alert.reason, alert.message));
         }

@@ -12,7 +12,7 @@ pub use super::inventory::InventoryEntry;
 pub use status::{
     ApplicationStatus, Change, Condition, DriftEntry, GeneratedEntry, HealthInfo, HistoryEntry,
     HookRun, OperationState, OrphanStatus, OtherWriterEntry, ResourceStatus, SourceStatus,
-    SyncInfo, WaveWait, set_condition,
+    SyncInfo, WaveWait, condition, condition_with, holds, set_condition,
 };
 
 /// Desired state: where it comes from (`source`), where it goes

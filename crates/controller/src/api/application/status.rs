@@ -9,7 +9,9 @@ use tether_core::drift::DriftOutcome;
 use tether_core::drift::DriftRecord;
 use tether_core::hook::{HookOutcome, HookPhase};
 use tether_core::prune::PruneFate;
-use tether_core::{Action, HealthStatus, Initiator, OperationPhase, OperationalState, SyncStatus};
+use tether_core::{
+    Action, ConditionStatus, HealthStatus, Initiator, OperationPhase, OperationalState, SyncStatus,
+};
 
 use crate::api::inventory::InventoryEntry;
 use crate::api::schema::{open_object_list, word};
@@ -227,25 +229,45 @@ pub struct GeneratedEntry {
 /// (FetchFailed, VerifyFailed, RenderFailed, DiffFailed, ValidationFailed,
 /// ApplyFailed …).
 #[serde_with::skip_serializing_none]
-#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Condition {
     #[serde(rename = "type")]
     pub type_: String,
-    pub status: String,
+    #[schemars(schema_with = "word::<ConditionStatus>")]
+    pub status: ConditionStatus,
     pub reason: String,
     #[serde(default)]
     pub message: String,
     pub last_transition_time: Option<String>,
 }
 
-/// Sets condition `type_` of `conditions` to `value` (`True`, `False`),
-/// for `reason`; its transition time moves to `now` only when `value`
-/// changes (or the condition is new).
+/// The condition of `type_` in `conditions`, if reported.
+pub fn condition<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
+    conditions.iter().find(|c| c.type_ == type_)
+}
+
+/// The condition of `type_` in `conditions` if its status is `status`.
+pub fn condition_with<'a>(
+    conditions: &'a [Condition],
+    type_: &str,
+    status: ConditionStatus,
+) -> Option<&'a Condition> {
+    condition(conditions, type_).filter(|c| c.status == status)
+}
+
+/// Whether condition `type_` of `conditions` is `True`.
+pub fn holds(conditions: &[Condition], type_: &str) -> bool {
+    condition_with(conditions, type_, ConditionStatus::True).is_some()
+}
+
+/// Sets condition `type_` of `conditions` to `value`, for `reason`; its
+/// transition time moves to `now` only when `value` changes (or the
+/// condition is new).
 pub fn set_condition(
     conditions: &mut Vec<Condition>,
     type_: &str,
-    value: &str,
+    value: ConditionStatus,
     reason: &str,
     message: String,
     now: &str,
@@ -254,14 +276,14 @@ pub fn set_condition(
         if existing.status != value {
             existing.last_transition_time = Some(now.to_string());
         }
-        existing.status = value.into();
+        existing.status = value;
         existing.reason = reason.into();
         existing.message = message;
         return;
     }
     conditions.push(Condition {
         type_: type_.into(),
-        status: value.into(),
+        status: value,
         reason: reason.into(),
         message,
         last_transition_time: Some(now.to_string()),

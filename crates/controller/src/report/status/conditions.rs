@@ -9,8 +9,11 @@ use tether_core::alert;
 use tether_core::argocd::Warning;
 use tether_core::drift::{DriftKind, DriftOutcome};
 
-use crate::api::application::{ApplicationStatus, Condition, set_condition};
+use crate::api::application::{
+    ApplicationStatus, Condition, condition, condition_with, set_condition,
+};
 use crate::observe::health::{self, Judge};
+use tether_core::ConditionStatus::{False, True};
 
 use super::{
     Failure, NOT_SYNCED_TOO_LONG_CONDITION, NotSyncedReason, RECONCILED_CONDITION,
@@ -26,8 +29,8 @@ pub(super) fn set_reconciled_condition(
     now: &str,
 ) {
     let (value, reason, message) = match failure {
-        Some(failure) => ("False", failure.step.as_str(), failure.message.clone()),
-        None => ("True", RECONCILED_REASON, String::new()),
+        Some(failure) => (False, failure.step.as_str(), failure.message.clone()),
+        None => (True, RECONCILED_REASON, String::new()),
     };
     set_condition(
         conditions,
@@ -48,9 +51,9 @@ pub(super) fn set_health_rules_condition(
 ) {
     let problems = judge.problems();
     let (value, reason, message) = if problems.is_empty() {
-        ("True", "Loaded", judge.summary())
+        (True, "Loaded", judge.summary())
     } else {
-        ("False", "RulesLeftOut", problems.join("; "))
+        (False, "RulesLeftOut", problems.join("; "))
     };
     set_condition(conditions, health::CONDITION, value, reason, message, now);
 }
@@ -64,25 +67,12 @@ pub(super) fn set_problem_condition(
     message: Option<String>,
     now: &str,
 ) {
-    let value = if message.is_some() { "True" } else { "False" };
-    let existing = conditions.iter_mut().find(|c| c.type_ == type_);
-    match (existing, message) {
-        (Some(existing), message) => {
-            if existing.status != value {
-                existing.last_transition_time = Some(now.to_string());
-            }
-            existing.status = value.into();
-            existing.reason = if value == "True" { reason } else { "Resolved" }.into();
-            existing.message = message.unwrap_or_default();
+    match message {
+        Some(message) => set_condition(conditions, type_, True, reason, message, now),
+        None if condition(conditions, type_).is_some() => {
+            set_condition(conditions, type_, False, "Resolved", String::new(), now);
         }
-        (None, Some(message)) => conditions.push(Condition {
-            type_: type_.into(),
-            status: value.into(),
-            reason: reason.into(),
-            message,
-            last_transition_time: Some(now.to_string()),
-        }),
-        (None, None) => {}
+        None => {}
     }
 }
 
@@ -142,10 +132,8 @@ fn why_not_synced(status: &ApplicationStatus, failure: Option<&Failure>) -> (&'s
         let first = failure.message.lines().next().unwrap_or_default();
         return (failure.step.as_str(), first.to_string());
     }
-    if let Some(pinned) = status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == crate::api::pin::PINNED_CONDITION && c.status == "True")
+    if let Some(pinned) =
+        condition_with(&status.conditions, crate::api::pin::PINNED_CONDITION, True)
     {
         return (NotSyncedReason::Pinned.as_str(), pinned.message.clone());
     }

@@ -320,8 +320,8 @@ mod tests {
     use super::*;
     use crate::api::application::{Change, Condition, DriftEntry};
     use serde_json::json;
-    use tether_core::ObjectRef;
     use tether_core::drift::{DriftKind, DriftOutcome};
+    use tether_core::{ConditionStatus, ObjectRef};
 
     fn recorded_at(revision: &str, reconciled_at: &str) -> ApplicationStatus {
         let mut status = ApplicationStatus::default();
@@ -441,8 +441,8 @@ mod tests {
         let overdue = failing_at(&first, 6);
         let raised = not_synced_alert(&overdue).expect("raised");
         assert_eq!(
-            (raised.status.as_str(), raised.reason.as_str()),
-            ("True", "ValidationFailed")
+            (raised.status, raised.reason.as_str()),
+            (ConditionStatus::True, "ValidationFailed")
         );
         assert_eq!(
             raised.message,
@@ -459,8 +459,8 @@ mod tests {
         let fixed = next_status(Some(&overdue), None, None, None, None, five_seconds, &t(9));
         let cleared = not_synced_alert(&fixed).expect("kept, False");
         assert_eq!(
-            (cleared.status.as_str(), cleared.reason.as_str()),
-            ("False", "Resolved")
+            (cleared.status, cleared.reason.as_str()),
+            (ConditionStatus::False, "Resolved")
         );
         assert_eq!(fixed.sync.not_synced_since, None);
         assert_eq!(cleared.last_transition_time.as_deref(), Some(t(9).as_str()));

@@ -7,7 +7,7 @@ use tether_core::health::HealthStatus;
 use tether_core::{Action, Initiator, OperationPhase, SyncStatus};
 
 use crate::api::application::{
-    ApplicationStatus, Change, HistoryEntry, InventoryEntry, OperationState, ResourceStatus,
+    ApplicationStatus, Change, HistoryEntry, InventoryEntry, OperationState, ResourceStatus, holds,
     set_condition,
 };
 
@@ -23,10 +23,7 @@ pub(super) fn record_pin(
     now: &str,
 ) {
     use crate::api::pin::PINNED_CONDITION;
-    let was_pinned = status
-        .conditions
-        .iter()
-        .any(|c| c.type_ == PINNED_CONDITION && c.status == "True");
+    let was_pinned = holds(&status.conditions, PINNED_CONDITION);
     let synced = status.sync.revision.clone();
     let Some(record) = crate::report::pinned::record(pin, was_pinned, synced.as_deref()) else {
         return;

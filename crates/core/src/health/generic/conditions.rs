@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::signal::{Signal, Weight};
 use super::words::{Meaning, begins_underway, meaning, says_done};
+use crate::conditions::ConditionStatus;
 
 /// Types whose True means the whole object works, by convention.
 const SUMMARY_TYPES: &[&str] = &[
@@ -60,7 +61,8 @@ pub fn signals(conditions: &Value, path: &str, generation: Option<i64>, out: &mu
             (Some(_), Some(_)) => fresh += 1,
             _ => {}
         }
-        let weight = judge(type_, status, reason, message).unwrap_or(Weight::Clear);
+        let weight =
+            judge(type_, ConditionStatus::read(status), reason, message).unwrap_or(Weight::Clear);
         out.push(Signal::new(weight, said).with_message(message));
     }
     // A condition about an older generation is superseded where others
@@ -101,17 +103,18 @@ fn timestamp(text: &str) -> i64 {
 }
 
 /// What one condition says, if anything.
-fn judge(type_: &str, status: &str, reason: &str, message: &str) -> Option<Weight> {
+fn judge(type_: &str, status: ConditionStatus, reason: &str, message: &str) -> Option<Weight> {
     // What the reason (or, failing that, the message) says of trouble.
     let cause = || meaning(reason).or_else(|| meaning(message).filter(|m| *m == Meaning::Failure));
     let summary = SUMMARY_TYPES.contains(&type_);
+    use ConditionStatus::{False, True};
     match (meaning(type_), status) {
-        (Some(Meaning::Failure), "True") => Some(Weight::Failure),
-        (Some(Meaning::Failure | Meaning::Lacking), "False") => Some(Weight::Clear),
-        (Some(Meaning::Lacking), "True") => Some(Weight::Lacking),
-        (Some(Meaning::Paused), "True") => Some(Weight::Paused),
+        (Some(Meaning::Failure), True) => Some(Weight::Failure),
+        (Some(Meaning::Failure | Meaning::Lacking), False) => Some(Weight::Clear),
+        (Some(Meaning::Lacking), True) => Some(Weight::Lacking),
+        (Some(Meaning::Paused), True) => Some(Weight::Paused),
         (Some(Meaning::Paused), _) => Some(Weight::Clear),
-        (Some(Meaning::Underway), "False") => match cause() {
+        (Some(Meaning::Underway), False) => match cause() {
             Some(Meaning::Failure) => Some(Weight::Failure),
             _ => Some(Weight::Clear),
         },
@@ -121,10 +124,10 @@ fn judge(type_: &str, status: &str, reason: &str, message: &str) -> Option<Weigh
             _ if says_done(reason) => Weight::Good,
             _ => Weight::Underway,
         }),
-        (Some(Meaning::Good), "True") if summary => Some(Weight::Summary),
-        (Some(Meaning::Good), "True") if begins_underway(message) => Some(Weight::Underway),
-        (Some(Meaning::Good), "True") => Some(Weight::Good),
-        (Some(Meaning::Good), "False") => Some(match cause() {
+        (Some(Meaning::Good), True) if summary => Some(Weight::Summary),
+        (Some(Meaning::Good), True) if begins_underway(message) => Some(Weight::Underway),
+        (Some(Meaning::Good), True) => Some(Weight::Good),
+        (Some(Meaning::Good), False) => Some(match cause() {
             Some(Meaning::Failure) => Weight::Failure,
             Some(Meaning::Underway) => Weight::Underway,
             Some(Meaning::Paused) => Weight::Paused,
@@ -140,7 +143,7 @@ fn judge(type_: &str, status: &str, reason: &str, message: &str) -> Option<Weigh
         // pause in its reason counts.
         _ => match meaning(reason) {
             Some(Meaning::Failure) => Some(Weight::Failure),
-            Some(Meaning::Paused) if status != "False" => Some(Weight::Paused),
+            Some(Meaning::Paused) if status != False => Some(Weight::Paused),
             _ => None,
         },
     }
@@ -156,7 +159,7 @@ mod tests {
     fn assert_weighs(cases: &[(&str, &str, &str, Weight)]) {
         for &(type_, status, reason, weight) in cases {
             assert_eq!(
-                judge(type_, status, reason, ""),
+                judge(type_, ConditionStatus::read(status), reason, ""),
                 Some(weight),
                 "{type_}={status} ({reason})"
             );
