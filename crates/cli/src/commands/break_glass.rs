@@ -87,8 +87,8 @@ pub enum BreakGlassCommand {
     Close {
         /// The window's name, or an app with one open window.
         name: String,
-        #[arg(long, value_parser = ["adopt", "revert"])]
-        resolve: String,
+        #[arg(long, value_parser = super::word::<Resolution>())]
+        resolve: Resolution,
         /// With `adopt`: the commit author, `Name <email>` (default: git's user).
         #[arg(long)]
         author: Option<String>,
@@ -153,10 +153,6 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
             branch,
             already_adopted,
         } => {
-            let resolve = match resolve.as_str() {
-                "adopt" => Resolution::Adopt,
-                _ => Resolution::Revert,
-            };
             let window = find(&client, &namespace, &name).await?;
             if resolve == Resolution::Adopt && !already_adopted {
                 // Adopt first: closing resumes self-heal, which would revert

@@ -89,3 +89,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Uninstall(args) => uninstall::run(args).await,
     }
 }
+
+/// Parses an argument as a word of vocabulary `T`; `--help` and a wrong
+/// value list its words.
+pub(crate) fn word<T>() -> impl clap::builder::TypedValueParser<Value = T>
+where
+    T: tether_core::Vocabulary + Clone + Send + Sync + 'static,
+{
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(T::ALL.iter().map(|word| word.as_str()))
+        .try_map(|text| T::parse(&text))
+}

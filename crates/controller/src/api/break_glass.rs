@@ -123,17 +123,19 @@ pub struct Extension {
 pub struct Closing {
     pub by: String,
     pub at: String,
+    /// What becomes of the window's changes.
+    #[schemars(schema_with = "word::<Resolution>")]
     pub resolve: Resolution,
 }
 
-/// What becomes of the window's changes.
-#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Resolution {
-    /// The changes were written back into Git (`tether adopt`).
-    Adopt,
-    /// Self-heal converges the cluster back to Git.
-    Revert,
+tether_core::vocabulary! {
+    /// What becomes of a window's changes when it is closed.
+    pub enum Resolution("resolution") {
+        /// The changes were written back into Git (`tether adopt`).
+        Adopt = "adopt",
+        /// Self-heal converges the cluster back to Git.
+        Revert = "revert",
+    }
 }
 
 /// Observed state, written by Tether.

@@ -97,9 +97,10 @@ impl Posted {
     /// How a window is closed: `revert` (the default) or `adopt`.
     pub fn resolution(&self) -> Result<Resolution, FormError> {
         match self.resolve.trim() {
-            "" | "revert" => Ok(Resolution::Revert),
-            "adopt" => Ok(Resolution::Adopt),
-            other => Err(FormError::Resolve(other.to_string())),
+            "" => Ok(Resolution::Revert),
+            word => word
+                .parse()
+                .map_err(|_| FormError::Resolve(word.to_string())),
         }
     }
 }
