@@ -29,24 +29,14 @@ pub const CHART_FILE: &str = "Chart.yaml";
 /// The Jsonnet entry file the Jsonnet renderer reads by default.
 pub const JSONNET_MAIN: &str = "main.jsonnet";
 
-/// The four renderers, without their options.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RendererKind {
-    Directory,
-    Kustomize,
-    Helm,
-    Jsonnet,
-}
-
-impl RendererKind {
-    /// The renderer's name, as `spec.source.renderer` and `--renderer` spell it.
-    pub fn name(self) -> &'static str {
-        match self {
-            RendererKind::Directory => "directory",
-            RendererKind::Kustomize => "kustomize",
-            RendererKind::Helm => "helm",
-            RendererKind::Jsonnet => "jsonnet",
-        }
+tether_core::vocabulary! {
+    /// The four renderers, without their options: each word is the
+    /// renderer's name as `spec.source.renderer` and `--renderer` spell it.
+    pub enum RendererKind("renderer") {
+        Directory = "directory",
+        Kustomize = "kustomize",
+        Helm = "helm",
+        Jsonnet = "jsonnet",
     }
 }
 
@@ -126,7 +116,7 @@ mod tests {
     use super::*;
 
     fn name(names: &[&str]) -> &'static str {
-        detect(names).kind.name()
+        detect(names).kind.as_str()
     }
 
     /// What `names` are detected as, checked to be `kind` because of `file`.

@@ -63,7 +63,7 @@ fn misread(files: &Files, prefix: &str, error: ManifestError) -> ManifestError {
         return error;
     };
     let file = repository_path(prefix, detection.file.as_deref().unwrap_or_default());
-    let renderer = detection.kind.name();
+    let renderer = detection.kind.as_str();
     let hint = format!(
         "this directory holds {what} ({}), not plain manifests: render it with the \
          {renderer} renderer (spec.source.renderer: {{{renderer}: {{}}}}; tether app create \

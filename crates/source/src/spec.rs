@@ -194,14 +194,32 @@ impl Renderer {
 
     /// The renderer a [`crate::detect::Detection`] names.
     pub fn detected(detection: &crate::detect::Detection) -> Renderer {
-        match detection.kind {
+        match Renderer::of_kind(detection.kind) {
+            Renderer::Jsonnet(options) => Renderer::Jsonnet(JsonnetOptions {
+                main: detection.jsonnet_main.clone(),
+                ..options
+            }),
+            renderer => renderer,
+        }
+    }
+
+    /// The renderer of `kind`, with default options.
+    pub fn of_kind(kind: RendererKind) -> Renderer {
+        match kind {
             RendererKind::Directory => Renderer::Directory(DirectoryOptions::default()),
             RendererKind::Kustomize => Renderer::Kustomize(KustomizeOptions {}),
             RendererKind::Helm => Renderer::Helm(HelmOptions::default()),
-            RendererKind::Jsonnet => Renderer::Jsonnet(JsonnetOptions {
-                main: detection.jsonnet_main.clone(),
-                ..Default::default()
-            }),
+            RendererKind::Jsonnet => Renderer::Jsonnet(JsonnetOptions::default()),
+        }
+    }
+
+    /// Which of the four renderers this is.
+    pub fn kind(&self) -> RendererKind {
+        match self {
+            Renderer::Directory(_) => RendererKind::Directory,
+            Renderer::Kustomize(_) => RendererKind::Kustomize,
+            Renderer::Helm(_) => RendererKind::Helm,
+            Renderer::Jsonnet(_) => RendererKind::Jsonnet,
         }
     }
 
@@ -213,12 +231,7 @@ impl Renderer {
 
     /// The renderer's name, as used in origins and messages.
     pub fn name(&self) -> &'static str {
-        match self {
-            Renderer::Directory(_) => "directory",
-            Renderer::Kustomize(_) => "kustomize",
-            Renderer::Helm(_) => "helm",
-            Renderer::Jsonnet(_) => "jsonnet",
-        }
+        self.kind().as_str()
     }
 }
 

@@ -12,13 +12,10 @@ use serde_json::{Map, Value, json};
 use tether_controller::api::Application;
 use tether_core::Action;
 use tether_core::tracking::FIELD_MANAGER;
-use tether_source::spec::{HelmOptions, JsonnetOptions, KustomizeOptions};
-use tether_source::{DirectoryOptions, Renderer, Source};
+use tether_source::detect::RendererKind;
+use tether_source::{Renderer, Source};
 
 use super::super::out::{outln, print_as};
-
-/// The renderers `--renderer` names.
-const RENDERERS: [&str; 4] = ["directory", "kustomize", "helm", "jsonnet"];
 
 #[derive(Debug, clap::Args)]
 pub struct CreateArgs {
@@ -55,8 +52,8 @@ pub struct CreateArgs {
     /// files at --path at --revision (kustomization.yaml, kustomization.yml
     /// or Kustomization: kustomize; Chart.yaml: helm; any *.jsonnet:
     /// jsonnet; else directory).
-    #[arg(long, value_parser = RENDERERS)]
-    pub renderer: Option<String>,
+    #[arg(long, value_parser = crate::commands::word::<RendererKind>())]
+    pub renderer: Option<RendererKind>,
     /// Helm: a values file, relative to the chart directory (repeatable, in order).
     #[arg(long = "helm-values", value_name = "FILE")]
     pub helm_values: Vec<String>,
@@ -132,10 +129,10 @@ pub async fn run(
         (true, None) => None,
         _ => Some(tether_cluster::connect(kubeconfig).await?),
     };
-    let renderer = match (&create.renderer, &create.chart) {
-        (Some(name), _) => default_renderer(name),
+    let renderer = match (create.renderer, &create.chart) {
+        (Some(kind), _) => Renderer::of_kind(kind),
         // A chart is rendered with Helm; nothing to detect.
-        (None, Some(_)) => default_renderer("helm"),
+        (None, Some(_)) => Renderer::of_kind(RendererKind::Helm),
         (None, None) => detect(&create, namespace, client.as_ref()).await?,
     };
     let renderer = configure(renderer, &create)?;
@@ -170,16 +167,6 @@ pub async fn run(
         }
     }
     Ok(())
-}
-
-/// `--renderer NAME` with default options.
-fn default_renderer(name: &str) -> Renderer {
-    match name {
-        "kustomize" => Renderer::Kustomize(KustomizeOptions {}),
-        "helm" => Renderer::Helm(HelmOptions::default()),
-        "jsonnet" => Renderer::Jsonnet(JsonnetOptions::default()),
-        _ => Renderer::Directory(DirectoryOptions::default()),
-    }
 }
 
 /// The renderer the files at `--path` need, fetched from the repository
@@ -494,7 +481,7 @@ mod tests {
     }
 
     fn application(create: &CreateArgs) -> Application {
-        let renderer = default_renderer(create.renderer.as_deref().unwrap_or("directory"));
+        let renderer = Renderer::of_kind(create.renderer.unwrap_or(RendererKind::Directory));
         let renderer = configure(renderer, create).unwrap();
         serde_json::from_value(manifest(create, "tether-system", &renderer).unwrap()).unwrap()
     }
@@ -618,7 +605,7 @@ mod tests {
     #[test]
     fn a_flag_of_another_renderer_is_refused() {
         let create = args(&["--renderer", "kustomize", "--helm-set", "a=1"]);
-        let error = configure(default_renderer("kustomize"), &create)
+        let error = configure(Renderer::of_kind(RendererKind::Kustomize), &create)
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -626,12 +613,12 @@ mod tests {
             "--helm-set does not apply to the kustomize renderer (given with --renderer)"
         );
         let create = args(&["--jsonnet-tla", "a=1"]);
-        let error = configure(default_renderer("helm"), &create)
+        let error = configure(Renderer::of_kind(RendererKind::Helm), &create)
             .unwrap_err()
             .to_string();
         assert!(error.contains("detected; give --renderer"), "{error}");
         let bad = args(&["--renderer", "jsonnet", "--jsonnet-tla", "novalue"]);
-        assert!(configure(default_renderer("jsonnet"), &bad).is_err());
+        assert!(configure(Renderer::of_kind(RendererKind::Jsonnet), &bad).is_err());
     }
 
     #[test]
