@@ -63,140 +63,36 @@ pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime, cap: Duratio
     let status = window.status.clone().unwrap_or_default();
     let previous = status.phase;
     let name = window.name_any();
-    let app = &window.spec.application;
-    let condition = |open: bool, reason: &str, message: String| Condition {
-        type_: OPEN_CONDITION.into(),
-        status: ConditionStatus::from_bool(open),
-        reason: reason.into(),
-        message,
-        last_transition_time: Some(format_time(now)),
-    };
-    let mut notices = Vec::new();
-    let mut notice = |warning, reason, note: String| {
-        notices.push(Notice {
-            warning,
-            reason,
-            note,
-        })
-    };
-    let invalid = |message: String| Plan {
-        lifecycle: Lifecycle {
-            phase: WindowPhase::Invalid,
-            expires_at: None,
-            warned_at: None,
-            extensions_seen: 0,
-            condition: condition(false, WindowPhase::Invalid.as_str(), message.clone()),
-        },
-        notices: if previous == Some(WindowPhase::Invalid) {
-            Vec::new()
-        } else {
-            vec![Notice {
-                warning: true,
-                reason: EventReason::BreakGlassInvalid,
-                note: message,
-            }]
-        },
-        next: None,
-    };
     if !app_exists {
-        return invalid(format!(
-            "BreakGlass {name}: Application {app} does not exist in this namespace; nothing is suspended"
-        ));
+        let app = &window.spec.application;
+        return invalid(
+            previous,
+            format!(
+                "BreakGlass {name}: Application {app} does not exist in this namespace; nothing is suspended"
+            ),
+            now,
+        );
     }
     let times = match window.checked_times(cap) {
         Ok(times) => times,
-        Err(error) => return invalid(format!("{error}; nothing is suspended")),
+        Err(error) => return invalid(previous, format!("{error}; nothing is suspended"), now),
     };
     let phase = times.phase(now);
-    let expires = window.expires_at().to_string();
-    let scope = scope(window);
-    let by = &window.spec.opened_by.username;
-    if previous.is_none() {
-        notice(
-            false,
-            EventReason::BreakGlassOpened,
-            format!(
-                "{by} opened break-glass for {scope} until {expires}: {}",
-                window.spec.reason
-            ),
-        );
-    }
-    for extension in window.spec.extensions.iter().skip(status.extensions_seen) {
-        notice(
-            false,
-            EventReason::BreakGlassExtended,
-            format!(
-                "{} extended break-glass for {scope} to {}: {}",
-                extension.by, extension.expires_at, extension.reason
-            ),
-        );
-    }
-    let mut warned_at = status.warned_at.clone();
+    let words = Words::of(window);
+    let mut notices = words.granted(previous, status.extensions_seen);
     // An extension postpones the warning: warn again before the new expiry.
-    if status.extensions_seen < window.spec.extensions.len() {
-        warned_at = None;
-    }
+    let extended = status.extensions_seen < window.spec.extensions.len();
+    let mut warned_at = status.warned_at.clone().filter(|_| !extended);
     if phase == WindowPhase::Open && now >= times.warn_at() && warned_at.is_none() {
-        notice(
-            true,
-            EventReason::BreakGlassExpiring,
-            format!(
-                "break-glass for {scope} expires at {expires}; self-heal then reverts what was not adopted (tether adopt {app}) — extend with tether break-glass extend {name}"
-            ),
-        );
+        notices.push(words.expiring());
         warned_at = Some(format_time(now));
     }
-    let condition = match phase {
-        WindowPhase::Open => condition(
-            true,
-            "Opened",
-            format!(
-                "self-heal suspended for {scope} until {expires} (opened by {by}: {})",
-                window.spec.reason
-            ),
-        ),
-        WindowPhase::Expired => {
-            if previous != Some(WindowPhase::Expired) {
-                notice(
-                    true,
-                    EventReason::BreakGlassExpired,
-                    format!("break-glass for {scope} expired at {expires}; self-heal resumed"),
-                );
-            }
-            condition(
-                false,
-                WindowPhase::Expired.as_str(),
-                format!("expired at {expires}; self-heal resumed"),
-            )
-        }
-        WindowPhase::Closed => {
-            // Only a window with a closing is ever Closed.
-            let Some(close) = window.spec.close.as_ref() else {
-                return invalid(format!("BreakGlass {name}: Closed without spec.close"));
-            };
-            let resolve = match close.resolve {
-                Resolution::Adopt => "adopted into Git",
-                Resolution::Revert => "reverted by self-heal",
-            };
-            if previous != Some(WindowPhase::Closed) {
-                notice(
-                    false,
-                    EventReason::BreakGlassClosed,
-                    format!(
-                        "{} closed break-glass for {scope}; changes {resolve}",
-                        close.by
-                    ),
-                );
-            }
-            condition(
-                false,
-                WindowPhase::Closed.as_str(),
-                format!("closed by {} at {}; changes {resolve}", close.by, close.at),
-            )
-        }
-        // Valid times never give this phase; checked above.
-        WindowPhase::Invalid => return invalid(format!("BreakGlass {name}: invalid")),
+    let ending = match words.ending(phase, previous) {
+        Ok(ending) => ending,
+        Err(message) => return invalid(previous, message, now),
     };
+    notices.extend(ending.told);
+    let condition = open_condition(ending.open, ending.reason, ending.message, now);
     let keep_transition = status
         .conditions
         .iter()
@@ -213,13 +109,181 @@ pub fn plan(window: &BreakGlass, app_exists: bool, now: SystemTime, cap: Duratio
     Plan {
         lifecycle: Lifecycle {
             phase,
-            expires_at: Some(expires),
+            expires_at: Some(words.expires),
             warned_at,
             extensions_seen: window.spec.extensions.len(),
             condition,
         },
         notices,
         next: times.next_deadline(now),
+    }
+}
+
+/// The plan of a window that suspends nothing, for `message`: told once,
+/// when it becomes Invalid.
+fn invalid(previous: Option<WindowPhase>, message: String, now: SystemTime) -> Plan {
+    let invalid = WindowPhase::Invalid;
+    let notices = match previous {
+        Some(WindowPhase::Invalid) => Vec::new(),
+        _ => vec![Notice {
+            warning: true,
+            reason: EventReason::BreakGlassInvalid,
+            note: message.clone(),
+        }],
+    };
+    Plan {
+        lifecycle: Lifecycle {
+            phase: invalid,
+            expires_at: None,
+            warned_at: None,
+            extensions_seen: 0,
+            condition: open_condition(false, invalid.as_str(), message, now),
+        },
+        notices,
+        next: None,
+    }
+}
+
+/// Condition `Open`, changed at `now`.
+fn open_condition(open: bool, reason: &str, message: String, now: SystemTime) -> Condition {
+    Condition {
+        type_: OPEN_CONDITION.into(),
+        status: ConditionStatus::from_bool(open),
+        reason: reason.into(),
+        message,
+        last_transition_time: Some(format_time(now)),
+    }
+}
+
+/// Condition `Open` of a window in its phase, and the event that tells
+/// the phase began (none while it stays in it).
+struct Ending {
+    open: bool,
+    reason: &'static str,
+    message: String,
+    told: Option<Notice>,
+}
+
+/// What the events and the condition say of one valid window.
+struct Words<'a> {
+    window: &'a BreakGlass,
+    /// What it suspends self-heal for ([`scope`]).
+    scope: String,
+    expires: String,
+}
+
+impl<'a> Words<'a> {
+    fn of(window: &'a BreakGlass) -> Self {
+        Words {
+            window,
+            scope: scope(window),
+            expires: window.expires_at().to_string(),
+        }
+    }
+
+    /// The opening (when the window is new) and each extension since the
+    /// first `seen`.
+    fn granted(&self, previous: Option<WindowPhase>, seen: usize) -> Vec<Notice> {
+        let Words {
+            window,
+            scope,
+            expires,
+        } = self;
+        let spec = &window.spec;
+        let opened = previous.is_none().then(|| Notice {
+            warning: false,
+            reason: EventReason::BreakGlassOpened,
+            note: format!(
+                "{} opened break-glass for {scope} until {expires}: {}",
+                spec.opened_by.username, spec.reason
+            ),
+        });
+        let extended = spec.extensions.iter().skip(seen).map(|extension| Notice {
+            warning: false,
+            reason: EventReason::BreakGlassExtended,
+            note: format!(
+                "{} extended break-glass for {scope} to {}: {}",
+                extension.by, extension.expires_at, extension.reason
+            ),
+        });
+        opened.into_iter().chain(extended).collect()
+    }
+
+    /// The warning before the window expires.
+    fn expiring(&self) -> Notice {
+        let Words {
+            window,
+            scope,
+            expires,
+        } = self;
+        let (name, app) = (window.name_any(), &window.spec.application);
+        Notice {
+            warning: true,
+            reason: EventReason::BreakGlassExpiring,
+            note: format!(
+                "break-glass for {scope} expires at {expires}; self-heal then reverts what was not adopted (tether adopt {app}) — extend with tether break-glass extend {name}"
+            ),
+        }
+    }
+
+    /// What condition `Open` says in `phase`, and the event of an ending
+    /// first seen now; an error for a window that cannot be in `phase`.
+    fn ending(&self, phase: WindowPhase, previous: Option<WindowPhase>) -> Result<Ending, String> {
+        let Words {
+            window,
+            scope,
+            expires,
+        } = self;
+        let spec = &window.spec;
+        let ended = |reason: EventReason, message: String, note: String| Ending {
+            open: false,
+            reason: phase.as_str(),
+            message,
+            told: (previous != Some(phase)).then_some(Notice {
+                warning: reason == EventReason::BreakGlassExpired,
+                reason,
+                note,
+            }),
+        };
+        match phase {
+            WindowPhase::Open => Ok(Ending {
+                open: true,
+                reason: "Opened",
+                message: format!(
+                    "self-heal suspended for {scope} until {expires} (opened by {}: {})",
+                    spec.opened_by.username, spec.reason
+                ),
+                told: None,
+            }),
+            WindowPhase::Expired => Ok(ended(
+                EventReason::BreakGlassExpired,
+                format!("expired at {expires}; self-heal resumed"),
+                format!("break-glass for {scope} expired at {expires}; self-heal resumed"),
+            )),
+            WindowPhase::Closed => {
+                // Only a window with a closing is ever Closed.
+                let Some(close) = spec.close.as_ref() else {
+                    return Err(format!(
+                        "BreakGlass {}: Closed without spec.close",
+                        window.name_any()
+                    ));
+                };
+                let resolve = match close.resolve {
+                    Resolution::Adopt => "adopted into Git",
+                    Resolution::Revert => "reverted by self-heal",
+                };
+                Ok(ended(
+                    EventReason::BreakGlassClosed,
+                    format!("closed by {} at {}; changes {resolve}", close.by, close.at),
+                    format!(
+                        "{} closed break-glass for {scope}; changes {resolve}",
+                        close.by
+                    ),
+                ))
+            }
+            // Valid times never give this phase; checked before.
+            WindowPhase::Invalid => Err(format!("BreakGlass {}: invalid", window.name_any())),
+        }
     }
 }
 

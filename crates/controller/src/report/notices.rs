@@ -13,148 +13,204 @@ use tether_core::{OperationPhase, OperationalState};
 use super::status::{BACK_OFF_CONDITION, NOT_SYNCED_TOO_LONG_CONDITION};
 use crate::api::Application;
 use crate::api::application::{ApplicationStatus, condition, condition_with, holds};
-use tether_core::ConditionStatus::{False, True};
+use tether_core::ConditionStatus::{False, True, Unknown};
 
-/// The notices for `app` going from `previous` to `next` at `now`.
+/// The notices for `app` going from `previous` to `next` at `now`, in
+/// this order: its state, the not-Synced alert, a self-heal fight, drift
+/// left in place, a failed sync.
 pub fn notices(
     app: &Application,
     previous: Option<&ApplicationStatus>,
     next: &ApplicationStatus,
     now: &str,
 ) -> Vec<Notice> {
-    let uid = app.metadata.uid.clone().unwrap_or_default();
-    let notice = |kind: NoticeKind, severity: Severity, message: String, key: String| Notice {
-        kind,
-        severity,
-        namespace: app.namespace().unwrap_or_default(),
-        name: app.name_any(),
-        labels: app.labels().clone().into_iter().collect::<BTreeMap<_, _>>(),
-        message,
-        revision: next.sync.revision.clone(),
-        state: next.state,
-        previous_state: None,
-        at: now.to_string(),
-        key: format!("{uid}/{kind}/{key}"),
-    };
-    let mut out = Vec::new();
+    let told = [
+        state_changed(previous, next, now),
+        not_synced_alert(previous, next, now),
+        self_heal_fight(previous, next),
+    ];
+    told.into_iter()
+        .flatten()
+        .chain(drift_left(previous, next))
+        .chain(sync_failed(previous, next))
+        .map(|told| told.about(app, next, now))
+        .collect()
+}
 
-    let before = previous.and_then(|p| p.state);
-    if let (Some(from), Some(to)) = (before, next.state)
-        && from != to
-    {
-        let severity = match to {
-            OperationalState::Converged => Severity::Normal,
-            _ => Severity::Warning,
-        };
-        let why = why(next);
-        out.push(Notice {
-            previous_state: Some(from),
-            ..notice(
-                NoticeKind::StateChanged,
-                severity,
-                format!("{from} → {to}{why}"),
-                format!(
-                    "{from}-{to}-{}",
-                    next.reconciled_at.as_deref().unwrap_or(now)
-                ),
-            )
-        });
+/// What one notice says, before it is addressed to its app.
+struct Told {
+    kind: NoticeKind,
+    severity: Severity,
+    message: String,
+    /// What makes the notice one of a kind, after the app and the kind.
+    key: String,
+    previous_state: Option<OperationalState>,
+    /// The revision it is about, when not the one synced.
+    revision: Option<String>,
+}
+
+impl Told {
+    fn new(kind: NoticeKind, severity: Severity, message: String, key: String) -> Self {
+        Told {
+            kind,
+            severity,
+            message,
+            key,
+            previous_state: None,
+            revision: None,
+        }
     }
 
-    let was = |type_: &str| previous.is_some_and(|p| holds(&p.conditions, type_));
-    let alert = condition(&next.conditions, NOT_SYNCED_TOO_LONG_CONDITION);
-    let since = next.sync.not_synced_since.as_deref();
-    match (was(NOT_SYNCED_TOO_LONG_CONDITION), alert) {
-        (false, Some(raised)) if raised.status == True => out.push(notice(
+    /// The notice of `app`, whose status is now `next`.
+    fn about(self, app: &Application, next: &ApplicationStatus, now: &str) -> Notice {
+        let uid = app.metadata.uid.as_deref().unwrap_or_default();
+        Notice {
+            kind: self.kind,
+            severity: self.severity,
+            namespace: app.namespace().unwrap_or_default(),
+            name: app.name_any(),
+            labels: app.labels().clone().into_iter().collect::<BTreeMap<_, _>>(),
+            message: self.message,
+            revision: self.revision.or_else(|| next.sync.revision.clone()),
+            state: next.state,
+            previous_state: self.previous_state,
+            at: now.to_string(),
+            key: format!("{uid}/{}/{}", self.kind, self.key),
+        }
+    }
+}
+
+/// The operational state changed: a warning unless it is now Converged.
+fn state_changed(
+    previous: Option<&ApplicationStatus>,
+    next: &ApplicationStatus,
+    now: &str,
+) -> Option<Told> {
+    let from = previous.and_then(|p| p.state)?;
+    let to = next.state.filter(|to| *to != from)?;
+    let severity = match to {
+        OperationalState::Converged => Severity::Normal,
+        _ => Severity::Warning,
+    };
+    let at = next.reconciled_at.as_deref().unwrap_or(now);
+    Some(Told {
+        previous_state: Some(from),
+        ..Told::new(
+            NoticeKind::StateChanged,
+            severity,
+            format!("{from} → {to}{}", why(next)),
+            format!("{from}-{to}-{at}"),
+        )
+    })
+}
+
+/// Condition `NotSyncedTooLong` was raised, or cleared.
+fn not_synced_alert(
+    previous: Option<&ApplicationStatus>,
+    next: &ApplicationStatus,
+    now: &str,
+) -> Option<Told> {
+    let was = previous.is_some_and(|p| holds(&p.conditions, NOT_SYNCED_TOO_LONG_CONDITION));
+    let alert = condition(&next.conditions, NOT_SYNCED_TOO_LONG_CONDITION)?;
+    match (was, alert.status) {
+        (false, True) => Some(Told::new(
             NoticeKind::NotSyncedTooLong,
             Severity::Warning,
-            raised.message.clone(),
-            since.unwrap_or(now).to_string(),
+            alert.message.clone(),
+            next.sync
+                .not_synced_since
+                .as_deref()
+                .unwrap_or(now)
+                .to_string(),
         )),
-        (true, Some(cleared)) if cleared.status != True => {
+        (true, False | Unknown) => {
             let since = previous
                 .and_then(|p| p.sync.not_synced_since.as_deref())
                 .unwrap_or(now);
-            out.push(notice(
+            Some(Told::new(
                 NoticeKind::NotSyncedTooLongCleared,
                 Severity::Normal,
                 format!("Synced again (not Synced since {since})"),
                 since.to_string(),
             ))
         }
-        _ => {}
+        _ => None,
     }
+}
 
-    if !was(BACK_OFF_CONDITION)
-        && let Some(fight) = condition_with(&next.conditions, BACK_OFF_CONDITION, True)
-    {
-        out.push(notice(
-            NoticeKind::SelfHealFighting,
-            Severity::Warning,
-            fight.message.clone(),
-            fight.last_transition_time.clone().unwrap_or_default(),
-        ));
+/// Self-heal began backing off from another writer.
+fn self_heal_fight(previous: Option<&ApplicationStatus>, next: &ApplicationStatus) -> Option<Told> {
+    if previous.is_some_and(|p| holds(&p.conditions, BACK_OFF_CONDITION)) {
+        return None;
     }
+    let fight = condition_with(&next.conditions, BACK_OFF_CONDITION, True)?;
+    Some(Told::new(
+        NoticeKind::SelfHealFighting,
+        Severity::Warning,
+        fight.message.clone(),
+        fight.last_transition_time.clone().unwrap_or_default(),
+    ))
+}
 
-    // Drift left in place (healed drift is counted in metrics and Events,
-    // not notified: a flapping field would page on every revert).
+/// Drift newly left in place (healed drift is counted in metrics and
+/// Events, not notified: a flapping field would page on every revert).
+fn drift_left<'a>(
+    previous: Option<&'a ApplicationStatus>,
+    next: &'a ApplicationStatus,
+) -> impl Iterator<Item = Told> + 'a {
     let known = previous.map(|p| p.drift.as_slice()).unwrap_or_default();
-    for entry in &next.drift {
-        let seen = known.iter().any(|k| {
-            k.record.object == entry.record.object && k.record.fields == entry.record.fields
-        });
-        if seen || entry.response == DriftOutcome::Healed {
-            continue;
-        }
-        let fields: Vec<&str> = entry
-            .record
-            .fields
-            .iter()
-            .map(|f| f.path.as_str())
-            .collect();
-        let what = match fields.as_slice() {
-            [] => "missing".to_string(),
-            some => some.join(", "),
-        };
-        out.push(notice(
-            NoticeKind::DriftDetected,
-            Severity::Warning,
-            format!(
-                "{} drift on {}: {what} ({})",
-                entry.record.kind, entry.record.object, entry.response
-            ),
-            format!("{}/{}", entry.record.object, entry.record.detected_at),
-        ));
-    }
+    next.drift
+        .iter()
+        .filter(move |entry| {
+            entry.response != DriftOutcome::Healed
+                && !known.iter().any(|k| {
+                    k.record.object == entry.record.object && k.record.fields == entry.record.fields
+                })
+        })
+        .map(|entry| {
+            let record = &entry.record;
+            let fields: Vec<&str> = record.fields.iter().map(|f| f.path.as_str()).collect();
+            let what = match fields.as_slice() {
+                [] => "missing".to_string(),
+                some => some.join(", "),
+            };
+            Told::new(
+                NoticeKind::DriftDetected,
+                Severity::Warning,
+                format!(
+                    "{} drift on {}: {what} ({})",
+                    record.kind, record.object, entry.response
+                ),
+                format!("{}/{}", record.object, record.detected_at),
+            )
+        })
+}
 
-    if let Some(operation) = &next.operation_state
-        && operation.phase == OperationPhase::Failed
-    {
-        let repeated = previous
-            .and_then(|p| p.operation_state.as_ref())
-            .is_some_and(|p| {
-                p.phase == OperationPhase::Failed
-                    && p.revision == operation.revision
-                    && p.message == operation.message
-            });
-        if !repeated {
-            out.push(Notice {
-                revision: Some(operation.revision.clone()),
-                ..notice(
-                    NoticeKind::SyncFailed,
-                    Severity::Warning,
-                    operation
-                        .message
-                        .lines()
-                        .next()
-                        .unwrap_or_default()
-                        .to_string(),
-                    format!("{}/{}", operation.revision, operation.started_at),
-                )
-            });
-        }
+/// A sync failed, unless the same failure was told last time.
+fn sync_failed(previous: Option<&ApplicationStatus>, next: &ApplicationStatus) -> Option<Told> {
+    let operation = next
+        .operation_state
+        .as_ref()
+        .filter(|o| o.phase == OperationPhase::Failed)?;
+    let repeated = previous
+        .and_then(|p| p.operation_state.as_ref())
+        .is_some_and(|p| {
+            p.phase == OperationPhase::Failed
+                && p.revision == operation.revision
+                && p.message == operation.message
+        });
+    if repeated {
+        return None;
     }
-    out
+    Some(Told {
+        revision: Some(operation.revision.clone()),
+        ..Told::new(
+            NoticeKind::SyncFailed,
+            Severity::Warning,
+            first_line(&operation.message).to_string(),
+            format!("{}/{}", operation.revision, operation.started_at),
+        )
+    })
 }
 
 /// `: reason` for a state that is not Converged, from the condition that
