@@ -10,7 +10,7 @@ use tether_core::argocd::Warning;
 use tether_core::drift::{DriftKind, DriftOutcome};
 
 use crate::api::application::{
-    ApplicationStatus, Condition, condition, condition_with, set_condition,
+    ApplicationStatus, Condition, DriftEntry, condition, condition_with, set_condition,
 };
 use crate::observe::health::{self, Judge};
 use tether_core::ConditionStatus::{False, True};
@@ -137,60 +137,35 @@ fn why_not_synced(status: &ApplicationStatus, failure: Option<&Failure>) -> (&'s
     {
         return (NotSyncedReason::Pinned.as_str(), pinned.message.clone());
     }
-    let kept = |outcome: DriftOutcome| {
-        status
+    // Drift left in place, by why it is left, the first that applies.
+    type Kept = (NotSyncedReason, &'static str, fn(&DriftEntry) -> bool);
+    let kept: [Kept; 3] = [
+        (
+            NotSyncedReason::BreakGlassOpen,
+            "changes made in an open break-glass window are kept",
+            |entry| entry.record.kind == DriftKind::Emergency,
+        ),
+        (
+            NotSyncedReason::SelfHealBackOff,
+            "self-heal backed off from another writer",
+            |entry| entry.response == DriftOutcome::BackedOff,
+        ),
+        (
+            NotSyncedReason::DriftKept,
+            "drift is reported and left in place (self-heal off or driftResponse: warn)",
+            |entry| entry.response == DriftOutcome::Reported,
+        ),
+    ];
+    for (reason, said, applies) in kept {
+        let objects: Vec<String> = status
             .drift
             .iter()
-            .filter(|entry| entry.response == outcome)
+            .filter(|entry| applies(entry))
             .map(|entry| entry.record.object.to_string())
-            .collect::<Vec<_>>()
-    };
-    let emergency: Vec<String> = status
-        .drift
-        .iter()
-        .filter(|entry| entry.record.kind == DriftKind::Emergency)
-        .map(|entry| entry.record.object.to_string())
-        .collect();
-    let fighting = kept(DriftOutcome::BackedOff);
-    let reported = kept(DriftOutcome::Reported);
-    let named = |objects: &[String]| {
-        let shown = objects
-            .iter()
-            .take(3)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ");
-        match objects.len() {
-            n if n > 3 => format!("{shown} and {} more", n - 3),
-            _ => shown,
+            .collect();
+        if !objects.is_empty() {
+            return (reason.as_str(), format!("{said}: {}", named(&objects)));
         }
-    };
-    if !emergency.is_empty() {
-        return (
-            NotSyncedReason::BreakGlassOpen.as_str(),
-            format!(
-                "changes made in an open break-glass window are kept: {}",
-                named(&emergency)
-            ),
-        );
-    }
-    if !fighting.is_empty() {
-        return (
-            NotSyncedReason::SelfHealBackOff.as_str(),
-            format!(
-                "self-heal backed off from another writer: {}",
-                named(&fighting)
-            ),
-        );
-    }
-    if !reported.is_empty() {
-        return (
-            NotSyncedReason::DriftKept.as_str(),
-            format!(
-                "drift is reported and left in place (self-heal off or driftResponse: warn): {}",
-                named(&reported)
-            ),
-        );
     }
     match status.sync.status {
         SyncStatus::OutOfSync => (
@@ -202,5 +177,71 @@ fn why_not_synced(status: &ApplicationStatus, failure: Option<&Failure>) -> (&'s
             NotSyncedReason::NotCompared.as_str(),
             "live state has not been compared with Git yet".to_string(),
         ),
+    }
+}
+
+/// The first three of `objects`, and how many more.
+fn named(objects: &[String]) -> String {
+    let shown = objects
+        .iter()
+        .take(3)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    match objects.len() {
+        n if n > 3 => format!("{shown} and {} more", n - 3),
+        _ => shown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tether_core::ObjectRef;
+    use tether_core::drift::DriftRecord;
+
+    fn drifted(name: &str, kind: DriftKind, response: DriftOutcome) -> DriftEntry {
+        DriftEntry {
+            record: DriftRecord {
+                object: ObjectRef {
+                    group: "apps".into(),
+                    kind: "Deployment".into(),
+                    namespace: Some("shop".into()),
+                    name: name.into(),
+                },
+                kind,
+                fields: Vec::new(),
+                detected_at: "2026-12-06T09:00:00Z".into(),
+            },
+            response,
+            resolved_at: None,
+        }
+    }
+
+    #[test]
+    fn drift_kept_by_break_glass_is_named_before_a_back_off_and_a_report() {
+        let mut status = ApplicationStatus::default();
+        status.sync.status = SyncStatus::OutOfSync;
+        status.drift = vec![
+            drifted("a", DriftKind::Manual, DriftOutcome::Reported),
+            drifted("b", DriftKind::Manual, DriftOutcome::BackedOff),
+            drifted("c", DriftKind::Emergency, DriftOutcome::Reported),
+        ];
+        let said = |status: &ApplicationStatus| why_not_synced(status, None);
+        assert_eq!(said(&status).0, NotSyncedReason::BreakGlassOpen.as_str());
+        assert!(said(&status).1.ends_with("are kept: Deployment shop/c"));
+        status.drift.pop();
+        assert_eq!(said(&status).0, NotSyncedReason::SelfHealBackOff.as_str());
+        status.drift.pop();
+        assert_eq!(said(&status).0, NotSyncedReason::DriftKept.as_str());
+        status.drift.clear();
+        assert_eq!(said(&status).0, NotSyncedReason::SyncPending.as_str());
+    }
+
+    #[test]
+    fn more_than_three_objects_are_counted_not_listed() {
+        let objects: Vec<String> = ["a", "b", "c", "d", "e"].map(String::from).to_vec();
+        assert_eq!(named(&objects), "a, b, c and 2 more");
+        assert_eq!(named(&objects[..3]), "a, b, c");
     }
 }
