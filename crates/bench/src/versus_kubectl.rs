@@ -32,34 +32,31 @@ pub struct Settings {
 
 /// Runs both sides and prints the figures.
 pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow::Result<()> {
-    let (n, controller_manager) = (settings.apps, settings.controller_manager);
-    let initial_apps = AppSet {
-        prefix: "tt".into(),
-        label: "initial".into(),
-        n,
-        service_account: None,
+    let n = settings.apps;
+    let (plane, admin, audit_log) = start_plane(work, settings.controller_manager).await?;
+    let bench = Bench {
+        tether_kubeconfig: plane.user_kubeconfig("tether", &["system:masters"]),
+        kubectl_kubeconfig: plane.user_kubeconfig("kubectl-bench", &["system:masters"]),
+        admin,
+        audit_log,
+        work: work.to_path_buf(),
+        repo: Repo::at(&work.join("repo")),
+        all_dir: work.join("kubectl-all"),
     };
-
-    let (plane, admin, audit_log) = start_plane(work, controller_manager).await?;
-    let tether_kubeconfig = plane.user_kubeconfig("tether", &["system:masters"]);
-    let kubectl_kubeconfig = plane.user_kubeconfig("kubectl-bench", &["system:masters"]);
-
     say(&format!(
         "writing the Git repository: {n} apps × {OBJECTS_PER_APP} objects"
     ));
-    let repo = Repo::at(&work.join("repo"));
     let mut files = repo_files(n);
     files.extend(latency_files(LATENCY_OBJECTS, 0));
-    let head = repo.commit(&files, "bench apps");
-    let all_dir = work.join("kubectl-all");
+    let head = bench.repo.commit(&files, "bench apps");
     for i in 0..n {
         let text: Vec<String> = app_files(&app_name(i), Some(&format!("k1-{i:03}")))
             .into_iter()
             .map(|(_, text)| text)
             .collect();
-        std::fs::create_dir_all(&all_dir)?;
+        std::fs::create_dir_all(&bench.all_dir)?;
         std::fs::write(
-            all_dir.join(format!("{}.yaml", app_name(i))),
+            bench.all_dir.join(format!("{}.yaml", app_name(i))),
             text.join("---\n"),
         )?;
     }
@@ -68,42 +65,96 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
     let mut namespaces = vec!["bench-latency".to_string()];
     for i in 0..n {
         namespaces.extend([
-            initial_apps.namespace(i),
+            initial(n).namespace(i),
             format!("kc-{i:03}"),
             format!("k1-{i:03}"),
         ]);
     }
-    create_namespaces(&admin, &namespaces).await?;
+    create_namespaces(&bench.admin, &namespaces).await?;
 
-    // 1. Initial sync with Tether.
+    let tether = measure_tether(&bench, tether_bin, &head, settings).await?;
+    let kubectl = measure_kubectl(&bench, n).await;
+    print(&tether, &kubectl, settings);
+    println!("work directory (audit log, tether.log): {}", work.display());
+    Ok(())
+}
+
+/// The `n` apps Tether syncs: `tt-NNN`, labelled `bench=initial`.
+fn initial(n: usize) -> AppSet {
+    AppSet {
+        prefix: "tt".into(),
+        label: "initial".into(),
+        n,
+        service_account: None,
+    }
+}
+
+/// The cluster, the repository and the files both sides apply.
+struct Bench {
+    admin: kube::Client,
+    audit_log: PathBuf,
+    tether_kubeconfig: PathBuf,
+    kubectl_kubeconfig: PathBuf,
+    work: PathBuf,
+    repo: Repo,
+    /// Every app's objects, one file an app, for one `kubectl apply`.
+    all_dir: PathBuf,
+}
+
+/// What Tether did, from its first Application to its last commit.
+struct TetherFigures {
+    pid: u32,
+    sync: Duration,
+    healthy: Duration,
+    settle: Duration,
+    initial: Counts,
+    rollout: Counts,
+    settling: Counts,
+    steady: Counts,
+    latencies: Vec<Duration>,
+    unlisted: Vec<Duration>,
+    recorded_lag: Duration,
+    rss: f64,
+    hwm: f64,
+}
+
+/// Initial sync, steady state, memory and commit-to-Synced latency of a
+/// `tether run` process, which is stopped after.
+async fn measure_tether(
+    bench: &Bench,
+    tether_bin: &Path,
+    head: &str,
+    settings: &Settings,
+) -> anyhow::Result<TetherFigures> {
+    let (n, admin, repo) = (settings.apps, &bench.admin, &bench.repo);
     say("starting `tether run` as its own process");
     let (tether, http_addr) = start_leading(
         tether_bin,
-        &admin,
-        &tether_kubeconfig,
-        work,
+        admin,
+        &bench.tether_kubeconfig,
+        &bench.work,
         settings.resync_seconds,
     )
     .await?;
 
+    // 1. Initial sync.
     say(&format!(
         "Tether: creating {n} Applications and waiting for Synced"
     ));
     let from = Timestamp::now();
     let started = Instant::now();
-    create_apps(&admin, &repo.url(), &initial_apps).await?;
-    wait_synced(&admin, "bench=initial", n, &head).await?;
-    let tether_sync = started.elapsed();
+    create_apps(admin, &repo.url(), &initial(n)).await?;
+    wait_synced(admin, "bench=initial", n, head).await?;
+    let sync = started.elapsed();
     let all_synced = Timestamp::now();
-    let tether_pid = tether.pid();
 
     // 2. Steady state.
     // Nothing is changing only once the Deployments have rolled out (the
     // controller-manager writes their status until then, and each write
     // rightly costs Tether a comparison): wait for Healthy, then settle.
     say("waiting for all Applications Healthy (Deployments rolled out)");
-    wait_healthy(&admin, "bench=initial", n, &head).await?;
-    let tether_healthy = started.elapsed();
+    wait_healthy(admin, "bench=initial", n, head).await?;
+    let healthy = started.elapsed();
     let healthy_at = Timestamp::now();
     let settle = Duration::from_secs(10);
     say(&format!(
@@ -117,19 +168,19 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
         audit::window(Duration::from_secs(settings.steady_seconds)).await;
 
     // 4. Memory, with everything synced.
-    let (rss, hwm) = memory(tether_pid)?;
+    let (rss, hwm) = memory(tether.pid())?;
 
     // 3. Commit-to-Synced latency after a webhook.
     say(&format!(
         "latency: {} commits to a {LATENCY_OBJECTS}-object app, each announced by a webhook",
         settings.commits
     ));
-    let latencies = latency(&admin, &repo, &head, http_addr, 1, settings.commits, true).await?;
+    let latencies = latency(admin, repo, head, http_addr, 1, settings.commits, true).await?;
     say("latency again, with pushes that do not list the files they changed");
     let synced_to = repo.head();
     let unlisted = latency(
-        &admin,
-        &repo,
+        admin,
+        repo,
         &synced_to,
         http_addr,
         settings.commits + 1,
@@ -141,23 +192,47 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
     // background lane; how far behind is the last one?
     let last_push =
         Instant::now() - unlisted.last().copied().unwrap_or_default() - Duration::from_millis(500);
-    let last_commit = repo.head();
-    wait_synced(&admin, "bench=initial", n, &last_commit).await?;
+    wait_synced(admin, "bench=initial", n, &repo.head()).await?;
     let recorded_lag = last_push.elapsed();
 
-    let initial = audit::count(&audit_log, "tether", from, all_synced).await;
-    let rollout = audit::count(&audit_log, "tether", all_synced, healthy_at).await;
-    let settling = audit::count(&audit_log, "tether", healthy_at, steady_from).await;
-    let steady = audit::count(&audit_log, "tether", steady_from, steady_to).await;
+    let log = &bench.audit_log;
+    let figures = TetherFigures {
+        pid: tether.pid(),
+        sync,
+        healthy,
+        settle,
+        initial: audit::count(log, "tether", from, all_synced).await,
+        rollout: audit::count(log, "tether", all_synced, healthy_at).await,
+        settling: audit::count(log, "tether", healthy_at, steady_from).await,
+        steady: audit::count(log, "tether", steady_from, steady_to).await,
+        latencies,
+        unlisted,
+        recorded_lag,
+        rss,
+        hwm,
+    };
     tether.stop()?;
+    Ok(figures)
+}
 
-    // 1b. kubectl, after Tether has stopped.
+/// What `kubectl apply --server-side` did with the same objects.
+struct KubectlFigures {
+    sequential: Duration,
+    per_app: Vec<Duration>,
+    sequential_counts: Counts,
+    one: Duration,
+    one_counts: Counts,
+}
+
+/// The same objects applied by kubectl, once an app at a time and once in
+/// one call, after Tether has stopped.
+async fn measure_kubectl(bench: &Bench, n: usize) -> KubectlFigures {
     say(&format!(
         "kubectl: {n} × `kubectl apply --server-side -n NS -f apps/APP/`"
     ));
     let kubectl = Kubectl {
-        kubeconfig: kubectl_kubeconfig,
-        cache: work.join("kubectl-cache"),
+        kubeconfig: bench.kubectl_kubeconfig.clone(),
+        cache: bench.work.join("kubectl-cache"),
     };
     kubectl.run(&["api-resources"]); // a warm discovery cache, as a CI runner would have
     let from = Timestamp::now();
@@ -165,22 +240,33 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
     let mut per_app = Vec::with_capacity(n);
     for i in 0..n {
         let one = Instant::now();
-        let dir = repo.dir.join("apps").join(app_name(i));
+        let dir = bench.repo.dir.join("apps").join(app_name(i));
         let ns = format!("kc-{i:03}");
         kubectl.apply(&["-n", &ns, "-f", &dir.to_string_lossy()]);
         per_app.push(one.elapsed());
     }
-    let kubectl_sequential = started.elapsed();
-    let sequential_counts = audit::count(&audit_log, "kubectl-bench", from, Timestamp::now()).await;
+    let sequential = started.elapsed();
+    let sequential_counts =
+        audit::count(&bench.audit_log, "kubectl-bench", from, Timestamp::now()).await;
 
     say("kubectl: one `kubectl apply --server-side -f` for all apps");
     let from = Timestamp::now();
     let started = Instant::now();
-    kubectl.apply(&["-f", &all_dir.to_string_lossy()]);
-    let kubectl_one = started.elapsed();
-    let one_counts = audit::count(&audit_log, "kubectl-bench", from, Timestamp::now()).await;
+    kubectl.apply(&["-f", &bench.all_dir.to_string_lossy()]);
+    let one = started.elapsed();
+    let one_counts = audit::count(&bench.audit_log, "kubectl-bench", from, Timestamp::now()).await;
+    KubectlFigures {
+        sequential,
+        per_app,
+        sequential_counts,
+        one,
+        one_counts,
+    }
+}
 
-    // The figures.
+/// The figures, side by side.
+fn print(tether: &TetherFigures, kubectl: &KubectlFigures, settings: &Settings) {
+    let n = settings.apps;
     let objects = n * OBJECTS_PER_APP;
     println!();
     println!(
@@ -188,64 +274,71 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
     );
     println!(
         "(controller-manager + fake kubelet: {}; 2-core shared machine; times are wall clock)",
-        controller_manager
+        settings.controller_manager
     );
     println!();
     println!("1. Initial sync");
     println!(
         "   Tether (concurrency 16, own process)     {:>8.1} s   {:>6.0} objects/s",
-        secs(tether_sync),
-        objects as f64 / secs(tether_sync)
+        secs(tether.sync),
+        objects as f64 / secs(tether.sync)
     );
     println!(
         "   kubectl apply --server-side, per app     {:>8.1} s   {:>6.0} objects/s   (median {:.0} ms/app)",
-        secs(kubectl_sequential),
-        objects as f64 / secs(kubectl_sequential),
-        median_ms(&mut per_app)
+        secs(kubectl.sequential),
+        objects as f64 / secs(kubectl.sequential),
+        median_ms(&mut kubectl.per_app.clone())
     );
     println!(
         "   kubectl apply --server-side, one call    {:>8.1} s   {:>6.0} objects/s",
-        secs(kubectl_one),
-        objects as f64 / secs(kubectl_one)
+        secs(kubectl.one),
+        objects as f64 / secs(kubectl.one)
     );
     println!(
         "   ratio kubectl per app / Tether           {:>8.2}×   (target ≥ 3×)",
-        secs(kubectl_sequential) / secs(tether_sync)
+        secs(kubectl.sequential) / secs(tether.sync)
     );
     println!(
         "   ratio kubectl one call / Tether          {:>8.2}×",
-        secs(kubectl_one) / secs(tether_sync)
+        secs(kubectl.one) / secs(tether.sync)
     );
-    print_counts("Tether requests", &initial, objects);
-    print_counts("kubectl per app requests", &sequential_counts, objects);
-    print_counts("kubectl one call requests", &one_counts, objects);
+    print_counts("Tether requests", &tether.initial, objects);
+    print_counts(
+        "kubectl per app requests",
+        &kubectl.sequential_counts,
+        objects,
+    );
+    print_counts("kubectl one call requests", &kubectl.one_counts, objects);
     println!();
     println!(
         "   (all Healthy, i.e. Deployments rolled out, after {:.1} s)",
-        secs(tether_healthy)
+        secs(tether.healthy)
     );
     println!();
     println!("2. Steady state (after all Synced and Healthy)");
-    println!("   while Deployments rolled out: {}", rollout.line());
+    println!("   while Deployments rolled out: {}", tether.rollout.line());
     println!(
         "   first {}s (settling): {}",
-        settle.as_secs(),
-        settling.line()
+        tether.settle.as_secs(),
+        tether.settling.line()
     );
     println!(
         "   next {}s: {} request(s) beyond watches and Lease renewals (target 0)",
         settings.steady_seconds,
-        steady.beyond_watches_and_lease().total()
+        tether.steady.beyond_watches_and_lease().total()
     );
-    println!("     by verb: {}", steady.line());
+    println!("     by verb: {}", tether.steady.line());
     println!();
     println!(
         "3. Commit-to-Synced after a push webhook ({LATENCY_OBJECTS}-object app, {} commits)",
-        latencies.len()
+        tether.latencies.len()
     );
     for (what, latencies) in [
-        ("push listing its files (as GitHub sends)", &latencies),
-        ("push without file lists (worst case)   ", &unlisted),
+        (
+            "push listing its files (as GitHub sends)",
+            &tether.latencies,
+        ),
+        ("push without file lists (worst case)   ", &tether.unlisted),
     ] {
         let mut sorted = latencies.clone();
         sorted.sort();
@@ -256,17 +349,18 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
     }
     println!(
         "   every other app of the repository records the last commit {:.1} s after its push",
-        recorded_lag.as_secs_f64()
+        tether.recorded_lag.as_secs_f64()
     );
     println!();
-    println!("4. Controller memory with {objects} objects synced (tether run, pid {tether_pid})");
+    println!(
+        "4. Controller memory with {objects} objects synced (tether run, pid {})",
+        tether.pid
+    );
     println!(
         "   VmRSS {:.1} MB   VmHWM (peak) {:.1} MB   (target < 100 MB)",
-        rss, hwm
+        tether.rss, tether.hwm
     );
     println!();
-    println!("work directory (audit log, tether.log): {}", work.display());
-    Ok(())
 }
 
 fn median_ms(values: &mut [Duration]) -> f64 {
