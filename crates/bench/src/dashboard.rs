@@ -63,109 +63,28 @@ pub async fn run(
     let (plane, admin, _audit) = start_plane(work, controller_manager).await?;
     let tether_kubeconfig = plane.user_kubeconfig("tether", &["system:masters"]);
     let viewer_kubeconfig = plane.user_kubeconfig("dashboard-viewer", &["system:masters"]);
-
-    say(&format!(
-        "writing the Git repository: {n} apps × {OBJECTS_PER_APP} objects"
-    ));
-    let repo = Repo::at(&work.join("repo"));
-    let head = repo.commit(&repo_files(n), "bench apps");
     let set = AppSet {
         prefix: "db".into(),
         label: "dashboard".into(),
         n,
         service_account: None,
     };
-    create_namespaces(&admin, &set.namespaces()).await?;
-
     let _tether = start_leading(tether_bin, &admin, &tether_kubeconfig, work, 600).await?;
-    say(&format!(
-        "creating {n} Applications (self-heal off) and waiting for Synced"
-    ));
-    let started = Instant::now();
-    run_all(
-        8,
-        (0..n).map(|i| {
-            let (ns, name) = (set.namespace(i), app_name(i));
-            let app = application(&name, &ns, &repo.url(), &format!("apps/{name}"))
-                .label("bench", &set.label)
-                .sync_policy(json!({"selfHeal": false}));
-            let api: Api<Application> = Api::namespaced(admin.clone(), &ns);
-            async move {
-                let applied = apply(&api, &name, app.manifest()).await;
-                applied.with_context(|| format!("Application {ns}/{name}"))
-            }
-        }),
-    )
-    .await?;
-    wait_synced(&admin, &set.selector(), n, &head).await?;
-    say(&format!(
-        "{n} apps Synced in {:.1}s",
-        started.elapsed().as_secs_f64()
-    ));
+    let _repo = sync_apps(&admin, work, &set).await?;
 
     let address = free_loopback_addr()?;
     let spawned = Instant::now();
     let mut dashboard = Dashboard::start(tether_bin, &viewer_kubeconfig, address)?;
     dashboard.wait_listening(address, Duration::from_secs(60))?;
     let start_time = spawned.elapsed();
-
     let base = format!("http://{address}/");
-    let mut loads = Vec::with_capacity(PAGE_LOADS);
-    let mut size = 0;
-    for _ in 0..PAGE_LOADS {
-        // A fresh client each time: a browser's first visit.
-        let client = reqwest::Client::new();
-        let began = Instant::now();
-        let page = client.get(&base).send().await?.error_for_status()?;
-        let body = page.text().await?;
-        loads.push(began.elapsed());
-        size = body.len();
-        if body.matches("<tr data-app=").count() != n {
-            bail!(
-                "the overview lists {} rows, not {n}",
-                body.matches("<tr data-app=").count()
-            );
-        }
-    }
+    let bench = Changes {
+        admin: &admin,
+        set: &set,
+    };
 
-    let client = reqwest::Client::new();
-    let mut events = client.get(format!("{base}events")).send().await?;
-    let (mut detected, mut reflected, mut end_to_end) = (Vec::new(), Vec::new(), Vec::new());
-    for round in 0..CHANGES {
-        let i = (round * 97 + 13) % n;
-        let (ns, name) = (set.namespace(i), app_name(i));
-        let apps: Api<Application> = Api::namespaced(admin.clone(), &ns);
-        let deployments: Api<Deployment> = Api::namespaced(admin.clone(), &ns);
-        let scaled = Instant::now();
-        scale(&deployments, &name, 3).await?;
-        wait_sync(&apps, &name, SyncStatus::OutOfSync).await?;
-        let seen = Instant::now();
-        detected.push(seen - scaled);
-        let live = format!("{base}live?q={name}");
-        loop {
-            // As a browser does: one fetch of the live part per event.
-            next_change(&mut events).await?;
-            let part = client.get(&live).send().await?.text().await?;
-            if row_says(&part, &ns, &name, SyncStatus::OutOfSync.as_str()) {
-                break;
-            }
-            if seen.elapsed() > Duration::from_secs(30) {
-                bail!("the dashboard never showed {ns}/{name} OutOfSync");
-            }
-        }
-        // The whole way (the controller's part and the dashboard's), and
-        // the dashboard's part: from the bench's poll seeing the status
-        // (up to 10 ms after it was written) to the page showing it.
-        end_to_end.push(scaled.elapsed());
-        reflected.push(seen.elapsed());
-        scale(&deployments, &name, 1).await?;
-        wait_sync(&apps, &name, SyncStatus::Synced).await?;
-    }
-    drop(events);
-    loads.sort();
-    detected.sort();
-    reflected.sort();
-    end_to_end.sort();
+    let (loads, size) = page_loads(&base, n).await?;
+    let [detected, reflected, end_to_end] = bench.seen_by_the_page(&base).await?;
     println!(
         "dashboard ({n} Applications × {OBJECTS_PER_APP} objects, release build, debug kube-local)"
     );
@@ -190,54 +109,12 @@ pub async fn run(
         "    and the dashboard (status seen → page shows it):   {}",
         spread(&reflected),
     );
-
     let (rss, hwm) = memory(dashboard.pid())?;
     println!("  dashboard memory before the browser: RSS {rss:.1} MB (peak {hwm:.1} MB)");
 
-    // In a real browser (headless Chromium): the overview's first
-    // contentful paint, and a change shown without reloading.
     say("the same in headless Chromium");
-    let browser = Browser::start(false).await;
-    let mut paints = Vec::with_capacity(BROWSER_LOADS);
-    for _ in 0..BROWSER_LOADS {
-        browser.goto(&base).await;
-        let paint = browser
-            .client
-            .execute_async(FIRST_PAINT, Vec::new())
-            .await?
-            .as_f64()
-            .context("the browser reported no first-contentful-paint")?;
-        paints.push(Duration::from_secs_f64(paint / 1000.0));
-    }
-    browser
-        .wait_text("#connection", Duration::from_secs(10), |t| {
-            t.starts_with("Live")
-        })
-        .await;
-    let mut shown = Vec::with_capacity(BROWSER_CHANGES);
-    for round in 0..BROWSER_CHANGES {
-        let i = (round * 131 + 7) % n;
-        let (ns, name) = (set.namespace(i), app_name(i));
-        let apps: Api<Application> = Api::namespaced(admin.clone(), &ns);
-        let deployments: Api<Deployment> = Api::namespaced(admin.clone(), &ns);
-        scale(&deployments, &name, 3).await?;
-        wait_sync(&apps, &name, SyncStatus::OutOfSync).await?;
-        let row = format!("tr[data-app=\"{ns}/{name}\"] td.sync");
-        shown.push(
-            browser
-                .wait_text(&row, Duration::from_secs(10), |t| {
-                    t == SyncStatus::OutOfSync.as_str()
-                })
-                .await,
-        );
-        scale(&deployments, &name, 1).await?;
-        wait_sync(&apps, &name, SyncStatus::Synced).await?;
-    }
-    drop(browser);
+    let [paints, shown] = bench.seen_in_chromium(&base).await?;
     let (rss, hwm) = memory(dashboard.pid())?;
-
-    paints.sort();
-    shown.sort();
     println!(
         "  Chromium first contentful paint:  {} (of {BROWSER_LOADS})",
         spread(&paints),
@@ -248,6 +125,162 @@ pub async fn run(
     );
     println!("  dashboard memory: RSS {rss:.1} MB (peak {hwm:.1} MB)");
     Ok(())
+}
+
+/// Writes the repository and creates `set`'s Applications (self-heal
+/// off, so drift stays visible), waiting until all are Synced. The
+/// repository is served as long as the returned one lives.
+async fn sync_apps(admin: &kube::Client, work: &Path, set: &AppSet) -> anyhow::Result<Repo> {
+    let n = set.n;
+    say(&format!(
+        "writing the Git repository: {n} apps × {OBJECTS_PER_APP} objects"
+    ));
+    let repo = Repo::at(&work.join("repo"));
+    let head = repo.commit(&repo_files(n), "bench apps");
+    create_namespaces(admin, &set.namespaces()).await?;
+    say(&format!(
+        "creating {n} Applications (self-heal off) and waiting for Synced"
+    ));
+    let started = Instant::now();
+    run_all(
+        8,
+        (0..n).map(|i| {
+            let (ns, name) = (set.namespace(i), app_name(i));
+            let app = application(&name, &ns, &repo.url(), &format!("apps/{name}"))
+                .label("bench", &set.label)
+                .sync_policy(json!({"selfHeal": false}));
+            let api: Api<Application> = Api::namespaced(admin.clone(), &ns);
+            async move {
+                let applied = apply(&api, &name, app.manifest()).await;
+                applied.with_context(|| format!("Application {ns}/{name}"))
+            }
+        }),
+    )
+    .await?;
+    wait_synced(admin, &set.selector(), n, &head).await?;
+    say(&format!(
+        "{n} apps Synced in {:.1}s",
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(repo)
+}
+
+/// [`PAGE_LOADS`] times `GET /` on a fresh connection (a browser's first
+/// visit), sorted, and the page's size; an error unless it lists `n` rows.
+async fn page_loads(base: &str, n: usize) -> anyhow::Result<(Vec<Duration>, usize)> {
+    let mut loads = Vec::with_capacity(PAGE_LOADS);
+    let mut size = 0;
+    for _ in 0..PAGE_LOADS {
+        let client = reqwest::Client::new();
+        let began = Instant::now();
+        let page = client.get(base).send().await?.error_for_status()?;
+        let body = page.text().await?;
+        loads.push(began.elapsed());
+        size = body.len();
+        let rows = body.matches("<tr data-app=").count();
+        if rows != n {
+            bail!("the overview lists {rows} rows, not {n}");
+        }
+    }
+    loads.sort();
+    Ok((loads, size))
+}
+
+/// Status changes made by scaling one app's Deployment, and seen.
+struct Changes<'a> {
+    admin: &'a kube::Client,
+    set: &'a AppSet,
+}
+
+impl Changes<'_> {
+    /// Scales app `i`'s Deployment to `replicas` and waits for its sync
+    /// status to say `want`.
+    async fn scale(&self, i: usize, replicas: i32, want: SyncStatus) -> anyhow::Result<()> {
+        let (ns, name) = (self.set.namespace(i), app_name(i));
+        let apps: Api<Application> = Api::namespaced(self.admin.clone(), &ns);
+        let deployments: Api<Deployment> = Api::namespaced(self.admin.clone(), &ns);
+        scale(&deployments, &name, replicas).await?;
+        wait_sync(&apps, &name, want).await
+    }
+
+    /// [`CHANGES`] times: scale → status OutOfSync (the controller), status
+    /// seen → the live part a `change` event makes a browser fetch shows it
+    /// (the dashboard), and the two together; each sorted.
+    async fn seen_by_the_page(&self, base: &str) -> anyhow::Result<[Vec<Duration>; 3]> {
+        let client = reqwest::Client::new();
+        let mut events = client.get(format!("{base}events")).send().await?;
+        let (mut detected, mut reflected, mut end_to_end) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 0..CHANGES {
+            let i = (round * 97 + 13) % self.set.n;
+            let (ns, name) = (self.set.namespace(i), app_name(i));
+            let scaled = Instant::now();
+            self.scale(i, 3, SyncStatus::OutOfSync).await?;
+            let seen = Instant::now();
+            detected.push(seen - scaled);
+            let live = format!("{base}live?q={name}");
+            loop {
+                // As a browser does: one fetch of the live part per event.
+                next_change(&mut events).await?;
+                let part = client.get(&live).send().await?.text().await?;
+                if row_says(&part, &ns, &name, SyncStatus::OutOfSync.as_str()) {
+                    break;
+                }
+                if seen.elapsed() > Duration::from_secs(30) {
+                    bail!("the dashboard never showed {ns}/{name} OutOfSync");
+                }
+            }
+            // The whole way (the controller's part and the dashboard's), and
+            // the dashboard's part: from the bench's poll seeing the status
+            // (up to 10 ms after it was written) to the page showing it.
+            end_to_end.push(scaled.elapsed());
+            reflected.push(seen.elapsed());
+            self.scale(i, 1, SyncStatus::Synced).await?;
+        }
+        let mut figures = [detected, reflected, end_to_end];
+        figures.iter_mut().for_each(|times| times.sort());
+        Ok(figures)
+    }
+
+    /// In headless Chromium: the overview's first contentful paint
+    /// ([`BROWSER_LOADS`] times), and status seen → the row shows it
+    /// without reloading ([`BROWSER_CHANGES`] times); each sorted.
+    async fn seen_in_chromium(&self, base: &str) -> anyhow::Result<[Vec<Duration>; 2]> {
+        let browser = Browser::start(false).await;
+        let mut paints = Vec::with_capacity(BROWSER_LOADS);
+        for _ in 0..BROWSER_LOADS {
+            browser.goto(base).await;
+            let paint = browser
+                .client
+                .execute_async(FIRST_PAINT, Vec::new())
+                .await?
+                .as_f64()
+                .context("the browser reported no first-contentful-paint")?;
+            paints.push(Duration::from_secs_f64(paint / 1000.0));
+        }
+        browser
+            .wait_text("#connection", Duration::from_secs(10), |t| {
+                t.starts_with("Live")
+            })
+            .await;
+        let mut shown = Vec::with_capacity(BROWSER_CHANGES);
+        for round in 0..BROWSER_CHANGES {
+            let i = (round * 131 + 7) % self.set.n;
+            self.scale(i, 3, SyncStatus::OutOfSync).await?;
+            let row = format!(
+                "tr[data-app=\"{}/{}\"] td.sync",
+                self.set.namespace(i),
+                app_name(i)
+            );
+            let waited = browser.wait_text(&row, Duration::from_secs(10), |t| {
+                t == SyncStatus::OutOfSync.as_str()
+            });
+            shown.push(waited.await);
+            self.scale(i, 1, SyncStatus::Synced).await?;
+        }
+        paints.sort();
+        shown.sort();
+        Ok([paints, shown])
+    }
 }
 
 /// `median M ms, slowest S ms` of `sorted`.
