@@ -20,7 +20,9 @@ use tether_core::health::{Health, HealthStatus, app_health};
 use tether_core::revision::RevisionChange;
 use tether_core::{Action, Initiator, ObjectRef, OperationPhase, OperationalState, SyncStatus};
 
-use crate::api::application::{ApplicationStatus, HealthInfo, HookRun, ResourceStatus, WaveWait};
+use crate::api::application::{
+    ApplicationStatus, Condition, HealthInfo, HookRun, ResourceStatus, WaveWait,
+};
 use crate::observe::compare::Compared;
 use crate::observe::drift::{Assessed, Response};
 use crate::observe::health::Judge;
@@ -174,46 +176,7 @@ pub fn next_status(
     status.observed_generation = generation;
 
     if let Some(observed) = observed {
-        let judge = observed.health;
-        status.resources = observed
-            .compared
-            .iter()
-            .map(|compared| resource_status(compared, judge))
-            .collect();
-        let in_sync = observed.compared.iter().all(Compared::in_sync);
-        status.sync.status = if in_sync {
-            SyncStatus::Synced
-        } else {
-            SyncStatus::OutOfSync
-        };
-        status.sync.compared_to = Some(format!("{} (tree {})", observed.revision, observed.tree));
-        status.sync.sources = observed
-            .sources
-            .iter()
-            .map(|source| crate::api::application::SourceStatus {
-                name: source.name.clone(),
-                repo_url: source.repo_url.clone(),
-                chart: source.chart.clone(),
-                revision: source.revision.clone(),
-                digest: source.digest.clone(),
-            })
-            .collect();
-        if observed.change == RevisionChange::SameObjects {
-            status.sync.revision = Some(observed.revision.to_string());
-        }
-        let healths: Vec<Health> = observed
-            .compared
-            .iter()
-            .filter_map(|compared| object_health(compared, judge))
-            .collect();
-        let health = app_health(&healths);
-        status.health = HealthInfo {
-            status: health.status,
-            message: health.message,
-        };
-        set_health_rules_condition(&mut status.conditions, judge, now);
-        status.other_writers = other_writers_of(observed.compared);
-        status.generated = generated_of(observed.compared, &status.generated);
+        record_observed(&mut status, observed, now);
     }
     if let Some(sync) = sync {
         record_sync(&mut status, sync, observed, now);
@@ -231,47 +194,7 @@ pub fn next_status(
         let healed = sync.is_some_and(|sync| sync.outcome.is_ok());
         record_drift(&mut status, previous, observed.drift, healed, now);
         record_prune(&mut status, observed);
-        let fights: Vec<String> = observed
-            .drift
-            .iter()
-            .filter_map(|assessed| match &assessed.response {
-                Response::BackOff(fight) => Some(fight.to_string()),
-                _ => None,
-            })
-            .collect();
-        let breaker = observed.prune.breaker.as_ref().map(ToString::to_string);
-        let fights = (!fights.is_empty()).then(|| fights.join("; "));
-        set_problem_condition(
-            &mut status.conditions,
-            SYNC_WINDOW_CONDITION,
-            "Blocked",
-            observed.sync_window.clone(),
-            now,
-        );
-        set_problem_condition(
-            &mut status.conditions,
-            BACK_OFF_CONDITION,
-            "FightingAnotherWriter",
-            fights,
-            now,
-        );
-        set_problem_condition(
-            &mut status.conditions,
-            PRUNE_BLOCKED_CONDITION,
-            "CircuitBreaker",
-            breaker,
-            now,
-        );
-        set_problem_condition(
-            &mut status.conditions,
-            UNSUPPORTED_CONDITION,
-            "ArgoCDAnnotation",
-            unsupported_message(observed.unsupported),
-            now,
-        );
-    }
-
-    if let Some(observed) = observed {
+        set_problem_conditions(&mut status.conditions, observed, now);
         record_pin(&mut status, observed.pin, now);
         bound_resources(&mut status);
     }
@@ -283,6 +206,96 @@ pub fn next_status(
         status.reconciled_at = Some(now.to_string());
     }
     status
+}
+
+/// What this reconcile observed: each object's status and health, the
+/// sync status against `observed.revision`, the app's health, the other
+/// writers and generated objects.
+fn record_observed(status: &mut ApplicationStatus, observed: &Observed<'_>, now: &str) {
+    let judge = observed.health;
+    status.resources = observed
+        .compared
+        .iter()
+        .map(|compared| resource_status(compared, judge))
+        .collect();
+    let in_sync = observed.compared.iter().all(Compared::in_sync);
+    status.sync.status = if in_sync {
+        SyncStatus::Synced
+    } else {
+        SyncStatus::OutOfSync
+    };
+    status.sync.compared_to = Some(format!("{} (tree {})", observed.revision, observed.tree));
+    status.sync.sources = observed
+        .sources
+        .iter()
+        .map(|source| crate::api::application::SourceStatus {
+            name: source.name.clone(),
+            repo_url: source.repo_url.clone(),
+            chart: source.chart.clone(),
+            revision: source.revision.clone(),
+            digest: source.digest.clone(),
+        })
+        .collect();
+    if observed.change == RevisionChange::SameObjects {
+        status.sync.revision = Some(observed.revision.to_string());
+    }
+    let healths: Vec<Health> = observed
+        .compared
+        .iter()
+        .filter_map(|compared| object_health(compared, judge))
+        .collect();
+    let health = app_health(&healths);
+    status.health = HealthInfo {
+        status: health.status,
+        message: health.message,
+    };
+    set_health_rules_condition(&mut status.conditions, judge, now);
+    status.other_writers = other_writers_of(observed.compared);
+    status.generated = generated_of(observed.compared, &status.generated);
+}
+
+/// The conditions that say what keeps the app from converging, each True
+/// with its message while it holds: a sync window, a self-heal fight, a
+/// blocked prune, unsupported Argo CD annotations.
+fn set_problem_conditions(conditions: &mut Vec<Condition>, observed: &Observed<'_>, now: &str) {
+    let fights: Vec<String> = observed
+        .drift
+        .iter()
+        .filter_map(|assessed| match &assessed.response {
+            Response::BackOff(fight) => Some(fight.to_string()),
+            _ => None,
+        })
+        .collect();
+    let breaker = observed.prune.breaker.as_ref().map(ToString::to_string);
+    let fights = (!fights.is_empty()).then(|| fights.join("; "));
+    set_problem_condition(
+        conditions,
+        SYNC_WINDOW_CONDITION,
+        "Blocked",
+        observed.sync_window.clone(),
+        now,
+    );
+    set_problem_condition(
+        conditions,
+        BACK_OFF_CONDITION,
+        "FightingAnotherWriter",
+        fights,
+        now,
+    );
+    set_problem_condition(
+        conditions,
+        PRUNE_BLOCKED_CONDITION,
+        "CircuitBreaker",
+        breaker,
+        now,
+    );
+    set_problem_condition(
+        conditions,
+        UNSUPPORTED_CONDITION,
+        "ArgoCDAnnotation",
+        unsupported_message(observed.unsupported),
+        now,
+    );
 }
 
 /// Whether `next` differs from `previous` only in the revision it records
