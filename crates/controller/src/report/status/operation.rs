@@ -13,6 +13,7 @@ use crate::api::application::{
 
 use super::resources::{app_health_of, inventory_entry};
 use super::{Observed, RESOURCES_LIMIT, SyncRun};
+use crate::sync::SyncReport;
 
 const HISTORY_LIMIT: usize = 10;
 
@@ -56,62 +57,16 @@ pub(super) fn record_pin(
     }
 }
 
+/// What a sync run did: the operation, and once it succeeded, the synced
+/// revision, a history entry, the applied objects in sync and the
+/// inventory.
 pub(super) fn record_sync(
     status: &mut ApplicationStatus,
     sync: &SyncRun<'_>,
     observed: Option<&Observed<'_>>,
     now: &str,
 ) {
-    let (phase, message, changes) = match &sync.outcome {
-        Ok(report) => (
-            OperationPhase::Succeeded,
-            format!("synced to {}", short(sync.revision)),
-            report
-                .results
-                .iter()
-                .map(|(object, action)| Change {
-                    object: object.to_string(),
-                    action: *action,
-                })
-                .collect(),
-        ),
-        Err((message, applied)) => (
-            match sync.waiting {
-                Some(_) => OperationPhase::Running,
-                None => OperationPhase::Failed,
-            },
-            message.clone(),
-            applied
-                .iter()
-                .map(|(object, action)| Change {
-                    object: object.to_string(),
-                    action: *action,
-                })
-                .collect(),
-        ),
-    };
-    let changes = match status.operation_state.as_ref() {
-        Some(earlier)
-            if earlier.waiting.is_some()
-                && earlier.phase == OperationPhase::Running
-                && earlier.revision == sync.revision =>
-        {
-            resumed_changes(&earlier.changes, changes)
-        }
-        _ => changes,
-    };
-    let (changes, changes_omitted) = bound_changes(changes);
-    status.operation_state = Some(OperationState {
-        phase,
-        message,
-        revision: sync.revision.to_string(),
-        started_at: sync.started_at.to_string(),
-        finished_at: sync.waiting.is_none().then(|| now.to_string()),
-        changes,
-        changes_omitted,
-        waiting: sync.waiting.clone(),
-        hooks: sync.hooks.to_vec(),
-    });
+    status.operation_state = Some(operation_state(status.operation_state.as_ref(), sync, now));
     let Ok(report) = &sync.outcome else {
         return;
     };
@@ -132,7 +87,78 @@ pub(super) fn record_sync(
         },
     );
     status.history.truncate(HISTORY_LIMIT);
-    // Everything just applied is in sync now, and in the inventory.
+    mark_applied(status, report);
+    if let Some(observed) = observed {
+        status.sync.objects_digest = Some(observed.digest.to_string());
+        // An object the API server names is in the inventory once created.
+        let mut inventory: Vec<InventoryEntry> = observed
+            .compared
+            .iter()
+            .filter(|c| generate_name(&c.desired).is_none())
+            .map(inventory_entry)
+            .collect();
+        inventory.sort();
+        inventory.dedup();
+        status.inventory = inventory;
+    }
+}
+
+/// The operation `sync` is (or ended as), after `earlier`: a sync that
+/// resumes after waiting for a wave keeps what its earlier passes did.
+fn operation_state(
+    earlier: Option<&OperationState>,
+    sync: &SyncRun<'_>,
+    now: &str,
+) -> OperationState {
+    let (phase, message, applied) = match &sync.outcome {
+        Ok(report) => (
+            OperationPhase::Succeeded,
+            format!("synced to {}", short(sync.revision)),
+            report.results.as_slice(),
+        ),
+        Err((message, applied)) => (
+            match sync.waiting {
+                Some(_) => OperationPhase::Running,
+                None => OperationPhase::Failed,
+            },
+            message.clone(),
+            *applied,
+        ),
+    };
+    let changes: Vec<Change> = applied
+        .iter()
+        .map(|(object, action)| Change {
+            object: object.to_string(),
+            action: *action,
+        })
+        .collect();
+    let changes = match earlier {
+        Some(earlier)
+            if earlier.waiting.is_some()
+                && earlier.phase == OperationPhase::Running
+                && earlier.revision == sync.revision =>
+        {
+            resumed_changes(&earlier.changes, changes)
+        }
+        _ => changes,
+    };
+    let (changes, changes_omitted) = bound_changes(changes);
+    OperationState {
+        phase,
+        message,
+        revision: sync.revision.to_string(),
+        started_at: sync.started_at.to_string(),
+        finished_at: sync.waiting.is_none().then(|| now.to_string()),
+        changes,
+        changes_omitted,
+        waiting: sync.waiting.clone(),
+        hooks: sync.hooks.to_vec(),
+    }
+}
+
+/// Everything `report` applied is in sync now; the app is Synced once
+/// every object is, and its health counts what was just created.
+fn mark_applied(status: &mut ApplicationStatus, report: &SyncReport) {
     let mut created = false;
     for resource in &mut status.resources {
         if report.results.iter().any(|(id, _)| {
@@ -154,19 +180,6 @@ pub(super) fn record_sync(
         .all(|r| r.sync == SyncStatus::Synced)
     {
         status.sync.status = SyncStatus::Synced;
-    }
-    if let Some(observed) = observed {
-        status.sync.objects_digest = Some(observed.digest.to_string());
-        // An object the API server names is in the inventory once created.
-        let mut inventory: Vec<InventoryEntry> = observed
-            .compared
-            .iter()
-            .filter(|c| generate_name(&c.desired).is_none())
-            .map(inventory_entry)
-            .collect();
-        inventory.sort();
-        inventory.dedup();
-        status.inventory = inventory;
     }
 }
 
