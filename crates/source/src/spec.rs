@@ -309,37 +309,22 @@ pub struct Verification {
     pub allowed_signers: String,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum VerifyMode {
-    /// No signature is required.
-    #[default]
-    None,
-    /// The commit must be signed by a trusted key.
-    Head,
-    /// The revision must be an annotated tag signed by a trusted key.
-    Tag,
-    /// Both the tag and the commit it points to must be signed.
-    TagAndHead,
-    /// A chart's Helm provenance (`.prov`) must be signed by a trusted
-    /// OpenPGP key and name the archive's digest. Charts only.
-    Provenance,
-}
-
-impl std::str::FromStr for VerifyMode {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        match text {
-            "none" => Ok(VerifyMode::None),
-            "head" => Ok(VerifyMode::Head),
-            "tag" => Ok(VerifyMode::Tag),
-            "tag-and-head" => Ok(VerifyMode::TagAndHead),
-            "provenance" => Ok(VerifyMode::Provenance),
-            _ => Err(format!(
-                "unknown verification mode {text:?} (none, head, tag, tag-and-head, provenance)"
-            )),
-        }
+tether_core::vocabulary! {
+    /// Which signatures a source must carry (`spec.source.verify.mode`).
+    #[derive(Default)]
+    pub enum VerifyMode("verification mode") {
+        /// No signature is required.
+        #[default]
+        None = "none",
+        /// The commit must be signed by a trusted key.
+        Head = "head",
+        /// The revision must be an annotated tag signed by a trusted key.
+        Tag = "tag",
+        /// Both the tag and the commit it points to must be signed.
+        TagAndHead = "tag-and-head",
+        /// A chart's Helm provenance (`.prov`) must be signed by a trusted
+        /// OpenPGP key and name the archive's digest. Charts only.
+        Provenance = "provenance",
     }
 }
 

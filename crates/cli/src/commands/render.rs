@@ -93,8 +93,8 @@ pub struct RenderOptions {
     /// Jsonnet: top-level argument NAME=VALUE, as a string (repeatable).
     #[arg(long = "tla")]
     pub tlas: Vec<String>,
-    /// Signature verification: none | head | tag | tag-and-head.
-    #[arg(long, default_value = "none")]
+    /// Signature verification: which signatures the revision must carry.
+    #[arg(long, default_value = "none", value_parser = super::word::<VerifyMode>())]
     pub verify: VerifyMode,
     /// ASCII-armored OpenPGP public key file to trust (repeatable).
     #[arg(long)]
@@ -113,7 +113,7 @@ pub struct RenderOptions {
     pub timeout: u64,
     /// Run renderers (helm, kustomize, Jsonnet) in a bubblewrap sandbox:
     /// required | off.
-    #[arg(long, default_value = "required")]
+    #[arg(long, default_value = "required", value_parser = super::word::<SandboxMode>())]
     pub render_sandbox: SandboxMode,
 }
 

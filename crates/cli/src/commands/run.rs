@@ -118,7 +118,12 @@ pub struct RunArgs {
     pub webhook_secret_file: Option<PathBuf>,
     /// Run renderers (helm, kustomize, Jsonnet) in a bubblewrap sandbox:
     /// required (refuse to render without bwrap) | off.
-    #[arg(long, env = "TETHER_RENDER_SANDBOX", default_value = "required")]
+    #[arg(
+        long,
+        env = "TETHER_RENDER_SANDBOX",
+        default_value = "required",
+        value_parser = super::word::<SandboxMode>()
+    )]
     pub render_sandbox: SandboxMode,
 }
 

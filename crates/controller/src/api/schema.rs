@@ -11,6 +11,7 @@
 
 use schemars::{Schema, SchemaGenerator, json_schema};
 use tether_core::{HealthStatus, Vocabulary};
+use tether_source::VerifyMode;
 
 /// A word of one of Tether's vocabularies (`SyncStatus`, `HealthStatus`, …):
 /// a string, one of its words.
@@ -75,6 +76,7 @@ pub(crate) fn sources(generator: &mut SchemaGenerator) -> Schema {
 /// `spec.source`: see `tether_source::Source`.
 pub(crate) fn source(_: &mut SchemaGenerator) -> Schema {
     let strings = json_schema!({"type": "array", "items": {"type": "string"}});
+    let verify_modes: Vec<&str> = VerifyMode::ALL.iter().map(|mode| mode.as_str()).collect();
     let named = |description: &str| {
         json_schema!({"type": "object", "additionalProperties": {"type": "string"},
             "description": description})
@@ -125,7 +127,7 @@ pub(crate) fn source(_: &mut SchemaGenerator) -> Schema {
                 }
             },
             "verify": {"type": "object", "properties": {
-                "mode": {"type": "string", "enum": ["none", "head", "tag", "tag-and-head", "provenance"]},
+                "mode": {"type": "string", "enum": verify_modes},
                 "openpgpKeys": strings,
                 "allowedSigners": {"type": "string"}}}
         }

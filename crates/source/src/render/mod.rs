@@ -66,35 +66,16 @@ impl Default for Sandbox {
     }
 }
 
-/// Whether renderer processes are confined with bubblewrap.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum SandboxMode {
-    /// Confine them, and refuse to render where `bwrap` does not work.
-    #[default]
-    Required,
-    /// Run them directly (no network still): an explicit opt-out, e.g. on
-    /// a laptop without bubblewrap.
-    Off,
-}
-
-impl std::str::FromStr for SandboxMode {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        match text {
-            "required" => Ok(SandboxMode::Required),
-            "off" => Ok(SandboxMode::Off),
-            _ => Err(format!("unknown render sandbox {text:?} (required, off)")),
-        }
-    }
-}
-
-impl std::fmt::Display for SandboxMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            SandboxMode::Required => "required",
-            SandboxMode::Off => "off",
-        })
+tether_core::vocabulary! {
+    /// Whether renderer processes are confined with bubblewrap.
+    #[derive(Default)]
+    pub enum SandboxMode("render sandbox") {
+        /// Confine them, and refuse to render where `bwrap` does not work.
+        #[default]
+        Required = "required",
+        /// Run them directly (no network still): an explicit opt-out, e.g.
+        /// on a laptop without bubblewrap.
+        Off = "off",
     }
 }
 
