@@ -118,52 +118,24 @@ fn position<V: Vocabulary + PartialEq>(word: V) -> usize {
         .expect("every word is in its vocabulary")
 }
 
-/// The columns the table sorts by, as `?sort=` names them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SortKey {
-    Name,
-    Namespace,
-    Project,
-    Sync,
-    Health,
-    State,
-    Revision,
-    Drift,
-    NotSynced,
-    LastSync,
+tether_core::vocabulary! {
+    /// The columns the table sorts by, in its column order, as `?sort=`
+    /// names them.
+    pub enum SortKey("column") {
+        Name = "name",
+        Namespace = "namespace",
+        Project = "project",
+        Sync = "sync",
+        Health = "health",
+        State = "state",
+        Revision = "revision",
+        Drift = "drift",
+        NotSynced = "notsynced",
+        LastSync = "lastsync",
+    }
 }
 
 impl SortKey {
-    /// Every key, in the table's column order.
-    pub const ALL: [SortKey; 10] = [
-        SortKey::Name,
-        SortKey::Namespace,
-        SortKey::Project,
-        SortKey::Sync,
-        SortKey::Health,
-        SortKey::State,
-        SortKey::Revision,
-        SortKey::Drift,
-        SortKey::NotSynced,
-        SortKey::LastSync,
-    ];
-
-    /// The key's `?sort=` word.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SortKey::Name => "name",
-            SortKey::Namespace => "namespace",
-            SortKey::Project => "project",
-            SortKey::Sync => "sync",
-            SortKey::Health => "health",
-            SortKey::State => "state",
-            SortKey::Revision => "revision",
-            SortKey::Drift => "drift",
-            SortKey::NotSynced => "notsynced",
-            SortKey::LastSync => "lastsync",
-        }
-    }
-
     /// The column's heading.
     pub fn heading(self) -> &'static str {
         match self {
@@ -230,10 +202,10 @@ impl Sort {
             Some(word) => (true, word),
             None => (false, text),
         };
-        let key = SortKey::ALL
-            .into_iter()
-            .find(|key| key.as_str() == word)
-            .ok_or_else(|| QueryError::Sort(text.to_string()))?;
+        let key = SortKey::parse(word).map_err(|unknown| QueryError::Sort {
+            text: text.to_string(),
+            columns: unknown.expected,
+        })?;
         Ok(Sort { key, descending })
     }
 
@@ -266,10 +238,8 @@ pub struct Query {
 /// A query parameter that names no column or word.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum QueryError {
-    #[error(
-        "sort={0:?}: not a column (name, namespace, project, sync, health, state, revision, drift, notsynced, lastsync; a leading - sorts descending)"
-    )]
-    Sort(String),
+    #[error("sort={text:?}: not a column ({columns}; a leading - sorts descending)")]
+    Sort { text: String, columns: String },
     #[error("{0}")]
     Word(#[from] tether_core::vocabulary::UnknownWord),
 }

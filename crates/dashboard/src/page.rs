@@ -137,7 +137,7 @@ fn table(shown: &[Row], overview: &Overview) -> Markup {
             h2 #apps { "Applications (" (shown.len()) " of " (overview.rows.len()) ")" }
             table .apps {
                 thead { tr {
-                    @for key in SortKey::ALL {
+                    @for &key in SortKey::ALL {
                         @let sort = view.sort.toggled(key);
                         @let current = (view.sort.key == key).then_some(if view.sort.descending { "descending" } else { "ascending" });
                         th scope="col" aria-sort=[current] {
