@@ -108,7 +108,7 @@ pub fn helm_release(
     let helm_namespace = target.clone().unwrap_or_else(|| from_namespace.to_string());
 
     let mut chart = spec.nested("chart");
-    let mut chart_spec = chart.nested("spec");
+    let chart_spec = chart.nested("spec");
     report.leftovers(chart, &[], "Tether has no such chart field");
     let chart_ref = spec.take("chartRef");
     let (source, findings, value_files) = if let Some(reference) = chart_ref {
@@ -120,69 +120,10 @@ pub fn helm_release(
             }
         }
     } else {
-        let reference = chart_spec.take("sourceRef").unwrap_or(Value::Null);
-        let chart_name = chart_spec.text("chart").unwrap_or_default();
-        let version = chart_spec
-            .text("version")
-            .filter(|v| v != "*" && !v.is_empty());
-        let mut files = chart_spec.list("valuesFiles");
-        if let Some(file) = chart_spec.take("valuesFile") {
-            files.insert(0, file);
+        match template_source(chart_spec, sources, from_namespace, options, &mut report) {
+            Some(made) => made,
+            None => return (None, report.findings),
         }
-        report.leftovers(
-            std::mem::take(&mut chart_spec),
-            CHART_REASONS,
-            "Tether has no such chart field",
-        );
-        let found = match sources.find(&reference, from_namespace) {
-            Ok(found) => found,
-            Err(why) => {
-                report.not_mapped(
-                    "spec.chart.spec.sourceRef",
-                    format!("{why}: nothing imported; import it together"),
-                );
-                return (None, report.findings);
-            }
-        };
-        let (source, findings) = match reference["kind"].as_str() {
-            Some("HelmRepository") => {
-                let (mut source, findings) = helm_repository(found, options);
-                source["chart"] = json!(chart_name);
-                if let Some(version) = version {
-                    source["version"] = json!(version);
-                }
-                (source, findings)
-            }
-            Some("GitRepository") => {
-                let (mut source, findings) = git_source(found, options);
-                if super::flux::take_suspended(&mut source) {
-                    report.note(
-                        "spec.chart.spec.sourceRef",
-                        "its GitRepository is suspended",
-                    );
-                }
-                let path = chart_name.trim_start_matches("./").trim_matches('/');
-                if !path.is_empty() && path != "." {
-                    source["path"] = json!(path);
-                }
-                // Flux names them from the repository's root, Tether from
-                // the chart's directory.
-                for file in files.iter_mut() {
-                    if let Some(text) = file.as_str() {
-                        *file = json!(relative_to(path, text));
-                    }
-                }
-                (source, findings)
-            }
-            _ => {
-                report.not_mapped(
-                    "spec.chart.spec.sourceRef",
-                    "Tether reads charts from Helm repositories, OCI registries and Git only",
-                );
-                return (None, report.findings);
-            }
-        };
-        (source, findings, files)
     };
     let mut source = source;
     let mut helm = Map::new();
@@ -226,6 +167,81 @@ pub fn helm_release(
     );
     report.leftovers(spec, RELEASE_REASONS, "Tether has no such field");
     flux_application(input, &namespace, out, report, findings)
+}
+
+/// The source a chart template (`spec.chart.spec`) names, with its chart
+/// and version, and its value files as paths from the chart's directory;
+/// `None`, said in `report`, when it cannot be imported.
+fn template_source(
+    mut chart_spec: Fields,
+    sources: &Sources<'_>,
+    from_namespace: &str,
+    options: &Options,
+    report: &mut Report,
+) -> Option<(Value, Vec<Finding>, Vec<Value>)> {
+    let reference = chart_spec.take("sourceRef").unwrap_or(Value::Null);
+    let chart_name = chart_spec.text("chart").unwrap_or_default();
+    let version = chart_spec
+        .text("version")
+        .filter(|v| v != "*" && !v.is_empty());
+    let mut files = chart_spec.list("valuesFiles");
+    if let Some(file) = chart_spec.take("valuesFile") {
+        files.insert(0, file);
+    }
+    report.leftovers(
+        std::mem::take(&mut chart_spec),
+        CHART_REASONS,
+        "Tether has no such chart field",
+    );
+    let found = match sources.find(&reference, from_namespace) {
+        Ok(found) => found,
+        Err(why) => {
+            report.not_mapped(
+                "spec.chart.spec.sourceRef",
+                format!("{why}: nothing imported; import it together"),
+            );
+            return None;
+        }
+    };
+    let (source, findings) = match reference["kind"].as_str() {
+        Some("HelmRepository") => {
+            let (mut source, findings) = helm_repository(found, options);
+            source["chart"] = json!(chart_name);
+            if let Some(version) = version {
+                source["version"] = json!(version);
+            }
+            (source, findings)
+        }
+        Some("GitRepository") => {
+            let (mut source, findings) = git_source(found, options);
+            if super::flux::take_suspended(&mut source) {
+                report.note(
+                    "spec.chart.spec.sourceRef",
+                    "its GitRepository is suspended",
+                );
+            }
+            let path = chart_name.trim_start_matches("./").trim_matches('/');
+            if !path.is_empty() && path != "." {
+                source["path"] = json!(path);
+            }
+            // Flux names them from the repository's root, Tether from
+            // the chart's directory.
+            for file in files.iter_mut() {
+                if let Some(text) = file.as_str() {
+                    *file = json!(relative_to(path, text));
+                }
+            }
+            (source, findings)
+        }
+        _ => {
+            report.not_mapped(
+                "spec.chart.spec.sourceRef",
+                "Tether reads charts from Helm repositories, OCI registries and Git only",
+            );
+            return None;
+        }
+    };
+    Some((source, findings, files))
 }
 
 /// A HelmRepository as a chart source (the caller adds the chart).
