@@ -181,54 +181,13 @@ pub fn kustomization(
         source["path"] = json!(path);
     }
     if reference["kind"] == "GitRepository" {
-        let place = Place {
-            repo_url: source["repoURL"].as_str().unwrap_or_default().to_string(),
-            revision: source["revision"].as_str().unwrap_or_default().to_string(),
-            path: source["path"].as_str().unwrap_or_default().to_string(),
-            secret: source
-                .pointer("/secretRef/name")
-                .and_then(Value::as_str)
-                .map(str::to_string),
-        };
-        match detect(&place) {
-            Ok(Renderer::Directory) => report.note(
-                "spec.path",
-                "no kustomization.yaml there: Flux generates one; Tether reads every YAML file \
-                 below the path as plain manifests (a subdirectory's kustomization.yaml is not \
-                 built: declare it as an Application of its own)",
-            ),
-            Ok(renderer) => {
-                if let Some(options) = renderer.options() {
-                    source["renderer"] = options;
-                }
-            }
-            Err(error) => report.note(
-                "spec.path",
-                format!(
-                    "the renderer could not be detected ({error}): directory assumed; set \
-                     source.renderer: {{kustomize: {{}}}} if the path has a kustomization.yaml"
-                ),
-            ),
-        }
+        detect_renderer(&mut source, detect, &mut report);
     }
     let mut out = Map::new();
     out.insert("source".into(), source);
-    let mut destination = Map::new();
     let target = spec.text("targetNamespace");
-    if target.is_some() {
-        report.note(
-            "spec.targetNamespace",
-            "Flux moves every namespaced object into it; Tether puts there only the objects \
-             that name no namespace",
-        );
-    }
-    let dest_namespace = target.unwrap_or_else(|| from_namespace.to_string());
-    destination.insert("namespace".into(), json!(dest_namespace));
-    let others = inventory_namespaces(object, &dest_namespace);
-    if !others.is_empty() {
-        destination.insert("allowNamespaces".into(), json!(others));
-    }
-    out.insert("destination".into(), Value::Object(destination));
+    let destination = destination(object, target, from_namespace, &mut report);
+    out.insert("destination".into(), destination);
     if let Some(account) = spec.text("serviceAccountName") {
         if namespace != from_namespace {
             report.note(
@@ -262,6 +221,66 @@ pub fn kustomization(
     }
     report.leftovers(spec, KUSTOMIZATION_REASONS, "Tether has no such field");
     flux_application(input, &namespace, out, report, findings)
+}
+
+/// Sets `source.renderer` from what the files at its Git path need (Flux
+/// generates a kustomization where there is none; Tether reads a plain
+/// directory), saying in `report` what differs.
+fn detect_renderer(source: &mut Value, detect: &mut Detect<'_>, report: &mut Report) {
+    let place = Place {
+        repo_url: source["repoURL"].as_str().unwrap_or_default().to_string(),
+        revision: source["revision"].as_str().unwrap_or_default().to_string(),
+        path: source["path"].as_str().unwrap_or_default().to_string(),
+        secret: source
+            .pointer("/secretRef/name")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    };
+    match detect(&place) {
+        Ok(Renderer::Directory) => report.note(
+            "spec.path",
+            "no kustomization.yaml there: Flux generates one; Tether reads every YAML file \
+             below the path as plain manifests (a subdirectory's kustomization.yaml is not \
+             built: declare it as an Application of its own)",
+        ),
+        Ok(renderer) => {
+            if let Some(options) = renderer.options() {
+                source["renderer"] = options;
+            }
+        }
+        Err(error) => report.note(
+            "spec.path",
+            format!(
+                "the renderer could not be detected ({error}): directory assumed; set \
+                 source.renderer: {{kustomize: {{}}}} if the path has a kustomization.yaml"
+            ),
+        ),
+    }
+}
+
+/// `spec.destination` of a Kustomization applying into `target` (else its
+/// own namespace), allowing the other namespaces its inventory names.
+fn destination(
+    object: &Value,
+    target: Option<String>,
+    from_namespace: &str,
+    report: &mut Report,
+) -> Value {
+    let mut destination = Map::new();
+    if target.is_some() {
+        report.note(
+            "spec.targetNamespace",
+            "Flux moves every namespaced object into it; Tether puts there only the objects \
+             that name no namespace",
+        );
+    }
+    let dest_namespace = target.unwrap_or_else(|| from_namespace.to_string());
+    destination.insert("namespace".into(), json!(dest_namespace));
+    let others = inventory_namespaces(object, &dest_namespace);
+    if !others.is_empty() {
+        destination.insert("allowNamespaces".into(), json!(others));
+    }
+    Value::Object(destination)
 }
 
 /// The Application imported from Flux object `input` (its name and
