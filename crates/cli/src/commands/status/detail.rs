@@ -8,11 +8,11 @@ use std::fmt::Write as _;
 use tether_controller::report::status::NOT_SYNCED_TOO_LONG_CONDITION;
 
 use kube::ResourceExt;
-use tether_controller::api::application::{OperationState, condition_with};
+use tether_controller::api::application::{OperationState, SourceStatus, condition_with};
 use tether_controller::api::{Application, ApplicationStatus};
 use tether_core::ConditionStatus::True;
 use tether_core::SyncStatus;
-use tether_source::Renderer;
+use tether_source::{Renderer, Source, VerifyMode};
 
 /// The detail view of `app`, as text.
 pub fn detail(app: &Application) -> String {
@@ -68,61 +68,11 @@ fn source(out: &mut Text, app: &Application) {
         .map(|status| status.sync.sources.as_slice())
         .unwrap_or_default();
     for (index, source) in app.spec.sources().into_iter().enumerate() {
-        let title = match source.name.as_str() {
-            "" => "Source".to_string(),
-            name => format!("Source {name}"),
-        };
-        out.field(&title, &source.repo_url);
-        if source.is_chart() {
-            out.indented(2, "Chart", &source.chart);
-            let wanted = match source.version.as_str() {
-                "" => "the highest stable version",
-                version => version,
-            };
-            out.indented(2, "Version", wanted);
-            out.indented(2, "Renderer", &renderer(&source.chart_renderer()));
-        } else {
-            let path = match source.path.trim_matches('/') {
-                "" if !source.renders() => "(none: lends its files as $NAME/…)",
-                "" => "(the repository root)",
-                path => path,
-            };
-            out.indented(2, "Path", path);
-            if source.renders() {
-                out.indented(2, "Renderer", &renderer(&source.renderer));
-            }
-            let target = match (
-                source.is_artifact(),
-                source.revision.as_str(),
-                source.version.as_str(),
-            ) {
-                (true, _, "") => "latest (the tag)",
-                (true, _, version) => version,
-                (false, "", _) => "HEAD (the remote's default branch)",
-                (false, revision, _) => revision,
-            };
-            out.indented(2, "Target", target);
-        }
         // What it resolved to at the last comparison.
-        if let Some(found) = resolved
+        let found = resolved
             .get(index)
-            .filter(|found| found.repo_url == source.repo_url)
-        {
-            let digest = match found.digest.as_str() {
-                "" => String::new(),
-                digest => format!(" ({digest})"),
-            };
-            out.indented(2, "Resolved", &format!("{}{digest}", found.revision));
-        }
-        if let Some(interval) = &source.interval {
-            out.indented(2, "Interval", interval);
-        }
-        if let Some(secret) = &source.secret_ref {
-            out.indented(2, "Credentials", &format!("Secret {}", secret.name));
-        }
-        if source.verify.mode != tether_source::VerifyMode::None {
-            out.indented(2, "Verify", &format!("{:?}", source.verify.mode));
-        }
+            .filter(|found| found.repo_url == source.repo_url);
+        one_source(out, source, found);
     }
     let destination = &app.spec.destination;
     let mut namespaces = destination.namespace.clone();
@@ -171,6 +121,62 @@ fn source(out: &mut Text, app: &Application) {
         words.push("create namespace");
     }
     out.field("Sync policy", &words.join(", "));
+}
+
+/// One source of the app: where it reads, how it renders, what it
+/// resolved to (`found`, at the last comparison) and how it is checked.
+fn one_source(out: &mut Text, source: &Source, found: Option<&SourceStatus>) {
+    let title = match source.name.as_str() {
+        "" => "Source".to_string(),
+        name => format!("Source {name}"),
+    };
+    out.field(&title, &source.repo_url);
+    if source.is_chart() {
+        out.indented(2, "Chart", &source.chart);
+        let wanted = match source.version.as_str() {
+            "" => "the highest stable version",
+            version => version,
+        };
+        out.indented(2, "Version", wanted);
+        out.indented(2, "Renderer", &renderer(&source.chart_renderer()));
+    } else {
+        let path = match source.path.trim_matches('/') {
+            "" if !source.renders() => "(none: lends its files as $NAME/…)",
+            "" => "(the repository root)",
+            path => path,
+        };
+        out.indented(2, "Path", path);
+        if source.renders() {
+            out.indented(2, "Renderer", &renderer(&source.renderer));
+        }
+        let target = match (
+            source.is_artifact(),
+            source.revision.as_str(),
+            source.version.as_str(),
+        ) {
+            (true, _, "") => "latest (the tag)",
+            (true, _, version) => version,
+            (false, "", _) => "HEAD (the remote's default branch)",
+            (false, revision, _) => revision,
+        };
+        out.indented(2, "Target", target);
+    }
+    if let Some(found) = found {
+        let digest = match found.digest.as_str() {
+            "" => String::new(),
+            digest => format!(" ({digest})"),
+        };
+        out.indented(2, "Resolved", &format!("{}{digest}", found.revision));
+    }
+    if let Some(interval) = &source.interval {
+        out.indented(2, "Interval", interval);
+    }
+    if let Some(secret) = &source.secret_ref {
+        out.indented(2, "Credentials", &format!("Secret {}", secret.name));
+    }
+    if source.verify.mode != VerifyMode::None {
+        out.indented(2, "Verify", source.verify.mode.as_str());
+    }
 }
 
 /// The renderer's name and the options it was given.
