@@ -53,53 +53,7 @@ pub fn run(run: &Run<'_>, sandbox: &Sandbox) -> Result<Vec<u8>, RenderError> {
         renderer: renderer.to_string(),
         message,
     };
-    let mut command = match sandbox.mode {
-        SandboxMode::Required => {
-            let bwrap = bubblewrap(sandbox).map_err(|reason| RenderError::SandboxUnavailable {
-                renderer: renderer.to_string(),
-                reason,
-            })?;
-            let mut command = Command::new(bwrap);
-            command.args(bwrap_args(run)?);
-            command
-        }
-        SandboxMode::Off => {
-            let mut command = if network_namespaces_work() {
-                let mut command = Command::new("unshare");
-                command.arg("-n").arg("--").arg(run.program);
-                command
-            } else {
-                Command::new(run.program)
-            };
-            command.current_dir(run.dir);
-            command
-        }
-    };
-    command
-        .args(run.args)
-        .env_clear()
-        .stdin(if run.input.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    match sandbox.mode {
-        SandboxMode::Required => command.env("HOME", "/tmp").env("PATH", "/usr/bin:/bin"),
-        SandboxMode::Off => command
-            .env("HOME", run.dir)
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default()),
-    };
-    for proxy in [
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "ALL_PROXY",
-    ] {
-        command.env(proxy, "http://127.0.0.1:9");
-    }
+    let mut command = renderer_command(run, sandbox)?;
     let mut child = command
         .spawn()
         .map_err(|e| failed(format!("cannot run {}: {e}", run.program.display())))?;
@@ -167,6 +121,60 @@ pub fn run(run: &Run<'_>, sandbox: &Sandbox) -> Result<Vec<u8>, RenderError> {
         return Err(failed(format!("{status}: {}", one_line(&errors))));
     }
     Ok(output)
+}
+
+/// The command that runs `run`: under bubblewrap, or (sandbox off) in a
+/// fresh network namespace where it can; with a cleared environment but
+/// for `PATH`, `HOME` and proxies that lead nowhere.
+fn renderer_command(run: &Run<'_>, sandbox: &Sandbox) -> Result<Command, RenderError> {
+    let mut command = match sandbox.mode {
+        SandboxMode::Required => {
+            let bwrap = bubblewrap(sandbox).map_err(|reason| RenderError::SandboxUnavailable {
+                renderer: run.renderer.to_string(),
+                reason,
+            })?;
+            let mut command = Command::new(bwrap);
+            command.args(bwrap_args(run)?);
+            command
+        }
+        SandboxMode::Off => {
+            let mut command = if network_namespaces_work() {
+                let mut command = Command::new("unshare");
+                command.arg("-n").arg("--").arg(run.program);
+                command
+            } else {
+                Command::new(run.program)
+            };
+            command.current_dir(run.dir);
+            command
+        }
+    };
+    command
+        .args(run.args)
+        .env_clear()
+        .stdin(if run.input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    match sandbox.mode {
+        SandboxMode::Required => command.env("HOME", "/tmp").env("PATH", "/usr/bin:/bin"),
+        SandboxMode::Off => command
+            .env("HOME", run.dir)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default()),
+    };
+    for proxy in [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "ALL_PROXY",
+    ] {
+        command.env(proxy, "http://127.0.0.1:9");
+    }
+    Ok(command)
 }
 
 /// A renderer's standard error as one line for a condition message: its
