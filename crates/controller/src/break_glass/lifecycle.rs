@@ -181,14 +181,15 @@ impl<'a> Words<'a> {
         }
     }
 
+    /// The window, what it suspends self-heal for, and when it expires.
+    fn parts(&self) -> (&'a BreakGlass, &str, &str) {
+        (self.window, &self.scope, &self.expires)
+    }
+
     /// The opening (when the window is new) and each extension since the
     /// first `seen`.
     fn granted(&self, previous: Option<WindowPhase>, seen: usize) -> Vec<Notice> {
-        let Words {
-            window,
-            scope,
-            expires,
-        } = self;
+        let (window, scope, expires) = self.parts();
         let spec = &window.spec;
         let opened = previous.is_none().then(|| Notice {
             warning: false,
@@ -211,11 +212,7 @@ impl<'a> Words<'a> {
 
     /// The warning before the window expires.
     fn expiring(&self) -> Notice {
-        let Words {
-            window,
-            scope,
-            expires,
-        } = self;
+        let (window, scope, expires) = self.parts();
         let (name, app) = (window.name_any(), &window.spec.application);
         Notice {
             warning: true,
@@ -229,11 +226,7 @@ impl<'a> Words<'a> {
     /// What condition `Open` says in `phase`, and the event of an ending
     /// first seen now; an error for a window that cannot be in `phase`.
     fn ending(&self, phase: WindowPhase, previous: Option<WindowPhase>) -> Result<Ending, String> {
-        let Words {
-            window,
-            scope,
-            expires,
-        } = self;
+        let (window, scope, expires) = self.parts();
         let spec = &window.spec;
         let ended = |reason: EventReason, message: String, note: String| Ending {
             open: false,
