@@ -69,7 +69,11 @@ async fn a_deny_window_records_a_scale_without_healing_it_and_heals_it_when_it_c
     let healed_in = closed.elapsed();
     println!("healed {healed_in:?} after the deny window closed");
     assert!(healed_in < Duration::from_secs(2), "{healed_in:?}");
+    // The status is written after the heal, in the same pass: wait for it
+    // rather than read it at once.
     let apps: Api<Application> = ns.api();
-    let status = apps.get("shop").await.unwrap().status.unwrap();
-    assert_eq!(condition(&status, "SyncWindow").unwrap().status, "False");
+    status_where(&apps, "the SyncWindow condition closed", |s| {
+        has_condition(s, "SyncWindow", ConditionStatus::False)
+    })
+    .await;
 }
