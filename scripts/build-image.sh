@@ -4,10 +4,12 @@
 # kustomize, bubblewrap, ssh and sh with the libraries they link, CA
 # certificates and a non-root user. Prints the image's size uncompressed and compressed.
 #
-#   scripts/build-image.sh [--output DIR|FILE.tar]
+#   scripts/build-image.sh [--output DIR|FILE.tar | --tether-only]
 #
 # --output also writes the image as an OCI layout (a directory) or an OCI
 # archive (a file), to load or push with podman, skopeo or buildah.
+# --tether-only builds the static `tether` and stops there (the test suite
+# runs it in the background, so the image test finds the release build done).
 #
 # Environment:
 #   TAG                   image name (default tether:dev)
@@ -23,11 +25,13 @@ caller="$PWD"
 cd "$(dirname "$0")/.."
 
 output=""
+tether_only=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --output) output="${2:?--output needs a path}"; shift 2 ;;
     --output=*) output="${1#--output=}"; shift ;;
-    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --tether-only) tether_only=1; shift ;;
+    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-image: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -58,6 +62,10 @@ RUSTFLAGS='-C target-feature=+crt-static' \
   cargo build --locked --profile image --target x86_64-unknown-linux-gnu --bin tether
 tether="$target_dir/x86_64-unknown-linux-gnu/image/tether"
 step "tether built in $(seconds "$started") s"
+if [ -n "$tether_only" ]; then
+  echo "tether $tether"
+  exit 0
+fi
 
 # Build helm and kustomize without cgo (static), stripped, once per version.
 go_tool() { # go_tool NAME VERSION PACKAGE [LDFLAGS]: prints the binary's path

@@ -28,7 +28,24 @@ running_before="$(pgrep -fc -- "$kube_local" || true)"
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
-cargo test --workspace
+cargo test --workspace --no-run
+
+# The container image's release build (fat LTO, one codegen unit: minutes,
+# mostly on one core) runs in the background at the lowest priority while
+# the other tests wait on their control planes; the image test runs last
+# and finds it built. It locks only its own profile's build directory.
+image_build_log="$(mktemp)"
+setsid nice -n 19 scripts/build-image.sh --tether-only >"$image_build_log" 2>&1 &
+image_build=$!
+trap 'kill -- -"$image_build" 2>/dev/null || true; rm -f "$image_build_log"' EXIT
+image_test=the_containerfile_builds_a_static_non_root_image
+cargo test --workspace -- --skip "$image_test"
+if ! wait "$image_build"; then
+  echo "test: the image's release build failed:" >&2
+  cat "$image_build_log" >&2
+  exit 1
+fi
+cargo test -p tether-cli --test image
 
 # Every test process's control plane stops when the process exits (its
 # stdin pipe closes); give them a moment, then make sure none is left.

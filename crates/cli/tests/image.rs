@@ -7,7 +7,9 @@
 //!
 //! Slow the first time (a release build of `tether`, minutes on two cores);
 //! it reuses cargo's target directory and the cached helm and kustomize, so
-//! a second run takes seconds. Needs root, as buildah's vfs storage does.
+//! a second run takes seconds. `scripts/test.sh` starts that release build
+//! in the background before the other tests and runs this one last.
+//! Needs root, as buildah's vfs storage does.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
