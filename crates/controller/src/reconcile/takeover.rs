@@ -6,6 +6,7 @@
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::Value;
+use tether_cluster::ClusterError;
 use tether_core::ObjectRef;
 use tether_core::import::takeover::{release_patch, released_managers};
 use tether_core::tracking::FIELD_MANAGER;
@@ -16,6 +17,20 @@ use crate::sync::Ran;
 
 /// Attempts per object when its resourceVersion moves under the patch.
 const ATTEMPTS: usize = 3;
+
+/// Why an object's field managers were not released; logged with the
+/// object's name.
+#[derive(Debug, thiserror::Error)]
+enum ReleaseError {
+    #[error(transparent)]
+    Resolve(#[from] ClusterError),
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+    #[error("reading it back: {0}")]
+    Read(#[from] serde_json::Error),
+    #[error("it kept changing ({ATTEMPTS} attempts)")]
+    KeptChanging,
+}
 
 /// Drops Argo CD's and Flux's field managers from the adopted objects that
 /// still have them, as `sync` returned them or the cache holds them. A
@@ -51,12 +66,8 @@ pub async fn release(pass: &Pass<'_>, compared: &[Compared], sync: Option<&Ran>)
 }
 
 /// Patches `id`'s managedFields, reading it again when it moved meanwhile.
-async fn release_one(pass: &Pass<'_>, id: &ObjectRef, live: &Value) -> Result<(), String> {
-    let api: Api<DynamicObject> = pass
-        .applier
-        .api_for(id, live)
-        .await
-        .map_err(|error| error.to_string())?;
+async fn release_one(pass: &Pass<'_>, id: &ObjectRef, live: &Value) -> Result<(), ReleaseError> {
+    let api: Api<DynamicObject> = pass.applier.api_for(id, live).await?;
     let params = PatchParams {
         field_manager: Some(FIELD_MANAGER.to_string()),
         ..PatchParams::default()
@@ -69,11 +80,10 @@ async fn release_one(pass: &Pass<'_>, id: &ObjectRef, live: &Value) -> Result<()
         match api.patch(&id.name, &params, &Patch::Merge(&patch)).await {
             Ok(_) => return Ok(()),
             Err(kube::Error::Api(status)) if status.code == 409 => {
-                let fresh = api.get(&id.name).await.map_err(|error| error.to_string())?;
-                current = serde_json::to_value(fresh).map_err(|error| error.to_string())?;
+                current = serde_json::to_value(api.get(&id.name).await?)?;
             }
-            Err(error) => return Err(error.to_string()),
+            Err(error) => return Err(error.into()),
         }
     }
-    Err(format!("it kept changing ({ATTEMPTS} attempts)"))
+    Err(ReleaseError::KeptChanging)
 }

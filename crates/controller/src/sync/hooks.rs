@@ -15,7 +15,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, ListParams, PostParams, PropagationPolicy};
 use kube::core::DynamicObject;
 use serde_json::Value;
-use tether_cluster::Applier;
+use tether_cluster::{Applier, ClusterError};
 use tether_core::ObjectRef;
 use tether_core::hook::{HookOutcome, HookPhase, PlannedHook, judge};
 use tether_core::tracking::{AppRef, FIELD_MANAGER};
@@ -28,6 +28,26 @@ pub const HOOK_OF_LABEL: &str = "tether.dev/hook-of";
 const POLL: Duration = Duration::from_millis(250);
 /// How long an earlier hook may take to disappear once deleted.
 const GONE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why a hook could not be created. The hook is named by the run that
+/// records the error, so the message starts with what went wrong.
+#[derive(Debug, thiserror::Error)]
+enum HookError {
+    #[error(transparent)]
+    Resolve(#[from] ClusterError),
+    #[error("not an object: {0}")]
+    NotAnObject(serde_json::Error),
+    #[error("creating it failed: {0}")]
+    Create(kube::Error),
+    #[error("listing earlier runs failed: {0}")]
+    ListEarlier(kube::Error),
+    #[error("deleting the earlier {name} failed: {error}")]
+    DeleteEarlier { name: String, error: kube::Error },
+    #[error("reading the earlier {name} failed: {error}")]
+    ReadEarlier { name: String, error: kube::Error },
+    #[error("the earlier {name} was not gone {}s after it was deleted", GONE_TIMEOUT.as_secs())]
+    EarlierNotGone { name: String },
+}
 
 /// One hook of the rendered set: its plan and its object as rendered.
 pub struct HookObject {
@@ -72,7 +92,8 @@ pub async fn run_phase(
                     runs.push(run);
                     runs.len() - 1
                 }
-                Err(message) => {
+                Err(error) => {
+                    let message = error.to_string();
                     let name = hook.planned.id.to_string();
                     runs.push(finished_run(
                         &name,
@@ -122,12 +143,9 @@ async fn create(
     owner: &AppRef,
     phase: HookPhase,
     hook: &HookObject,
-) -> Result<HookRun, String> {
+) -> Result<HookRun, HookError> {
     let id = &hook.planned.id;
-    let api = applier
-        .api_for(id, &hook.object)
-        .await
-        .map_err(|error| error.to_string())?;
+    let api = applier.api_for(id, &hook.object).await?;
     if hook.planned.hook.replaces_earlier() {
         delete_earlier(&api, owner, hook).await?;
     }
@@ -136,8 +154,7 @@ async fn create(
         object["metadata"]["namespace"] = Value::String(namespace.clone());
     }
     object["metadata"]["labels"][HOOK_OF_LABEL] = Value::String(owner.label_value());
-    let body: DynamicObject =
-        serde_json::from_value(object).map_err(|error| format!("not an object: {error}"))?;
+    let body: DynamicObject = serde_json::from_value(object).map_err(HookError::NotAnObject)?;
     let params = PostParams {
         field_manager: Some(FIELD_MANAGER.into()),
         ..PostParams::default()
@@ -145,7 +162,7 @@ async fn create(
     let created = api
         .create(&params, &body)
         .await
-        .map_err(|error| format!("creating it failed: {error}"))?;
+        .map_err(HookError::Create)?;
     let name = ObjectRef {
         name: created.metadata.name.clone().unwrap_or_default(),
         ..id.clone()
@@ -169,14 +186,14 @@ async fn delete_earlier(
     api: &kube::Api<DynamicObject>,
     owner: &AppRef,
     hook: &HookObject,
-) -> Result<(), String> {
+) -> Result<(), HookError> {
     let names: Vec<String> = match generate_name(&hook.object) {
         None => vec![hook.planned.id.name.clone()],
         Some(prefix) => {
             let selector = format!("{HOOK_OF_LABEL}={}", owner.label_value());
             api.list(&ListParams::default().labels(&selector))
                 .await
-                .map_err(|error| format!("listing earlier runs failed: {error}"))?
+                .map_err(HookError::ListEarlier)?
                 .items
                 .into_iter()
                 .filter(|o| o.metadata.generate_name.as_deref() == Some(prefix))
@@ -192,7 +209,10 @@ async fn delete_earlier(
         match api.delete(name, &params).await {
             Ok(_) => {}
             Err(kube::Error::Api(status)) if status.code == 404 => continue,
-            Err(error) => return Err(format!("deleting the earlier {name} failed: {error}")),
+            Err(error) => {
+                let name = name.clone();
+                return Err(HookError::DeleteEarlier { name, error });
+            }
         }
         let deadline = tokio::time::Instant::now() + GONE_TIMEOUT;
         loop {
@@ -202,12 +222,13 @@ async fn delete_earlier(
                     tokio::time::sleep(POLL).await;
                 }
                 Ok(Some(_)) => {
-                    return Err(format!(
-                        "the earlier {name} was not gone {}s after it was deleted",
-                        GONE_TIMEOUT.as_secs()
-                    ));
+                    let name = name.clone();
+                    return Err(HookError::EarlierNotGone { name });
                 }
-                Err(error) => return Err(format!("reading the earlier {name} failed: {error}")),
+                Err(error) => {
+                    let name = name.clone();
+                    return Err(HookError::ReadEarlier { name, error });
+                }
             }
         }
     }
