@@ -85,8 +85,13 @@ pub async fn run(
 
     let (loads, size) = page_loads(&base, n).await?;
     let [detected, reflected, end_to_end] = bench.seen_by_the_page(&base).await?;
+    let build = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
     println!(
-        "dashboard ({n} Applications × {OBJECTS_PER_APP} objects, release build, debug kube-local)"
+        "dashboard ({n} Applications × {OBJECTS_PER_APP} objects, {build} build, debug kube-local)"
     );
     println!(
         "  start (first list + listening):   {:>8.0} ms",
