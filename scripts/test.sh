@@ -34,6 +34,8 @@ cargo test --workspace --no-run
 # mostly on one core) runs in the background at the lowest priority while
 # the other tests wait on their control planes; the image test runs last
 # and finds it built. It locks only its own profile's build directory.
+# (--workspace --test image, not -p tether-cli: the same features as the
+# workspace's build, so the test binary is not compiled again.)
 image_build_log="$(mktemp)"
 setsid nice -n 19 scripts/build-image.sh --tether-only >"$image_build_log" 2>&1 &
 image_build=$!
@@ -45,7 +47,7 @@ if ! wait "$image_build"; then
   cat "$image_build_log" >&2
   exit 1
 fi
-cargo test -p tether-cli --test image
+cargo test --workspace --test image
 
 # Every test process's control plane stops when the process exits (its
 # stdin pipe closes); give them a moment, then make sure none is left.

@@ -51,10 +51,50 @@ struct Point {
     file: f64,
 }
 
+impl Point {
+    /// Process `pid`'s memory now, managing `objects`.
+    fn read(pid: u32, objects: usize) -> anyhow::Result<Point> {
+        let (rss, hwm) = memory(pid)?;
+        let (anon, file) = resident_split(pid)?;
+        Ok(Point {
+            objects,
+            rss,
+            hwm,
+            anon,
+            file,
+        })
+    }
+}
+
+/// What one run measured.
+struct Figures {
+    pid: u32,
+    idle: Point,
+    points: Vec<Point>,
+    steady: audit::Counts,
+    steady_rss: f64,
+    /// Drift-to-healed latencies, ascending.
+    healed: Vec<Duration>,
+    after_drift: Point,
+}
+
 pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow::Result<()> {
     let Some(&most) = settings.steps.last() else {
         bail!("--scale: no steps");
     };
+    let figures = measure(tether_bin, work, settings, most).await?;
+    print(&figures, settings, most);
+    println!("work directory (audit log, tether.log): {}", work.display());
+    Ok(())
+}
+
+/// Runs the steps up to `most` apps, then the steady window and the drifts.
+async fn measure(
+    tether_bin: &Path,
+    work: &Path,
+    settings: &Settings,
+    most: usize,
+) -> anyhow::Result<Figures> {
     let (plane, admin, audit_log) = start_plane(work, settings.controller_manager).await?;
     let tether_kubeconfig = plane.user_kubeconfig("tether", &["system:masters"]);
 
@@ -63,14 +103,8 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
     ));
     let repo = Repo::at(&work.join("repo"));
     let head = repo.commit(&repo_files(most), "bench apps");
-    let set = |n| AppSet {
-        prefix: "sc".into(),
-        label: "scale".into(),
-        n,
-        service_account: None,
-    };
     say(&format!("creating {most} namespaces"));
-    create_namespaces(&admin, &set(most).namespaces()).await?;
+    create_namespaces(&admin, &app_set(most).namespaces()).await?;
 
     say("starting `tether run` as its own process");
     let (tether, _) = start_leading(
@@ -82,35 +116,29 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
     )
     .await?;
     let pid = tether.pid();
-    let (idle, _) = memory(pid)?;
-    let (idle_anon, idle_file) = resident_split(pid)?;
-    say(&format!("idle: VmRSS {idle:.1} MB"));
+    let idle = Point::read(pid, 0)?;
+    say(&format!("idle: VmRSS {:.1} MB", idle.rss));
 
     let mut points = Vec::with_capacity(settings.steps.len());
     for &n in &settings.steps {
         let started = Instant::now();
         say(&format!("step: {n} apps ({} objects)", n * OBJECTS_PER_APP));
-        create_apps(&admin, &repo.url(), &set(n)).await?;
+        create_apps(&admin, &repo.url(), &app_set(n)).await?;
         wait_synced(&admin, "bench=scale", n, &head).await?;
         let synced = started.elapsed();
         if settings.controller_manager {
             wait_healthy(&admin, "bench=scale", n, &head).await?;
         }
         tokio::time::sleep(settings.settle).await;
-        let (rss, hwm) = memory(pid)?;
-        let (anon, file) = resident_split(pid)?;
+        let point = Point::read(pid, n * OBJECTS_PER_APP)?;
         say(&format!(
-            "  synced in {:.1} s, healthy in {:.1} s; VmRSS {rss:.1} MB, VmHWM {hwm:.1} MB",
+            "  synced in {:.1} s, healthy in {:.1} s; VmRSS {:.1} MB, VmHWM {:.1} MB",
             synced.as_secs_f64(),
-            started.elapsed().as_secs_f64() - settings.settle.as_secs_f64()
+            started.elapsed().as_secs_f64() - settings.settle.as_secs_f64(),
+            point.rss,
+            point.hwm
         ));
-        points.push(Point {
-            objects: n * OBJECTS_PER_APP,
-            rss,
-            hwm,
-            anon,
-            file,
-        });
+        points.push(point);
     }
 
     say(&format!(
@@ -127,11 +155,33 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
     ));
     let mut healed = drift(&admin, most, settings.drifts).await?;
     healed.sort();
-    let (after_drift, hwm) = memory(pid)?;
+    let after_drift = Point::read(pid, most * OBJECTS_PER_APP)?;
 
     let steady = audit::count(&audit_log, "tether", steady_from, steady_to).await;
     tether.stop()?;
+    Ok(Figures {
+        pid,
+        idle,
+        points,
+        steady,
+        steady_rss,
+        healed,
+        after_drift,
+    })
+}
 
+/// The first `n` apps of the bench, labelled `bench=scale`.
+fn app_set(n: usize) -> AppSet {
+    AppSet {
+        prefix: "sc".into(),
+        label: "scale".into(),
+        n,
+        service_account: None,
+    }
+}
+
+fn print(figures: &Figures, settings: &Settings, most: usize) {
+    let Figures { pid, idle, .. } = figures;
     let objects = most * OBJECTS_PER_APP;
     println!();
     println!("Tether at scale — up to {most} apps × {OBJECTS_PER_APP} objects, one kube-local");
@@ -147,16 +197,16 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
     );
     println!(
         "   {:>8}  {:>9.1}  {:>9}  {:>9.1}  {:>9.1}",
-        0, idle, "", idle_anon, idle_file
+        0, idle.rss, "", idle.anon, idle.file
     );
-    for p in &points {
+    for p in &figures.points {
         println!(
             "   {:>8}  {:>9.1}  {:>9.1}  {:>9.1}  {:>9.1}",
             p.objects, p.rss, p.hwm, p.anon, p.file
         );
     }
     println!("   (anon: heap and stacks; file: the binary's own code and read-only data pages)");
-    if let Some((slope, intercept)) = slope(&points) {
+    if let Some((slope, intercept)) = slope(&figures.points) {
         println!(
             "   slope {slope:.2} MB per 1,000 objects (least squares over the steps; intercept {intercept:.1} MB)"
         );
@@ -164,25 +214,24 @@ pub async fn run(tether_bin: &Path, work: &Path, settings: &Settings) -> anyhow:
     println!();
     println!(
         "2. Steady state at {objects} objects: {} request(s) beyond watches and Lease renewals in {}s (target 0)",
-        steady.beyond_watches_and_lease().total(),
+        figures.steady.beyond_watches_and_lease().total(),
         settings.steady_seconds
     );
-    println!("     by verb: {}", steady.line());
+    println!("     by verb: {}", figures.steady.line());
     println!();
     println!(
         "3. Drift at {objects} objects: {} merge patches of a managed ConfigMap value, each of another app",
-        healed.len()
+        figures.healed.len()
     );
     println!(
         "   patch answered → Tether's value back: {}   (target p99 < 200 ms)",
-        percentiles(&healed)
+        percentiles(&figures.healed)
     );
     println!(
-        "   VmRSS {steady_rss:.1} MB after the steady window, {after_drift:.1} MB after the drifts (VmHWM {hwm:.1} MB)"
+        "   VmRSS {:.1} MB after the steady window, {:.1} MB after the drifts (VmHWM {:.1} MB)",
+        figures.steady_rss, figures.after_drift.rss, figures.after_drift.hwm
     );
     println!();
-    println!("work directory (audit log, tether.log): {}", work.display());
-    Ok(())
 }
 
 /// Patches `data.index` of ConfigMap `config-0` of `changes` apps spread
