@@ -150,109 +150,152 @@ pub struct BadHook {
 
 /// What `object` (identity `id`) is: a resource, a hook, or not applied.
 pub fn classify(id: &ObjectRef, object: &Value) -> Result<Role, BadHook> {
-    let annotations = object
-        .pointer("/metadata/annotations")
-        .and_then(Value::as_object);
-    let get = |key: &str| {
-        annotations.and_then(|a| a.get(key)).map(|v| match v {
+    let annotations = Annotations::of(id, object);
+    let (annotation, phases) = match declared(&annotations)? {
+        Declared::Hook(annotation, phases) => (annotation, phases),
+        Declared::Not(role) => return Ok(role),
+    };
+    Ok(Role::Hook(Hook {
+        phases,
+        weight: weight(&annotations)?,
+        delete_policies: delete_policies(&annotations)?,
+        timeout: timeout(&annotations)?,
+        annotation,
+    }))
+}
+
+/// One object's annotations, read for its hook settings.
+struct Annotations<'a> {
+    id: &'a ObjectRef,
+    map: Option<&'a serde_json::Map<String, Value>>,
+}
+
+impl<'a> Annotations<'a> {
+    fn of(id: &'a ObjectRef, object: &'a Value) -> Self {
+        let map = object
+            .pointer("/metadata/annotations")
+            .and_then(Value::as_object);
+        Annotations { id, map }
+    }
+
+    /// The value of `key`, as text (a non-string as its JSON).
+    fn get(&self, key: &str) -> Option<String> {
+        self.map.and_then(|a| a.get(key)).map(|v| match v {
             Value::String(text) => text.clone(),
             other => other.to_string(),
         })
-    };
-    let bad = |annotation: &'static str, value: &str, problem: String| BadHook {
-        object: id.clone(),
-        annotation,
-        value: value.to_string(),
-        problem,
-    };
-    let (annotation, phases) = if let Some(value) = get(HOOK_ANNOTATION) {
-        (
-            HOOK_ANNOTATION,
-            tether_phases(&value).map_err(|p| bad(HOOK_ANNOTATION, &value, p))?,
-        )
-    } else if let Some(value) = get(ARGOCD_HOOK_ANNOTATION) {
-        if words(&value).any(|w| w == "Skip") {
-            return Ok(Role::NotApplied(NotApplied {
-                object: id.clone(),
-                annotation: ARGOCD_HOOK_ANNOTATION,
-                message: format!("{value:?}: not applied (Argo CD's Skip)"),
-            }));
+    }
+
+    fn bad(&self, annotation: &'static str, value: &str, problem: String) -> BadHook {
+        BadHook {
+            object: self.id.clone(),
+            annotation,
+            value: value.to_string(),
+            problem,
         }
-        let phases = tether_phases(&value).map_err(|p| bad(ARGOCD_HOOK_ANNOTATION, &value, p))?;
-        (ARGOCD_HOOK_ANNOTATION, phases)
-    } else if let Some(value) = get(HELM_HOOK_ANNOTATION) {
+    }
+
+    fn not_applied(&self, annotation: &'static str, message: String) -> Declared {
+        Declared::Not(Role::NotApplied(NotApplied {
+            object: self.id.clone(),
+            annotation,
+            message,
+        }))
+    }
+}
+
+/// What the hook annotations declare: a hook's phases (and the annotation
+/// that says so), or another role.
+enum Declared {
+    Hook(&'static str, Vec<HookPhase>),
+    Not(Role),
+}
+
+/// Tether's hook annotation first, then Argo CD's, then Helm's.
+fn declared(annotations: &Annotations) -> Result<Declared, BadHook> {
+    if let Some(value) = annotations.get(HOOK_ANNOTATION) {
+        let phases =
+            tether_phases(&value).map_err(|p| annotations.bad(HOOK_ANNOTATION, &value, p))?;
+        return Ok(Declared::Hook(HOOK_ANNOTATION, phases));
+    }
+    if let Some(value) = annotations.get(ARGOCD_HOOK_ANNOTATION) {
+        if words(&value).any(|w| w == "Skip") {
+            let message = format!("{value:?}: not applied (Argo CD's Skip)");
+            return Ok(annotations.not_applied(ARGOCD_HOOK_ANNOTATION, message));
+        }
+        let phases = tether_phases(&value)
+            .map_err(|p| annotations.bad(ARGOCD_HOOK_ANNOTATION, &value, p))?;
+        return Ok(Declared::Hook(ARGOCD_HOOK_ANNOTATION, phases));
+    }
+    if let Some(value) = annotations.get(HELM_HOOK_ANNOTATION) {
         let phases = helm_phases(&value);
         if phases.is_empty() {
-            return Ok(Role::NotApplied(NotApplied {
-                object: id.clone(),
-                annotation: HELM_HOOK_ANNOTATION,
-                message: format!(
-                    "{value:?}: not applied (a Helm hook with no sync phase; only \
-                     pre-install, pre-upgrade, post-install and post-upgrade run)"
-                ),
-            }));
+            let message = format!(
+                "{value:?}: not applied (a Helm hook with no sync phase; only \
+                 pre-install, pre-upgrade, post-install and post-upgrade run)"
+            );
+            return Ok(annotations.not_applied(HELM_HOOK_ANNOTATION, message));
         }
-        (HELM_HOOK_ANNOTATION, phases)
-    } else {
-        return Ok(Role::Resource);
-    };
+        return Ok(Declared::Hook(HELM_HOOK_ANNOTATION, phases));
+    }
+    Ok(Declared::Not(Role::Resource))
+}
 
-    let weight = match [
-        (WEIGHT_ANNOTATION, get(WEIGHT_ANNOTATION)),
-        (
-            crate::order::SYNC_WAVE_ANNOTATION,
-            get(crate::order::SYNC_WAVE_ANNOTATION),
-        ),
-        (
-            crate::argocd::SYNC_WAVE_ANNOTATION,
-            get(crate::argocd::SYNC_WAVE_ANNOTATION),
-        ),
-        (HELM_WEIGHT_ANNOTATION, get(HELM_WEIGHT_ANNOTATION)),
+/// The first weight or wave annotation given; 0 without one.
+fn weight(annotations: &Annotations) -> Result<i32, BadHook> {
+    let given = [
+        WEIGHT_ANNOTATION,
+        crate::order::SYNC_WAVE_ANNOTATION,
+        crate::argocd::SYNC_WAVE_ANNOTATION,
+        HELM_WEIGHT_ANNOTATION,
     ]
     .into_iter()
-    .find_map(|(key, value)| Some((key, value?)))
-    {
+    .find_map(|key| Some((key, annotations.get(key)?)));
+    match given {
         Some((key, value)) => value
             .trim()
             .parse()
-            .map_err(|_| bad(key, &value, "is not an integer".into()))?,
-        None => 0,
-    };
+            .map_err(|_| annotations.bad(key, &value, "is not an integer".into())),
+        None => Ok(0),
+    }
+}
 
-    let mut delete_policies = BTreeSet::new();
-    for key in [
+/// The delete policies of the first delete-policy annotation given;
+/// `BeforeHookCreation` without one.
+fn delete_policies(annotations: &Annotations) -> Result<Vec<DeletePolicy>, BadHook> {
+    let given = [
         DELETE_POLICY_ANNOTATION,
         ARGOCD_DELETE_POLICY_ANNOTATION,
         HELM_DELETE_POLICY_ANNOTATION,
-    ] {
-        let Some(value) = get(key) else { continue };
+    ]
+    .into_iter()
+    .find_map(|key| Some((key, annotations.get(key)?)));
+    let mut policies = BTreeSet::new();
+    if let Some((key, value)) = given {
         for word in words(&value) {
             let policy = delete_policy(word).ok_or_else(|| {
-                bad(
+                annotations.bad(
                     key,
                     &value,
                     "is not a delete policy (BeforeHookCreation, HookSucceeded, HookFailed)".into(),
                 )
             })?;
-            delete_policies.insert(policy);
+            policies.insert(policy);
         }
-        break;
     }
-    if delete_policies.is_empty() {
-        delete_policies.insert(DeletePolicy::BeforeHookCreation);
+    if policies.is_empty() {
+        policies.insert(DeletePolicy::BeforeHookCreation);
     }
+    Ok(policies.into_iter().collect())
+}
 
-    let timeout = match get(TIMEOUT_ANNOTATION) {
-        Some(value) => parse_timeout(&value).map_err(|p| bad(TIMEOUT_ANNOTATION, &value, p))?,
-        None => DEFAULT_TIMEOUT,
-    };
-    Ok(Role::Hook(Hook {
-        phases,
-        weight,
-        delete_policies: delete_policies.into_iter().collect(),
-        timeout,
-        annotation,
-    }))
+fn timeout(annotations: &Annotations) -> Result<Duration, BadHook> {
+    match annotations.get(TIMEOUT_ANNOTATION) {
+        Some(value) => {
+            parse_timeout(&value).map_err(|p| annotations.bad(TIMEOUT_ANNOTATION, &value, p))
+        }
+        None => Ok(DEFAULT_TIMEOUT),
+    }
 }
 
 /// A hook of a rendered set, with its place in it.
