@@ -55,7 +55,8 @@ const KUSTOMIZE_WHY: &str =
 
 const DIRECTORY_REASONS: &[(&str, &str)] = &[];
 
-/// Converts the source in `fields`; none if it has no repository.
+/// Converts the source in `fields`; none if it has no repository, or if
+/// it names a config management plugin.
 pub(crate) fn source(
     fields: &mut Fields,
     context: &SourceContext<'_>,
@@ -63,101 +64,44 @@ pub(crate) fn source(
     detect: &mut Detect<'_>,
 ) -> Option<Value> {
     let at = fields.path.clone();
-    let Some(repo_url) = fields.text("repoURL") else {
+    let Some(mut written) = Written::read(fields) else {
         report.not_mapped(&at, "a source without repoURL");
         return None;
     };
-    let revision = fields
-        .text("targetRevision")
-        .filter(|r| !r.is_empty() && r != "HEAD");
-    let chart = fields.text("chart");
-    let path = fields
-        .text("path")
-        .map(|p| p.trim_start_matches("./").trim_matches('/').to_string())
-        .filter(|p| !p.is_empty() && p != ".");
-    let name = fields.text("ref");
+    if written.chart.is_none() && written.plugin.present {
+        report.not_mapped(
+            &written.plugin.path,
+            "Tether runs no config management plugins, and applying the files as they \
+             are would apply the plugin's input: the app is not imported; render to \
+             plain YAML in CI, or use a renderer Tether has",
+        );
+        return None;
+    }
     let mut out = Map::new();
-    if let Some(name) = &name {
+    if let Some(name) = &written.name {
         out.insert("name".into(), json!(name));
     }
-    let mut helm = fields.nested("helm");
-    let kustomize = fields.nested("kustomize");
-    let mut directory = fields.nested("directory");
-    let plugin = fields.nested("plugin");
-
-    let renderer = match &chart {
-        Some(chart) => {
-            // Argo CD writes an OCI chart repository without its scheme.
-            let url = match repo_url.contains("://") {
-                true => repo_url.clone(),
-                false => {
-                    report.note(
-                        &format!("{at}.repoURL"),
-                        format!("an OCI registry without a scheme: read as oci://{repo_url}"),
-                    );
-                    format!("oci://{repo_url}")
-                }
-            };
-            out.insert("repoURL".into(), json!(url));
-            out.insert("chart".into(), json!(chart));
-            if let Some(version) = revision.filter(|v| v != "*") {
-                out.insert("version".into(), json!(version));
-            }
-            Some(helm_renderer(&mut helm, context, report))
-        }
-        None => {
-            out.insert("repoURL".into(), json!(repo_url));
-            if let Some(revision) = &revision {
-                out.insert("revision".into(), json!(revision));
-            }
-            if let Some(path) = &path {
-                out.insert("path".into(), json!(path));
-            }
-            if plugin.present {
-                report.not_mapped(
-                    &plugin.path,
-                    "Tether runs no config management plugins, and applying the files as they \
-                     are would apply the plugin's input: the app is not imported; render to \
-                     plain YAML in CI, or use a renderer Tether has",
-                );
-                return None;
-            }
-            // Where Argo CD would look to pick a renderer.
-            let place = Place {
-                repo_url: repo_url.clone(),
-                revision: revision.clone().unwrap_or_default(),
-                path: path.clone().unwrap_or_default(),
-                secret: None,
-            };
-            if helm.present {
-                Some(helm_renderer(&mut helm, context, report))
-            } else if kustomize.present {
-                Some(json!({"kustomize": {}}))
-            } else if directory.present {
-                let jsonnet_main = directory
-                    .get("jsonnet")
-                    .is_some()
-                    .then(|| jsonnet_main(&place, report, &at, detect));
-                Some(directory_renderer(&mut directory, jsonnet_main, report))
-            } else if name.is_some() && path.is_none() {
-                // Only lends its files to `$NAME/…` value files.
-                None
-            } else {
-                detected(&place, context, report, &at, detect)
-            }
-        }
+    let renderer = match written.chart.clone() {
+        Some(chart) => Some(chart_source(
+            &mut written,
+            &chart,
+            &mut out,
+            context,
+            report,
+        )),
+        None => git_source(&mut written, &mut out, context, report, detect),
     };
     if let Some(renderer) = renderer.filter(|r| r.get("directory") != Some(&json!({}))) {
         out.insert("renderer".into(), renderer);
     }
     report.leftovers(
-        helm,
+        written.helm,
         HELM_REASONS,
         "Tether's helm renderer has no such option",
     );
-    report.leftovers(kustomize, &[], KUSTOMIZE_WHY);
+    report.leftovers(written.kustomize, &[], KUSTOMIZE_WHY);
     report.leftovers(
-        directory,
+        written.directory,
         DIRECTORY_REASONS,
         "Tether's directory renderer has no such option",
     );
@@ -167,6 +111,125 @@ pub(crate) fn source(
         "Tether's source has no such field",
     );
     Some(Value::Object(out))
+}
+
+/// What one Argo CD source says, read once; the renderer options are
+/// taken out of the source's fields, to be reported on when left over.
+struct Written {
+    /// Where the source is (`spec.source`).
+    at: String,
+    repo_url: String,
+    /// Its revision; none for the remote's HEAD.
+    revision: Option<String>,
+    chart: Option<String>,
+    /// Its path, without `./` and slashes; none for the root.
+    path: Option<String>,
+    /// The name other sources' value files refer to it by (`ref`).
+    name: Option<String>,
+    helm: Fields,
+    kustomize: Fields,
+    directory: Fields,
+    plugin: Fields,
+}
+
+impl Written {
+    /// None without a repoURL.
+    fn read(fields: &mut Fields) -> Option<Written> {
+        let repo_url = fields.text("repoURL")?;
+        Some(Written {
+            at: fields.path.clone(),
+            repo_url,
+            revision: fields
+                .text("targetRevision")
+                .filter(|r| !r.is_empty() && r != "HEAD"),
+            chart: fields.text("chart"),
+            path: fields
+                .text("path")
+                .map(|p| p.trim_start_matches("./").trim_matches('/').to_string())
+                .filter(|p| !p.is_empty() && p != "."),
+            name: fields.text("ref"),
+            helm: fields.nested("helm"),
+            kustomize: fields.nested("kustomize"),
+            directory: fields.nested("directory"),
+            plugin: fields.nested("plugin"),
+        })
+    }
+}
+
+/// A chart from a Helm or OCI repository: its place in `out`, and its
+/// helm renderer.
+fn chart_source(
+    written: &mut Written,
+    chart: &str,
+    out: &mut Map<String, Value>,
+    context: &SourceContext<'_>,
+    report: &mut Report<'_>,
+) -> Value {
+    let repo_url = &written.repo_url;
+    // Argo CD writes an OCI chart repository without its scheme.
+    let url = match repo_url.contains("://") {
+        true => repo_url.clone(),
+        false => {
+            report.note(
+                &format!("{}.repoURL", written.at),
+                format!("an OCI registry without a scheme: read as oci://{repo_url}"),
+            );
+            format!("oci://{repo_url}")
+        }
+    };
+    out.insert("repoURL".into(), json!(url));
+    out.insert("chart".into(), json!(chart));
+    if let Some(version) = written.revision.as_ref().filter(|v| *v != "*") {
+        out.insert("version".into(), json!(version));
+    }
+    helm_renderer(&mut written.helm, context, report)
+}
+
+/// A path in a Git repository: its place in `out`, and the renderer its
+/// options name, or the one Argo CD would detect there.
+fn git_source(
+    written: &mut Written,
+    out: &mut Map<String, Value>,
+    context: &SourceContext<'_>,
+    report: &mut Report<'_>,
+    detect: &mut Detect<'_>,
+) -> Option<Value> {
+    out.insert("repoURL".into(), json!(written.repo_url));
+    if let Some(revision) = &written.revision {
+        out.insert("revision".into(), json!(revision));
+    }
+    if let Some(path) = &written.path {
+        out.insert("path".into(), json!(path));
+    }
+    // Where Argo CD would look to pick a renderer.
+    let place = Place {
+        repo_url: written.repo_url.clone(),
+        revision: written.revision.clone().unwrap_or_default(),
+        path: written.path.clone().unwrap_or_default(),
+        secret: None,
+    };
+    let at = &written.at;
+    if written.helm.present {
+        Some(helm_renderer(&mut written.helm, context, report))
+    } else if written.kustomize.present {
+        Some(json!({"kustomize": {}}))
+    } else if written.directory.present {
+        let jsonnet_main = written
+            .directory
+            .get("jsonnet")
+            .is_some()
+            .then(|| jsonnet_main(&place, report, at, detect));
+        Some(directory_renderer(
+            &mut written.directory,
+            jsonnet_main,
+            report,
+        ))
+    } else if written.name.is_some() && written.path.is_none() {
+        // Only lends its files to `$NAME/…` value files.
+        None
+    } else {
+        detected(&place, context, report, at, detect)
+    }
 }
 
 /// The renderer Argo CD would pick for a Git directory, which it decides
