@@ -99,90 +99,144 @@ pub async fn poll(
     apps: Store<StoredApplication>,
     wake: mpsc::UnboundedSender<AppKey>,
 ) {
-    let mut polled: BTreeMap<PollKey, Instant> = BTreeMap::new();
-    let mut listed: HashMap<PollKey, RemoteRefs> = HashMap::new();
-    let mut charted: HashMap<(AppKey, String, String), Charted> = HashMap::new();
-    // Consecutive failed polls per repository: a failing one is polled
-    // less often (see `failing_delay`).
-    let mut failing: HashMap<PollKey, u32> = HashMap::new();
+    let mut polls = Polls::default();
     loop {
         let followers = followers(&apps.state(), ctx.config.poll_interval);
         let schedule = schedule(followers.iter().map(|f| (f.key.clone(), f.interval)));
-        polled.retain(|key, _| schedule.contains_key(key));
-        listed.retain(|key, _| schedule.contains_key(key));
-        failing.retain(|key, _| schedule.contains_key(key));
-        charted.retain(|(app, ..), _| followers.iter().any(|f| f.app == *app));
+        polls.keep_only(&schedule, &followers);
         let now = Instant::now();
         let (charts, repositories): (Vec<&PollKey>, Vec<&PollKey>) =
-            due(&schedule, &polled, now).into_iter().partition(|key| {
-                followers
-                    .iter()
-                    .any(|f| f.key == **key && f.source.is_package())
-            });
+            due(&schedule, &polls.polled, now)
+                .into_iter()
+                .partition(|key| {
+                    followers
+                        .iter()
+                        .any(|f| f.key == **key && f.source.is_package())
+                });
         for key in charts {
-            polled.insert(key.clone(), now);
+            polls.polled.insert(key.clone(), now);
             for follower in followers.iter().filter(|f| f.key == *key) {
-                let Some(now_charted) = resolve_chart(&ctx, follower).await else {
-                    continue;
-                };
-                let chart = (
-                    follower.app.clone(),
-                    follower.source.repo_url.clone(),
-                    follower.source.chart.clone(),
-                );
-                let before = charted.insert(chart, now_charted.clone());
-                if before.is_some_and(|before| before != now_charted) {
-                    tracing::info!(app = %format!("{}/{}", follower.app.0, follower.app.1),
-                        chart = %follower.source.chart, version = %now_charted.0,
-                        "a new chart version; waking the app");
-                    let _ = wake.send(follower.app.clone());
+                if let Some(charted) = resolve_chart(&ctx, follower).await {
+                    polls.charted(follower, charted, &wake);
                 }
             }
         }
-        let polls = repositories.into_iter().map(|key| {
+        let listings = repositories.into_iter().map(|key| {
             let follower = followers.iter().find(|f| f.key == *key).expect("scheduled");
             list_refs(&ctx, follower)
         });
-        for (key, refs) in futures::future::join_all(polls).await {
-            let Some(refs) = refs else {
-                let failures = failing.entry(key.clone()).or_default();
-                *failures += 1;
-                let interval = schedule.get(&key).copied().unwrap_or_default();
-                polled.insert(key.clone(), now + failing_delay(interval, *failures));
-                // The repository just stopped answering: its apps reconcile
-                // now, so their status says so (their own retries back off).
-                if *failures == 1 {
-                    for follower in followers.iter().filter(|f| f.key == key) {
-                        let _ = wake.send(follower.app.clone());
+        for (key, refs) in futures::future::join_all(listings).await {
+            let following = followers.iter().filter(|f| f.key == key);
+            match refs {
+                Some(refs) => polls.listed(&key, refs, following, now, &wake),
+                None => {
+                    let interval = schedule.get(&key).copied().unwrap_or_default();
+                    // The repository just stopped answering: its apps
+                    // reconcile now, so their status says so (their own
+                    // retries back off).
+                    if polls.failed(&key, interval, now) {
+                        for follower in following {
+                            let _ = wake.send(follower.app.clone());
+                        }
                     }
-                }
-                continue;
-            };
-            failing.remove(&key);
-            polled.insert(key.clone(), now);
-            let before = listed.insert(key.clone(), refs.clone());
-            for follower in followers.iter().filter(|f| f.key == key) {
-                // A first listing has nothing before it: it is compared with
-                // what the app last synced, so a commit pushed between the
-                // app's first reconcile and this listing is not missed.
-                let moved = match (&before, &follower.synced) {
-                    (Some(before), _) => moved(before, &refs, &follower.revision),
-                    (None, Some(synced)) => differs(&refs, &follower.revision, synced),
-                    (None, None) => false,
-                };
-                if moved {
-                    tracing::info!(app = %format!("{}/{}", follower.app.0, follower.app.1),
-                        revision = %follower.source.revision, "the revision moved; waking the app");
-                    let _ = wake.send(follower.app.clone());
                 }
             }
         }
         let recheck = Instant::now() + RECHECK;
-        let next = next_due(&schedule, &polled, Instant::now()).map_or(recheck, |n| n.min(recheck));
+        let next =
+            next_due(&schedule, &polls.polled, Instant::now()).map_or(recheck, |n| n.min(recheck));
         // Each app's source, copied: not held while waiting (the next round
         // reads the cache again).
         drop(followers);
         tokio::time::sleep_until(next.into()).await;
+    }
+}
+
+/// What the poller remembers between rounds.
+#[derive(Default)]
+struct Polls {
+    /// When each repository was polled last (or, failing, when it is
+    /// next due).
+    polled: BTreeMap<PollKey, Instant>,
+    /// Each repository's refs at its last listing.
+    listed: HashMap<PollKey, RemoteRefs>,
+    /// Each app's chart as last resolved, by repository and chart name.
+    charted: HashMap<(AppKey, String, String), Charted>,
+    /// Consecutive failed polls per repository: a failing one is polled
+    /// less often (see `failing_delay`).
+    failing: HashMap<PollKey, u32>,
+}
+
+impl Polls {
+    /// Forgets the repositories and apps no longer followed.
+    fn keep_only(&mut self, schedule: &BTreeMap<PollKey, Duration>, followers: &[Follower]) {
+        self.polled.retain(|key, _| schedule.contains_key(key));
+        self.listed.retain(|key, _| schedule.contains_key(key));
+        self.failing.retain(|key, _| schedule.contains_key(key));
+        self.charted
+            .retain(|(app, ..), _| followers.iter().any(|f| f.app == *app));
+    }
+
+    /// Records `follower`'s chart as resolved now; wakes its app when the
+    /// version or digest moved since the last time.
+    fn charted(
+        &mut self,
+        follower: &Follower,
+        now_charted: Charted,
+        wake: &mpsc::UnboundedSender<AppKey>,
+    ) {
+        let chart = (
+            follower.app.clone(),
+            follower.source.repo_url.clone(),
+            follower.source.chart.clone(),
+        );
+        let before = self.charted.insert(chart, now_charted.clone());
+        if before.is_some_and(|before| before != now_charted) {
+            tracing::info!(app = %format!("{}/{}", follower.app.0, follower.app.1),
+                chart = %follower.source.chart, version = %now_charted.0,
+                "a new chart version; waking the app");
+            let _ = wake.send(follower.app.clone());
+        }
+    }
+
+    /// Records repository `key`'s refs as listed now; wakes each app
+    /// `following` it whose revision moved.
+    fn listed<'a>(
+        &mut self,
+        key: &PollKey,
+        refs: RemoteRefs,
+        following: impl Iterator<Item = &'a Follower>,
+        now: Instant,
+        wake: &mpsc::UnboundedSender<AppKey>,
+    ) {
+        self.failing.remove(key);
+        self.polled.insert(key.clone(), now);
+        let before = self.listed.insert(key.clone(), refs.clone());
+        for follower in following {
+            // A first listing has nothing before it: it is compared with
+            // what the app last synced, so a commit pushed between the
+            // app's first reconcile and this listing is not missed.
+            let moved = match (&before, &follower.synced) {
+                (Some(before), _) => moved(before, &refs, &follower.revision),
+                (None, Some(synced)) => differs(&refs, &follower.revision, synced),
+                (None, None) => false,
+            };
+            if moved {
+                tracing::info!(app = %format!("{}/{}", follower.app.0, follower.app.1),
+                    revision = %follower.source.revision, "the revision moved; waking the app");
+                let _ = wake.send(follower.app.clone());
+            }
+        }
+    }
+
+    /// Records that repository `key` did not answer: it is polled again
+    /// later the more often it failed. Whether it just stopped answering.
+    fn failed(&mut self, key: &PollKey, interval: Duration, now: Instant) -> bool {
+        let failures = self.failing.entry(key.clone()).or_default();
+        *failures += 1;
+        self.polled
+            .insert(key.clone(), now + failing_delay(interval, *failures));
+        *failures == 1
     }
 }
 
