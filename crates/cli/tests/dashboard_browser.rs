@@ -183,11 +183,11 @@ async fn the_overview_app_page_sync_and_break_glass_work_in_a_real_browser() {
     assert_eq!(browser.text("#drift td.live").await.as_deref(), Some("3"));
     let writer = browser.text("#drift td.writer").await.unwrap_or_default();
     assert!(writer.contains("kubectl"), "{writer}");
-    let tree = browser.text("#objects").await.unwrap_or_default();
-    assert!(
-        tree.contains("ReplicaSet") && tree.contains("Pod"),
-        "{tree}"
-    );
+    browser
+        .wait_text("#objects", Duration::from_secs(5), |tree| {
+            tree.contains("ReplicaSet") && tree.contains("Pod")
+        })
+        .await;
     let shot = browser.screenshot("app").await;
     println!("app page: {}", shot.display());
     no_secret_in(&browser, "the app page").await;

@@ -12,6 +12,8 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fantoccini::elements::Element;
+use fantoccini::error::CmdError;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
 
@@ -19,6 +21,10 @@ use crate::daemon::free_port;
 
 /// How long chromedriver and a session may take to start.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How often an element the live page replaced is looked for again
+/// (50 ms apart) before giving up.
+const STALE_RETRIES: usize = 20;
 
 /// Runs chromedriver in a process group of its own (so its browsers go
 /// with it) and kills the group when standard input closes: when the
@@ -138,14 +144,36 @@ impl Browser {
 
     /// The text of the first element matching `css`, if there is one.
     pub async fn text(&self, css: &str) -> Option<String> {
-        let element = self.client.find(Locator::Css(css)).await.ok()?;
-        element.text().await.ok()
+        self.read(css, |element| async move { element.text().await })
+            .await
     }
 
     /// Attribute `name` of the first element matching `css`, if both are there.
     pub async fn attribute(&self, css: &str, name: &str) -> Option<String> {
-        let element = self.client.find(Locator::Css(css)).await.ok()?;
-        element.attr(name).await.ok()?
+        self.read(css, |element| async move { element.attr(name).await })
+            .await
+            .flatten()
+    }
+
+    /// Reads the first element matching `css` with `read`, if there is one.
+    /// A live page may replace the element between finding and reading it
+    /// (the read fails as a stale element); then it is found again.
+    async fn read<T, F, Fut>(&self, css: &str, read: F) -> Option<T>
+    where
+        F: Fn(Element) -> Fut,
+        Fut: Future<Output = Result<T, CmdError>>,
+    {
+        for _ in 0..STALE_RETRIES {
+            let element = self.client.find(Locator::Css(css)).await.ok()?;
+            match read(element).await {
+                Ok(value) => return Some(value),
+                Err(e) if e.is_stale_element_reference() => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(_) => return None,
+            }
+        }
+        None
     }
 
     /// Polls (every 50 ms) until the text of `css` satisfies `ok`, and
@@ -173,7 +201,7 @@ impl Browser {
     /// A live page may replace the element between finding and clicking
     /// it; then it is found again.
     pub async fn click(&self, css: &str) {
-        for _ in 0..20 {
+        for _ in 0..STALE_RETRIES {
             let element = self
                 .client
                 .wait()
@@ -183,7 +211,7 @@ impl Browser {
                 .unwrap_or_else(|e| panic!("{css}: {e}"));
             match element.click().await {
                 Ok(()) => return,
-                Err(e) if e.to_string().contains("stale element") => {
+                Err(e) if e.is_stale_element_reference() => {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
                 Err(e) => panic!("clicking {css}: {e}"),
