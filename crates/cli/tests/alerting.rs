@@ -58,15 +58,20 @@ async fn events(ns: &TestNamespace, app: &str, reason: &str) -> Vec<(String, Str
         .collect()
 }
 
-/// The one series of `metric` for app `name` in the controller's
-/// exposition, once it has one.
-async fn app_metric(port: u16, token: &str, metric: &str, name: &str) -> f64 {
-    eventually(&format!("{metric} for {name}"), || async {
-        let answer = scrape(port, Some(token)).ok()?;
-        series(&answer.body, metric)
-            .into_iter()
-            .find(|(labels, _)| labels.get("name").map(String::as_str) == Some(name))
-            .map(|(_, value)| value)
+/// Waits until app `name`'s `tether_app_not_synced_seconds` and
+/// `tether_app_not_synced_too_long`, read from one scrape, satisfy `ok`
+/// (the metrics read the controller's cache, a moment behind the API).
+async fn not_synced_metrics(port: u16, token: &str, name: &str, ok: impl Fn(f64, f64) -> bool) {
+    eventually(&format!("the not-synced metrics of {name}"), || async {
+        let body = scrape(port, Some(token)).ok()?.body;
+        let of_app = |metric| {
+            series(&body, metric)
+                .into_iter()
+                .find(|(labels, _)| labels.get("name").map(String::as_str) == Some(name))
+                .map(|(_, value)| value)
+        };
+        let seconds = of_app("tether_app_not_synced_seconds")?;
+        ok(seconds, of_app("tether_app_not_synced_too_long")?).then_some(())
     })
     .await
 }
@@ -147,10 +152,10 @@ async fn a_commit_failing_validation_raises_the_alert_event_notification_and_met
         "{notification}"
     );
     assert_eq!(notification["severity"], "Warning", "{notification}");
-    let seconds = app_metric(port, &token, "tether_app_not_synced_seconds", "shop").await;
-    assert!(seconds > 5.0, "tether_app_not_synced_seconds {seconds}");
-    let too_long = app_metric(port, &token, "tether_app_not_synced_too_long", "shop").await;
-    assert_eq!(too_long, 1.0);
+    not_synced_metrics(port, &token, "shop", |seconds, too_long| {
+        seconds > 5.0 && too_long == 1.0
+    })
+    .await;
     let shown = tether_ok(&ns, &["status", "-n", &ns.name]);
     assert!(shown.contains('⚠'), "{shown}");
     let detail = tether_ok(&ns, &["status", "shop", "-n", &ns.name]);
@@ -178,17 +183,8 @@ async fn a_commit_failing_validation_raises_the_alert_event_notification_and_met
     .await;
     assert_eq!(cleared[0].0, "Normal", "{cleared:?}");
     notified(&receiver, "not-synced-too-long-cleared", "shop").await;
-    eventually("the metrics back to 0", || async {
-        let body = scrape(port, Some(&token)).ok()?.body;
-        let of_shop = |metric| {
-            series(&body, metric)
-                .into_iter()
-                .find(|(labels, _)| labels.get("name").map(String::as_str) == Some("shop"))
-                .map(|(_, value)| value)
-        };
-        (of_shop("tether_app_not_synced_seconds")? == 0.0
-            && of_shop("tether_app_not_synced_too_long")? == 0.0)
-            .then_some(())
+    not_synced_metrics(port, &token, "shop", |seconds, too_long| {
+        seconds == 0.0 && too_long == 0.0
     })
     .await;
     let shown = tether_ok(&ns, &["status", "-n", &ns.name]);

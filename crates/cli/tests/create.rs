@@ -321,8 +321,10 @@ async fn a_kustomization_read_as_plain_yaml_says_so_and_status_shows_the_detail(
         said.contains(&format!("Application {}/shop configured", ns.name)),
         "{said}"
     );
-    status_of(&apps, "shop", "a successful sync", |status| {
-        status.sync.status == SyncStatus::Synced
+    // A sync that creates an object reports it Progressing; the pass
+    // after it reads the object's status and says Healthy.
+    status_of(&apps, "shop", "a successful sync, then Healthy", |status| {
+        support::converged(status)
             && status
                 .operation_state
                 .as_ref()

@@ -193,10 +193,17 @@ async fn open_asks_the_desktop_to_open_the_dashboards_url() {
     let path = std::env::var("PATH").unwrap_or_default();
     command.env("PATH", format!("{}:{path}", desktop.path().display()));
     let _dashboard = Running::spawn(command);
+    // The shell creates the file before it writes the line: wait for the
+    // whole line.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !opened.exists() && Instant::now() < deadline {
+    let mut url = String::new();
+    while !url.ends_with('\n') && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
+        url = std::fs::read_to_string(&opened).unwrap_or_default();
     }
-    let url = std::fs::read_to_string(&opened).expect("xdg-open was started");
-    assert_eq!(url.trim(), format!("http://127.0.0.1:{port}/"));
+    assert_eq!(
+        url.trim(),
+        format!("http://127.0.0.1:{port}/"),
+        "xdg-open was started"
+    );
 }

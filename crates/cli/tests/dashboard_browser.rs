@@ -138,7 +138,9 @@ async fn the_overview_app_page_sync_and_break_glass_work_in_a_real_browser() {
         ("Broken", "0"),
     ] {
         let css = format!("li[data-state={state}] .count");
-        assert_eq!(browser.text(&css).await.as_deref(), Some(count), "{state}");
+        browser
+            .wait_text(&css, Duration::from_secs(10), |t| t == count)
+            .await;
     }
     for (app, sync, health) in [
         ("web", "Synced", "Healthy"),

@@ -142,15 +142,23 @@ async fn installed_replicas_fail_over_within_10s_upgrade_keeping_status_and_unin
         [(SyncStatus::Synced, before.health.status)],
         "the Application's state during the upgrade"
     );
-    let images = kubectl(&[
-        "get",
-        "pods",
-        "-n",
-        NAMESPACE,
-        "-o",
-        "jsonpath={.items[*].spec.containers[0].image}",
-    ]);
-    assert_eq!(images, "tether:next tether:next");
+    // Ready replicas leave out a pod that is shutting down; the last old
+    // pod is listed until its controller has stopped and it is deleted.
+    let images = || {
+        kubectl(&[
+            "get",
+            "pods",
+            "-n",
+            NAMESPACE,
+            "-o",
+            "jsonpath={.items[*].spec.containers[0].image}",
+        ])
+    };
+    eventually("only the two tether:next pods, the old ones gone", || {
+        let listed = images();
+        async move { (listed == "tether:next tether:next").then_some(()) }
+    })
+    .await;
     eventually("the new replicas to lead", || in_cluster::leader(&client)).await;
     let after = status_where(&apps, "Synced after the upgrade", |status| {
         status.sync.status == SyncStatus::Synced

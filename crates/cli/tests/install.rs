@@ -170,7 +170,12 @@ async fn secrets_namespace_grants_reading_secrets_there_only() {
             &shop.name,
         ],
     );
-    assert!(can_i(&ns, &ns.name, &["list", "secrets", "-n", &shop.name]));
+    // RBAC learns of a new binding from its informer, a moment later.
+    eventually(
+        "listing secrets in the secrets namespace granted",
+        || async { can_i(&ns, &ns.name, &["list", "secrets", "-n", &shop.name]).then_some(()) },
+    )
+    .await;
     assert!(!can_i(
         &ns,
         &ns.name,

@@ -15,7 +15,7 @@ use tether_controller::api::Application;
 use tether_controller::api::application::RECONCILED_CONDITION;
 use tether_core::ConditionStatus;
 use tether_core::SyncStatus;
-use tether_testkit::{TestNamespace, application, condition, has_condition, status_of};
+use tether_testkit::{TestNamespace, application, condition, eventually, has_condition, status_of};
 
 /// Tether installed in `ns`, and `tether run` for `ns` with `more`
 /// arguments.
@@ -307,10 +307,15 @@ async fn a_project_refuses_at_admission_an_app_whose_repository_or_destination_i
         app["spec"]["destination"]["namespace"] = json!(destination);
         ns.kubectl_with_stdin(&["apply", "-f", "-"], &app.to_string())
     };
-    let refused = app("https://git.example/team-b/shop", &ns.name);
+    // The admission policy reads Projects from the API server's own
+    // cache, which learns of a new Project a moment after it is created.
+    let refused = eventually("the new Project in force at admission", || async {
+        let answer = app("https://git.example/team-b/shop", &ns.name);
+        (!answer.status.success()).then_some(answer)
+    })
+    .await;
     let stderr = String::from_utf8_lossy(&refused.stderr);
     println!("another repository: {stderr}");
-    assert!(!refused.status.success());
     assert!(
         stderr.contains(&format!(
             "Application {}/shop: repository https://git.example/team-b/shop is not allowed by \

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
-use support::break_glass::window_where;
+use support::break_glass::{open_in_force, window_where};
 use support::{Repo, config_for, create_app, start_controller, status_where, web};
 use tether_controller::api::BreakGlass;
 use tether_controller::api::break_glass::Resolution;
@@ -60,36 +60,33 @@ fn opening(ns: &TestNamespace, resources: &[&str], ttl: Duration) -> Opening {
     }
 }
 
-async fn event_reasons(ns: &TestNamespace, name: &str) -> Vec<String> {
+/// Waits until the Events of window `name` include each of `reasons`
+/// (they are created after the window's status is written).
+async fn wait_for_events(ns: &TestNamespace, name: &str, reasons: &[&str]) {
     let events: Api<Event> = Api::namespaced(ns.client.clone(), &ns.name);
-    events
-        .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter_map(|e| e.reason)
-        .collect()
+    let about = ListParams::default().fields(&format!("involvedObject.name={name}"));
+    eventually(&format!("Events {reasons:?} about {name}"), || async {
+        let listed = events.list(&about).await.ok()?.items;
+        let seen: Vec<String> = listed.into_iter().filter_map(|e| e.reason).collect();
+        reasons
+            .iter()
+            .all(|reason| seen.iter().any(|s| s == reason))
+            .then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn a_window_on_one_deployment_keeps_its_change_and_the_rest_of_the_app_heals() {
     let (ns, _repo) = synced_app("bg-scope", &with_api(2)).await;
 
-    let window = request::open(
-        &ns.client,
+    let window = open_in_force(
+        &ns,
         opening(&ns, &["Deployment/web"], Duration::from_secs(600)),
     )
-    .await
-    .unwrap();
+    .await;
     assert!(!window.spec.opened_by.username.is_empty());
     let name = window.name_any();
-    window_where(&ns, &name, "the window to be Open", |w| {
-        w.status
-            .as_ref()
-            .is_some_and(|s| s.phase.is_some_and(|phase| phase == "Open"))
-    })
-    .await;
 
     ns.kubectl_ok(&["set", "image", "deployment/web", "web=nginx:1.27-hotfix"]);
     ns.kubectl_ok(&["scale", "deployment/api", "--replicas=5"]);
@@ -190,15 +187,7 @@ async fn a_window_on_one_deployment_keeps_its_change_and_the_rest_of_the_app_hea
             .is_some_and(|s| s.phase.is_some_and(|phase| phase == "Closed"))
     })
     .await;
-    let reasons = event_reasons(&ns, &name).await;
-    assert!(
-        reasons.contains(&"BreakGlassOpened".to_string()),
-        "{reasons:?}"
-    );
-    assert!(
-        reasons.contains(&"BreakGlassClosed".to_string()),
-        "{reasons:?}"
-    );
+    wait_for_events(&ns, &name, &["BreakGlassOpened", "BreakGlassClosed"]).await;
 }
 
 async fn api_get(ns: &TestNamespace, name: &str) -> BreakGlass {
@@ -212,9 +201,7 @@ async fn api_get(ns: &TestNamespace, name: &str) -> BreakGlass {
 async fn an_expired_window_is_marked_expired_and_self_heal_reverts_its_change() {
     let (ns, _repo) = synced_app("bg-expiry", &web(2, "hello")).await;
 
-    let window = request::open(&ns.client, opening(&ns, &[], Duration::from_secs(12)))
-        .await
-        .unwrap();
+    let window = open_in_force(&ns, opening(&ns, &[], Duration::from_secs(12))).await;
     let name = window.name_any();
     ns.kubectl_ok(&["scale", "deployment/web", "--replicas=4"]);
     window_where(&ns, &name, "the scale recorded", |w| {
@@ -242,17 +229,16 @@ async fn an_expired_window_is_marked_expired_and_self_heal_reverts_its_change() 
         (ns.jsonpath("deployment/web", "{.spec.replicas}") == "2").then_some(())
     })
     .await;
-    let reasons = event_reasons(&ns, &name).await;
-    for reason in [
-        "BreakGlassOpened",
-        "BreakGlassExpiring",
-        "BreakGlassExpired",
-    ] {
-        assert!(
-            reasons.contains(&reason.to_string()),
-            "{reason} in {reasons:?}"
-        );
-    }
+    wait_for_events(
+        &ns,
+        &name,
+        &[
+            "BreakGlassOpened",
+            "BreakGlassExpiring",
+            "BreakGlassExpired",
+        ],
+    )
+    .await;
     // An expired window can be neither extended nor closed.
     let error = request::extend(
         &ns.client,
@@ -283,9 +269,8 @@ async fn a_window_its_records_and_its_audit_log_survive_a_controller_restart() {
     let first = tokio::spawn(tether_controller::run(ns.client.clone(), config.clone()));
     synced(&ns, &repo).await;
 
-    let name = request::open(&ns.client, opening(&ns, &[], Duration::from_secs(600)))
+    let name = open_in_force(&ns, opening(&ns, &[], Duration::from_secs(600)))
         .await
-        .unwrap()
         .name_any();
     ns.kubectl_ok(&["scale", "deployment/web", "--replicas=3"]);
     window_where(&ns, &name, "the first change recorded", |w| {
@@ -474,9 +459,8 @@ async fn adopting_a_windows_changes_commits_exactly_those_fields_and_the_app_syn
     start_controller(&ns).await;
     let apps = synced(&ns, &repo).await;
 
-    let name = request::open(&ns.client, opening(&ns, &[], Duration::from_secs(600)))
+    let name = open_in_force(&ns, opening(&ns, &[], Duration::from_secs(600)))
         .await
-        .unwrap()
         .name_any();
     ns.kubectl_ok(&["scale", "deployment/web", "--replicas=5"]);
     ns.kubectl_ok(&[

@@ -14,7 +14,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event};
 use kube::ResourceExt;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use serde_json::json;
-use support::break_glass::{Setup, open_window, opening, refused, restart, setup, window_where};
+use support::break_glass::{
+    Setup, open_in_force, open_window, opening, refused, restart, setup, window_where,
+};
 use support::{Repo, create_app, status_where, web};
 use tether_controller::api::BreakGlass;
 use tether_controller::api::break_glass::AuditChainStatus;
@@ -126,12 +128,11 @@ fn kubectl_as(user: &PathBuf, namespace: &str, args: &[&str], stdin: Option<&str
 async fn an_audit_record_with_an_overflowing_sequence_does_not_crash_the_controller() {
     let mut setup = setup("bga-overflow", DEFAULT_MAX_TTL).await;
     let (ns, ctl) = (&setup.ns, &setup.ctl);
-    let window = request::open(
-        &ns.client,
+    let window = open_in_force(
+        ns,
         opening(ns, &["Deployment/web"], Duration::from_secs(600)),
     )
-    .await
-    .unwrap();
+    .await;
     let name = window.name_any();
     let window = scaled(ns, &name, 3, 1).await;
 

@@ -25,7 +25,7 @@ use support::{
 use tether_controller::api::application::HealthInfo;
 use tether_controller::api::{Application, ApplicationStatus};
 use tether_controller::observe::health::RULES_CONFIGMAP;
-use tether_testkit::{TestNamespace, assert_starts_with, has_condition};
+use tether_testkit::{TestNamespace, assert_starts_with, eventually, has_condition};
 
 /// One test's namespace and repository.
 struct Setup {
@@ -159,7 +159,15 @@ async fn a_deployment_rolls_out_from_progressing_to_healthy_and_the_app_converge
     let web = resource_health(&status, "Deployment", "web").unwrap();
     assert_eq!(web.message, "Deployment web: 1/1 replicas available");
 
-    let seen = seen.lock().unwrap().clone();
+    // The watch may deliver the Healthy status a moment after the read.
+    let seen = eventually("the watch to see the Deployment Healthy", || {
+        let seen = seen.lock().unwrap().clone();
+        let healthy = seen.iter().any(|s| {
+            resource_health(s, "Deployment", "web").is_some_and(|h| h.status == "Healthy")
+        });
+        async move { healthy.then_some(seen) }
+    })
+    .await;
     assert!(
         seen.iter()
             .all(|s| s.state.map(|state| state.as_str()) != Some("AppliedButFailing")),

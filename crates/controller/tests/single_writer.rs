@@ -18,6 +18,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
+use support::break_glass::in_force;
 use support::{HIJACK_GREETING, Repo, config_for, create_app_with, replicas, status_where, web};
 use tether_controller::api::{Application, BreakGlass};
 use tether_controller::break_glass::request::{self, Opening};
@@ -129,14 +130,16 @@ async fn guarded_app(prefix: &str, policy: serde_json::Value) -> Guarded {
     single_writer::enforce(ns.client.clone(), &rule)
         .await
         .unwrap();
-    // The API server picks a new policy up from its informer: wait until a
-    // (dry-run) change by alice is refused.
+    // The API server picks a new policy (and alice's new RoleBinding) up
+    // from its informers: wait until a (dry-run) change by alice is
+    // refused by the policy, not for want of RBAC.
     eventually("the policy in force", || async {
         let probe = ns.kubectl_as(
             &alice,
             &["label", "configmap/settings", "probe=1", "--dry-run=server"],
         );
-        (!probe.status.success()).then_some(())
+        let stderr = String::from_utf8_lossy(&probe.stderr);
+        (!probe.status.success() && stderr.contains("is managed by Tether app")).then_some(())
     })
     .await;
     Guarded {
@@ -271,6 +274,7 @@ async fn a_plain_users_edit_patch_and_delete_are_rejected_and_a_break_glass_memb
     )
     .await
     .unwrap();
+    in_force(ns, &window.name_any()).await;
     assert_eq!(
         window.spec.opened_by.username,
         format!("bob-{}", ns.name),

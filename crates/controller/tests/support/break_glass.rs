@@ -83,11 +83,30 @@ pub fn opening(ns: &TestNamespace, resources: &[&str], ttl: Duration) -> Opening
     }
 }
 
-/// Opens a ten-minute window over all of app `shop` in `ns`; returns its name.
+/// Opens the window `opening` asks for, and waits until the controller
+/// has marked it Open: from then on a change is recorded in it, not
+/// reverted (the controller knows windows from its watch, a moment after
+/// they are created).
+pub async fn open_in_force(ns: &TestNamespace, opening: Opening) -> BreakGlass {
+    let window = request::open(&ns.client, opening).await.unwrap();
+    in_force(ns, &window.name_any()).await
+}
+
+/// Window `name` once the controller has marked it Open.
+pub async fn in_force(ns: &TestNamespace, name: &str) -> BreakGlass {
+    window_where(ns, name, "the window Open", |w| {
+        w.status
+            .as_ref()
+            .is_some_and(|s| s.phase.is_some_and(|phase| phase == "Open"))
+    })
+    .await
+}
+
+/// Opens a ten-minute window over all of app `shop` in `ns`, in force;
+/// returns its name.
 pub async fn open_window(ns: &TestNamespace) -> String {
-    request::open(&ns.client, opening(ns, &[], Duration::from_secs(600)))
+    open_in_force(ns, opening(ns, &[], Duration::from_secs(600)))
         .await
-        .unwrap()
         .name_any()
 }
 
