@@ -53,6 +53,17 @@ pub enum ObjectState {
     Uncomparable(String),
 }
 
+impl ObjectState {
+    /// In sync when `diff` is empty; else differing in it.
+    fn of(diff: Diff) -> ObjectState {
+        if diff.is_empty() {
+            ObjectState::InSync
+        } else {
+            ObjectState::Differs(diff)
+        }
+    }
+}
+
 impl Compared {
     pub fn in_sync(&self) -> bool {
         matches!(self.state, ObjectState::InSync)
@@ -101,12 +112,56 @@ async fn compare_one(
     ignore: &[IgnoreRule],
     memo: &Mutex<AppMemo>,
 ) -> Result<Compared, ClusterError> {
+    let pair = match observe(ctx, applier, app, manifest).await? {
+        Observed::Live(pair) => pair,
+        Observed::Missing(id, desired) => return Ok(missing(id, desired)),
+    };
+    let state = match known_diff(&pair, ignore, ctx.mask, memo) {
+        Some(diff) => ObjectState::of(diff),
+        None => dry_run(&pair, applier, ignore, ctx.mask, memo).await?,
+    };
+    Ok(Compared {
+        id: pair.id,
+        desired: pair.desired,
+        live: Some(pair.live),
+        state,
+    })
+}
+
+/// A desired object, stamped for its app, and its live copy.
+struct Pair {
+    id: ObjectRef,
+    desired: Value,
+    desired_hash: u64,
+    live: Value,
+    live_version: String,
+}
+
+/// What the cluster has of one desired object.
+enum Observed {
+    Live(Pair),
+    /// No live copy to compare with: the desired object (stamped where
+    /// its identity is known).
+    Missing(ObjectRef, Value),
+}
+
+/// Pairs `manifest`, stamped for `app`, with its live copy from the watch
+/// cache.
+async fn observe(
+    ctx: &Observer<'_>,
+    applier: &Applier,
+    app: &AppRef,
+    manifest: &Manifest,
+) -> Result<Observed, ClusterError> {
     // A kind the API server does not serve yet (its CRD is in this very
     // commit) has no live object: it is missing until synced.
     let served = match ctx.resources.resolve(&manifest.id, &manifest.object).await {
         Ok(served) => served,
         Err(ClusterError::UnknownKind { .. }) => {
-            return Ok(missing(manifest.id.clone(), manifest.object.clone()));
+            return Ok(Observed::Missing(
+                manifest.id.clone(),
+                manifest.object.clone(),
+            ));
         }
         Err(error) => return Err(error),
     };
@@ -116,12 +171,10 @@ async fn compare_one(
     // An object the API server names that was not created yet has no live
     // copy to look for (`crate::reconcile::generated`).
     if generate_name(&desired).is_some() {
-        return Ok(missing(id, desired));
+        return Ok(Observed::Missing(id, desired));
     }
-
-    // Observe the live object from the watch cache.
     let Some(live) = ctx.live.get(&served, &id).await else {
-        return Ok(missing(id, desired));
+        return Ok(Observed::Missing(id, desired));
     };
     let live_version = live.metadata.resource_version.clone().unwrap_or_default();
     let live = serde_json::to_value(&*live).unwrap_or(Value::Null);
@@ -129,61 +182,73 @@ async fn compare_one(
     if ownership::is_adopted(&live) {
         ownership::mark_adopted(&mut desired);
     }
-
-    // Diff, reusing the last comparison when nothing changed.
-    let desired_hash = hash_object(&desired);
-    let remembered = memo
-        .lock()
-        .expect("lock")
-        .reuse(&id, desired_hash, &live_version);
-    let predicted = memo.lock().expect("lock").predicted(&id, desired_hash);
-    let foreign = remembered.is_none().then(|| {
-        predicted.and_then(|predicted| {
-            foreign_change(predicted.wanted(&desired), &live, ignore, ctx.mask)
-        })
-    });
-    if let Some(Some(diff)) = &foreign {
-        memo.lock()
-            .expect("lock")
-            .remember(&id, desired_hash, &live_version, diff.clone(), None);
-    }
-    let diff = match remembered.or(foreign.flatten()) {
-        Some(diff) => diff,
-        None => match applier.dry_run(&desired).await {
-            Ok(predicted) => {
-                let diff = match diff(&predicted, &live, ignore, ctx.mask) {
-                    Ok(diff) => diff,
-                    Err(error) => {
-                        let reason = format!("{id}: {error}");
-                        return Ok(uncomparable(id, desired, live, reason));
-                    }
-                };
-                memo.lock().expect("lock").remember(
-                    &id,
-                    desired_hash,
-                    &live_version,
-                    diff.clone(),
-                    Some(Prediction::of(&desired, &predicted)),
-                );
-                diff
-            }
-            Err(error) if !error.is_retryable() => {
-                return Ok(uncomparable(id, desired, live, error.to_string()));
-            }
-            Err(error) => return Err(error),
-        },
-    };
-    let state = if diff.is_empty() {
-        ObjectState::InSync
-    } else {
-        ObjectState::Differs(diff)
-    };
-    Ok(Compared {
+    Ok(Observed::Live(Pair {
         id,
+        desired_hash: hash_object(&desired),
         desired,
-        live: Some(live),
-        state,
-    })
+        live,
+        live_version,
+    }))
+}
+
+/// The diff of `pair` known without a request: the last one while
+/// neither side changed; when only live changed, the last dry run's
+/// prediction compared with live, trusted (and remembered) when every
+/// difference is another writer's.
+fn known_diff(
+    pair: &Pair,
+    ignore: &[IgnoreRule],
+    mask: SecretMask<'_>,
+    memo: &Mutex<AppMemo>,
+) -> Option<Diff> {
+    let mut memo = memo.lock().expect("lock");
+    if let Some(diff) = memo.reuse(&pair.id, pair.desired_hash, &pair.live_version) {
+        return Some(diff);
+    }
+    let predicted = memo.predicted(&pair.id, pair.desired_hash)?;
+    let diff = foreign_change(predicted.wanted(&pair.desired), &pair.live, ignore, mask)?;
+    memo.remember(
+        &pair.id,
+        pair.desired_hash,
+        &pair.live_version,
+        diff.clone(),
+        None,
+    );
+    Some(diff)
+}
+
+/// Dry-runs `pair`'s desired object and compares the prediction with
+/// live, remembering both. Uncomparable when the API server refuses the
+/// object for good or the diff cannot be read; a retryable error is
+/// returned.
+async fn dry_run(
+    pair: &Pair,
+    applier: &Applier,
+    ignore: &[IgnoreRule],
+    mask: SecretMask<'_>,
+    memo: &Mutex<AppMemo>,
+) -> Result<ObjectState, ClusterError> {
+    let predicted = match applier.dry_run(&pair.desired).await {
+        Ok(predicted) => predicted,
+        Err(error) if !error.is_retryable() => {
+            return Ok(ObjectState::Uncomparable(error.to_string()));
+        }
+        Err(error) => return Err(error),
+    };
+    let diff = match diff(&predicted, &pair.live, ignore, mask) {
+        Ok(diff) => diff,
+        Err(error) => {
+            return Ok(ObjectState::Uncomparable(format!("{}: {error}", pair.id)));
+        }
+    };
+    memo.lock().expect("lock").remember(
+        &pair.id,
+        pair.desired_hash,
+        &pair.live_version,
+        diff.clone(),
+        Some(Prediction::of(&pair.desired, &predicted)),
+    );
+    Ok(ObjectState::of(diff))
 }
 
 /// The diff of `live` against Git's fields as the server last predicted
@@ -211,14 +276,5 @@ fn missing(id: ObjectRef, desired: Value) -> Compared {
         desired,
         live: None,
         state: ObjectState::Missing,
-    }
-}
-
-fn uncomparable(id: ObjectRef, desired: Value, live: Value, reason: String) -> Compared {
-    Compared {
-        id,
-        desired,
-        live: Some(live),
-        state: ObjectState::Uncomparable(reason),
     }
 }
