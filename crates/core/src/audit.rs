@@ -154,96 +154,131 @@ impl ChainReport {
 /// assert_eq!(verify(&[record], Some(b"other"), 1).state, ChainState::Forged);
 /// ```
 pub fn verify(stored: &[StoredRecord], key: Option<&[u8]>, expected: u64) -> ChainReport {
-    let mut forged = Vec::new();
-    let mut gaps = Vec::new();
-    let mut unkeyed = Vec::new();
-    // Sequence → (record, the seal it names as its predecessor).
-    let mut by_sequence: BTreeMap<u64, (&StoredRecord, String)> = BTreeMap::new();
-    for record in stored {
-        let Some((sequence, previous)) = parse(&record.text) else {
-            forged.push(format!(
-                "{}: not a record (no JSON body with a sequence ≥ 1 and a previousDigest)",
-                record.name
-            ));
-            continue;
-        };
-        let authentic = match (&record.seal, key) {
-            (Seal::Keyed(seal), Some(key)) => {
-                *seal == chain_mac(key, &previous, record.text.as_bytes())
+    let mut findings = Findings::default();
+    let chain = findings.authentic(stored, key);
+    findings.walk(&chain, expected);
+    findings.report(chain.len() as u64, key.is_some())
+}
+
+/// Sequence → (record, the seal it names as its predecessor).
+type Chain<'a> = BTreeMap<u64, (&'a StoredRecord, String)>;
+
+/// What [`verify`] finds wrong, as it reads the records.
+#[derive(Default)]
+struct Findings {
+    forged: Vec<String>,
+    gaps: Vec<String>,
+    unkeyed: Vec<u64>,
+}
+
+impl Findings {
+    /// The records that are what they claim to be, by sequence: each must
+    /// parse, carry a seal that matches its content (keyed seals only
+    /// checked with `key`) and be the only one of its sequence number.
+    fn authentic<'a>(&mut self, stored: &'a [StoredRecord], key: Option<&[u8]>) -> Chain<'a> {
+        let mut chain = Chain::new();
+        for record in stored {
+            let Some((sequence, previous)) = parse(&record.text) else {
+                self.forged.push(format!(
+                    "{}: not a record (no JSON body with a sequence ≥ 1 and a previousDigest)",
+                    record.name
+                ));
+                continue;
+            };
+            if matches!(record.seal, Seal::Unkeyed(_)) {
+                self.unkeyed.push(sequence);
             }
-            (Seal::Keyed(_), None) => true,
-            (Seal::Unkeyed(seal), _) => {
-                unkeyed.push(sequence);
-                *seal == chain_digest(&previous, record.text.as_bytes())
+            if !seal_matches(record, key, &previous) {
+                self.forged.push(format!(
+                    "{} (sequence {sequence}): its seal does not match its content: forged or altered",
+                    record.name
+                ));
+                continue;
             }
-            (Seal::Missing, _) => false,
+            if let Some((other, _)) = chain.get(&sequence) {
+                self.forged.push(format!(
+                    "{} and {} both claim sequence {sequence}",
+                    other.name, record.name
+                ));
+                continue;
+            }
+            chain.insert(sequence, (record, previous));
+        }
+        chain
+    }
+
+    /// Walks the sequence: every number from 1 to at least `expected`,
+    /// each record naming the seal of the one before it.
+    fn walk(&mut self, chain: &Chain<'_>, expected: u64) {
+        let mut next: Option<u64> = Some(1);
+        let mut previous_seal = "";
+        for (&sequence, (record, previous)) in chain {
+            match next {
+                Some(want) if sequence == want && previous_seal != previous => {
+                    self.forged.push(format!(
+                        "{} (sequence {sequence}) does not follow the record before it: a record was replaced",
+                        record.name
+                    ))
+                }
+                Some(want) if sequence == want => {}
+                Some(want) => self.gaps.push(missing(want, sequence.saturating_sub(1))),
+                None => {}
+            }
+            next = sequence.checked_add(1);
+            previous_seal = record.seal.value();
+        }
+        let last = chain.keys().next_back().copied().unwrap_or(0);
+        if last < expected {
+            self.gaps.push(format!(
+                "{} (the window's status counts {expected})",
+                missing(last.saturating_add(1), expected)
+            ));
+        }
+    }
+
+    /// The verdict: the worst finding decides the state; the problems say
+    /// forgeries first, then gaps, then unkeyed records, at most
+    /// [`PROBLEMS_SHOWN`] of them.
+    fn report(self, records: u64, keyed_checked: bool) -> ChainReport {
+        let state = if !self.forged.is_empty() {
+            ChainState::Forged
+        } else if !self.gaps.is_empty() {
+            ChainState::Gap
+        } else if !self.unkeyed.is_empty() {
+            ChainState::Unkeyed
+        } else {
+            ChainState::Intact
         };
-        if !authentic {
-            forged.push(format!(
-                "{} (sequence {sequence}): its seal does not match its content: forged or altered",
-                record.name
+        let mut problems: Vec<String> = self.forged.into_iter().chain(self.gaps).collect();
+        if state == ChainState::Unkeyed {
+            problems.push(format!(
+                "record(s) {} predate keyed records (SHA-256 chain only: proof against accidents, not forgery)",
+                ranges(&self.unkeyed)
             ));
-            continue;
         }
-        if let Some((other, _)) = by_sequence.get(&sequence) {
-            forged.push(format!(
-                "{} and {} both claim sequence {sequence}",
-                other.name, record.name
-            ));
-            continue;
+        if problems.len() > PROBLEMS_SHOWN {
+            let more = problems.len() - PROBLEMS_SHOWN;
+            problems.truncate(PROBLEMS_SHOWN);
+            problems.push(format!("and {more} more"));
         }
-        by_sequence.insert(sequence, (record, previous));
-    }
-    // Walk the sequence: every number from 1, each record naming the seal
-    // of the one before it.
-    let mut next: Option<u64> = Some(1);
-    let mut previous_seal = "";
-    for (&sequence, (record, previous)) in &by_sequence {
-        match next {
-            Some(want) if sequence == want && previous_seal != previous => forged.push(format!(
-                "{} (sequence {sequence}) does not follow the record before it: a record was replaced",
-                record.name
-            )),
-            Some(want) if sequence == want => {}
-            Some(want) => gaps.push(missing(want, sequence.saturating_sub(1))),
-            None => {}
+        ChainReport {
+            state,
+            records,
+            keyed_checked,
+            problems,
         }
-        next = sequence.checked_add(1);
-        previous_seal = record.seal.value();
     }
-    let last = by_sequence.keys().next_back().copied().unwrap_or(0);
-    if last < expected {
-        gaps.push(format!(
-            "{} (the window's status counts {expected})",
-            missing(last.saturating_add(1), expected)
-        ));
-    }
-    let state = if !forged.is_empty() {
-        ChainState::Forged
-    } else if !gaps.is_empty() {
-        ChainState::Gap
-    } else if !unkeyed.is_empty() {
-        ChainState::Unkeyed
-    } else {
-        ChainState::Intact
-    };
-    let mut problems: Vec<String> = forged.into_iter().chain(gaps).collect();
-    if state == ChainState::Unkeyed {
-        problems.push(format!(
-            "record(s) {} predate keyed records (SHA-256 chain only: proof against accidents, not forgery)",
-            ranges(&unkeyed)
-        ));
-    }
-    if problems.len() > PROBLEMS_SHOWN {
-        let more = problems.len() - PROBLEMS_SHOWN;
-        problems.truncate(PROBLEMS_SHOWN);
-        problems.push(format!("and {more} more"));
-    }
-    ChainReport {
-        state,
-        records: by_sequence.len() as u64,
-        keyed_checked: key.is_some(),
-        problems,
+}
+
+/// Whether `record`'s seal matches its content and the seal it names as
+/// its predecessor. A keyed seal passes unchecked without `key`; a record
+/// without a seal never passes.
+fn seal_matches(record: &StoredRecord, key: Option<&[u8]>, previous: &str) -> bool {
+    match (&record.seal, key) {
+        (Seal::Keyed(seal), Some(key)) => *seal == chain_mac(key, previous, record.text.as_bytes()),
+        (Seal::Keyed(_), None) => true,
+        (Seal::Unkeyed(seal), _) => *seal == chain_digest(previous, record.text.as_bytes()),
+        (Seal::Missing, _) => false,
     }
 }
 
