@@ -3,13 +3,16 @@
 //! credentials the source names, rendered for the cluster's capabilities
 //! when the renderer reads them (Helm).
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use tether_cluster::ClusterError;
-use tether_source::{Rendered, Source, SourceError, SourceInput};
+use tether_source::{
+    Capabilities, Credentials, Rendered, Repositories, Source, SourceError, SourceInput,
+};
 
 use super::Pass;
-use crate::metrics::repo_label;
+use crate::metrics::{Metrics, repo_label};
 use crate::report::status::Step;
 
 /// Why the desired state could not be fetched.
@@ -57,72 +60,17 @@ pub async fn desired_at(
     pass: &Pass<'_>,
     revisions: &[Option<&str>],
 ) -> Result<Vec<Rendered>, FetchError> {
-    let (ctx, app) = (pass.ctx, &pass.app);
-    let repositories = ctx.repositories.clone();
-    let sources: Vec<Source> = app.spec.sources().into_iter().cloned().collect();
-    let revisions: Vec<Option<String>> = revisions.iter().map(|r| r.map(String::from)).collect();
-    let at = move |revision: &Option<String>| {
-        let mut sources = sources.clone();
-        if let Some(revision) = revision {
-            sources[0].pin(revision);
-        }
-        sources
+    let ctx = pass.ctx;
+    let sources: Vec<Source> = pass.app.spec.sources().into_iter().cloned().collect();
+    let renders = Renders {
+        credentials: credentials(pass, &sources).await?,
+        capabilities: capabilities(pass, &sources).await?,
+        sources,
+        revisions: revisions.iter().map(|r| r.map(String::from)).collect(),
+        repositories: ctx.repositories.clone(),
+        metrics: ctx.metrics.clone(),
     };
-    let sources = at(&None);
-    if sources.iter().any(|s| s.secret_ref.is_some()) && !ctx.secrets_ready.wait().await {
-        return Err(FetchError::SecretWatchStopped);
-    }
-    let credentials = sources
-        .iter()
-        .map(|source| crate::credentials::for_source(&ctx.secrets, &pass.key.0, source))
-        .collect::<Result<Vec<_>, _>>()?;
-    let capabilities = match sources.iter().any(Source::uses_capabilities) {
-        true => pass
-            .target
-            .capabilities
-            .get()
-            .await
-            .map_err(FetchError::Capabilities)?,
-        false => Default::default(),
-    };
-    // Fetch, then render, each measured.
-    let metrics = ctx.metrics.clone();
-    let rendered = tokio::task::spawn_blocking(move || {
-        if let ([source], [credentials]) = (&sources[..], &credentials[..])
-            && !source.is_package()
-            && source.name.is_empty()
-        {
-            let started = Instant::now();
-            let update = repositories.update(&source.repo_url, credentials.as_ref());
-            let repo = repo_label(&source.repo_url);
-            metrics.git_fetched(&repo, started.elapsed(), update.is_ok());
-            let update = update?;
-            return revisions
-                .iter()
-                .map(|revision| {
-                    let started = Instant::now();
-                    let rendered = repositories.render(&at(revision)[0], &update, &capabilities);
-                    metrics.rendered(started.elapsed());
-                    rendered
-                })
-                .collect::<Result<Vec<_>, _>>();
-        }
-        // Charts (resolving the version is one conditional index read, the
-        // download and the render happen once per digest) and several
-        // sources: one step.
-        revisions
-            .iter()
-            .map(|revision| {
-                let sources = at(revision);
-                let inputs = SourceInput::zip(&sources, &credentials);
-                let started = Instant::now();
-                let rendered = repositories.render_sources(&inputs, &capabilities);
-                metrics.rendered(started.elapsed());
-                rendered
-            })
-            .collect::<Result<Vec<_>, _>>()
-    })
-    .await??;
+    let rendered = tokio::task::spawn_blocking(move || renders.run()).await??;
     // A CRD this app declares and discovery has not seen: the next Helm
     // render (of any app) discovers again.
     for rendered in &rendered {
@@ -133,4 +81,106 @@ pub async fn desired_at(
             .await;
     }
     Ok(rendered)
+}
+
+/// The credentials each of `sources` names, once the repository Secrets
+/// are known.
+async fn credentials(
+    pass: &Pass<'_>,
+    sources: &[Source],
+) -> Result<Vec<Option<Credentials>>, FetchError> {
+    let ctx = pass.ctx;
+    if sources.iter().any(|s| s.secret_ref.is_some()) && !ctx.secrets_ready.wait().await {
+        return Err(FetchError::SecretWatchStopped);
+    }
+    let credentials = sources
+        .iter()
+        .map(|source| crate::credentials::for_source(&ctx.secrets, &pass.key.0, source))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(credentials)
+}
+
+/// What the target cluster serves, when a renderer of `sources` reads it.
+async fn capabilities(
+    pass: &Pass<'_>,
+    sources: &[Source],
+) -> Result<Arc<Capabilities>, FetchError> {
+    if !sources.iter().any(Source::uses_capabilities) {
+        return Ok(Arc::default());
+    }
+    let capabilities = pass.target.capabilities.get().await;
+    capabilities.map_err(FetchError::Capabilities)
+}
+
+/// One app's fetch and renders, run off the async threads: its sources
+/// with their credentials, rendered at each revision.
+struct Renders {
+    sources: Vec<Source>,
+    credentials: Vec<Option<Credentials>>,
+    capabilities: Arc<Capabilities>,
+    revisions: Vec<Option<String>>,
+    repositories: Arc<Repositories>,
+    metrics: Arc<Metrics>,
+}
+
+impl Renders {
+    /// Fetch, then render, each measured.
+    fn run(&self) -> Result<Vec<Rendered>, SourceError> {
+        if let ([source], [credentials]) = (&self.sources[..], &self.credentials[..])
+            && !source.is_package()
+            && source.name.is_empty()
+        {
+            return self.one_git_source(source, credentials.as_ref());
+        }
+        // Charts (resolving the version is one conditional index read, the
+        // download and the render happen once per digest) and several
+        // sources: one step.
+        self.revisions
+            .iter()
+            .map(|revision| {
+                let sources = self.at(revision);
+                let inputs = SourceInput::zip(&sources, &self.credentials);
+                let started = Instant::now();
+                let rendered = self
+                    .repositories
+                    .render_sources(&inputs, &self.capabilities);
+                self.metrics.rendered(started.elapsed());
+                rendered
+            })
+            .collect()
+    }
+
+    /// One Git source: one fetch, then a render at each revision.
+    fn one_git_source(
+        &self,
+        source: &Source,
+        credentials: Option<&Credentials>,
+    ) -> Result<Vec<Rendered>, SourceError> {
+        let started = Instant::now();
+        let update = self.repositories.update(&source.repo_url, credentials);
+        let repo = repo_label(&source.repo_url);
+        self.metrics
+            .git_fetched(&repo, started.elapsed(), update.is_ok());
+        let update = update?;
+        self.revisions
+            .iter()
+            .map(|revision| {
+                let started = Instant::now();
+                let rendered =
+                    self.repositories
+                        .render(&self.at(revision)[0], &update, &self.capabilities);
+                self.metrics.rendered(started.elapsed());
+                rendered
+            })
+            .collect()
+    }
+
+    /// The sources, the first pinned at `revision` when given.
+    fn at(&self, revision: &Option<String>) -> Vec<Source> {
+        let mut sources = self.sources.clone();
+        if let Some(revision) = revision {
+            sources[0].pin(revision);
+        }
+        sources
+    }
 }
