@@ -8,11 +8,11 @@ mod support;
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Event};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
-use support::break_glass::{open_in_force, window_where};
+use support::break_glass::{open_in_force, wait_for_events, window_where};
 use support::{Repo, config_for, create_app, start_controller, status_where, web};
 use tether_controller::api::BreakGlass;
 use tether_controller::api::break_glass::Resolution;
@@ -58,22 +58,6 @@ fn opening(ns: &TestNamespace, resources: &[&str], ttl: Duration) -> Opening {
         reason: "INC-1234: checkout returns 500s".into(),
         ..support::break_glass::opening(ns, resources, ttl)
     }
-}
-
-/// Waits until the Events of window `name` include each of `reasons`
-/// (they are created after the window's status is written).
-async fn wait_for_events(ns: &TestNamespace, name: &str, reasons: &[&str]) {
-    let events: Api<Event> = Api::namespaced(ns.client.clone(), &ns.name);
-    let about = ListParams::default().fields(&format!("involvedObject.name={name}"));
-    eventually(&format!("Events {reasons:?} about {name}"), || async {
-        let listed = events.list(&about).await.ok()?.items;
-        let seen: Vec<String> = listed.into_iter().filter_map(|e| e.reason).collect();
-        reasons
-            .iter()
-            .all(|reason| seen.iter().any(|s| s == reason))
-            .then_some(())
-    })
-    .await;
 }
 
 #[tokio::test]

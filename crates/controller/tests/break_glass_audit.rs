@@ -10,12 +10,13 @@ use std::path::PathBuf;
 use std::process::Output;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Event};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
-use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::api::{DeleteParams, PostParams};
 use serde_json::json;
 use support::break_glass::{
-    Setup, open_in_force, open_window, opening, refused, restart, setup, window_where,
+    Setup, open_in_force, open_window, opening, refused, restart, setup, wait_for_events,
+    window_where,
 };
 use support::{Repo, create_app, status_where, web};
 use tether_controller::api::BreakGlass;
@@ -74,20 +75,6 @@ async fn verdict_on(
     })
     .await;
     window.status.unwrap().audit_chain.unwrap()
-}
-
-/// Waits for an Event with `reason` about window `name`.
-async fn event(ns: &TestNamespace, name: &str, reason: &str) {
-    let events = ns.api::<Event>();
-    let selector = ListParams::default().fields(&format!("involvedObject.name={name}"));
-    eventually(&format!("a {reason} event"), || async {
-        let listed = events.list(&selector).await.ok()?.items;
-        listed
-            .iter()
-            .any(|e| e.reason.as_deref() == Some(reason))
-            .then_some(())
-    })
-    .await;
 }
 
 /// A ConfigMap dressed as an audit record of `window`.
@@ -179,7 +166,7 @@ async fn an_audit_record_with_an_overflowing_sequence_does_not_crash_the_control
     let verdict = verdict(ns, &name, "Forged").await;
     assert_eq!(verdict.namespace, ctl.name);
     assert!(verdict.message.contains(&squat), "{}", verdict.message);
-    event(ns, &name, "AuditLogBroken").await;
+    wait_for_events(ns, &name, &["AuditLogBroken"]).await;
 }
 
 #[tokio::test]
@@ -207,7 +194,7 @@ async fn a_deleted_audit_record_is_reported_as_a_gap() {
         .unwrap();
     assert_eq!(checked.report.state, ChainState::Gap);
     assert_eq!(checked.records.len(), 2);
-    event(ns, &name, "AuditLogBroken").await;
+    wait_for_events(ns, &name, &["AuditLogBroken"]).await;
 }
 
 #[tokio::test]

@@ -5,13 +5,14 @@
 use std::process::Output;
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Event;
 use kube::ResourceExt;
-use kube::api::Api;
+use kube::api::{Api, ListParams};
 use tether_controller::api::BreakGlass;
 use tether_controller::break_glass::request::{self, Opening};
 use tether_controller::{Config, install};
 use tether_core::window::DEFAULT_MAX_TTL;
-use tether_testkit::{TestNamespace, object_where};
+use tether_testkit::{TestNamespace, eventually, object_where};
 use tokio::task::JoinHandle;
 
 use super::{Repo, config_for, create_app, spawn_controller, status_where, web};
@@ -130,4 +131,20 @@ pub fn refused(output: Output, what: &str) -> String {
         String::from_utf8_lossy(&output.stdout)
     );
     stderr
+}
+
+/// Waits until the Events about `name` (a window) include each of
+/// `reasons` (a window's Events are created after its status is written).
+pub async fn wait_for_events(ns: &TestNamespace, name: &str, reasons: &[&str]) {
+    let events: Api<Event> = Api::namespaced(ns.client.clone(), &ns.name);
+    let about = ListParams::default().fields(&format!("involvedObject.name={name}"));
+    eventually(&format!("Events {reasons:?} about {name}"), || async {
+        let listed = events.list(&about).await.ok()?.items;
+        let seen: Vec<String> = listed.into_iter().filter_map(|e| e.reason).collect();
+        reasons
+            .iter()
+            .all(|reason| seen.iter().any(|s| s == reason))
+            .then_some(())
+    })
+    .await;
 }
