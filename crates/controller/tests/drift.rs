@@ -6,7 +6,7 @@ mod support;
 
 use std::fmt::Debug;
 use std::time::Duration;
-use tether_core::ConditionStatus;
+use tether_core::{ConditionStatus, OperationPhase};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Service};
@@ -421,11 +421,23 @@ async fn a_sync_that_stops_half_way_leaves_accidental_drift_until_it_completes()
     .await;
 
     let second = repo.commit(&web(3, "half"), "three replicas, new greeting");
-    let accidental = |s: &ApplicationStatus| {
-        record(&s.drift, "Deployment", "web")
-            .is_some_and(|e| e.record.kind.as_str() == "Accidental")
+    // A retry of the failed sync marks the operation Running again while
+    // the drift stays recorded: wait for a status between two attempts.
+    let failed_with_accidental = |s: &ApplicationStatus| {
+        let failed = s
+            .operation_state
+            .as_ref()
+            .is_some_and(|o| o.phase == OperationPhase::Failed);
+        failed
+            && record(&s.drift, "Deployment", "web")
+                .is_some_and(|e| e.record.kind.as_str() == "Accidental")
     };
-    let status = status_where(&apps, "the Deployment recorded as Accidental", accidental).await;
+    let status = status_where(
+        &apps,
+        "the sync Failed and the Deployment recorded as Accidental",
+        failed_with_accidental,
+    )
+    .await;
     let operation = status.operation_state.as_ref().unwrap();
     assert_eq!(
         (operation.phase.as_str(), operation.revision.as_str()),
