@@ -249,12 +249,6 @@ async fn three_sharded_replicas_split_the_apps_and_take_over_a_killed_ones_witho
     let (plane, audit_log) = audited_plane("shards");
     let ns = namespace(&plane, "shards").await;
     tether_ok(&ns, &["install", "--namespace", &ns.name]);
-    let repo = many_apps_repo(APPS);
-    for i in 0..APPS {
-        application(&app_name(i), &ns.name, &repo.url(), &app_dir(i))
-            .apply(&ns.client)
-            .await;
-    }
     // Three replicas, each as its own user (the audit log tells them apart).
     let mut running: BTreeMap<&str, Running> = BTreeMap::new();
     for identity in REPLICAS {
@@ -271,6 +265,16 @@ async fn three_sharded_replicas_split_the_apps_and_take_over_a_killed_ones_witho
         "shards held after {:.1} s: {held:?}",
         started.elapsed().as_secs_f64()
     );
+    // The apps come once the shards are split, so each app's objects are
+    // first written by its shard's holder: a replica that started sooner
+    // may hold two shards for a moment (on a busy machine, long enough to
+    // sync their apps), and the writers' turns below start from this split.
+    let repo = many_apps_repo(APPS);
+    for i in 0..APPS {
+        application(&app_name(i), &ns.name, &repo.url(), &app_dir(i))
+            .apply(&ns.client)
+            .await;
+    }
 
     // Every app converges, reconciled by the holder of its shard.
     let apps: Api<Application> = ns.api();
