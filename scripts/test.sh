@@ -41,7 +41,10 @@ setsid nice -n 19 scripts/build-image.sh --tether-only >"$image_build_log" 2>&1 
 image_build=$!
 trap 'kill -- -"$image_build" 2>/dev/null || true; rm -f "$image_build_log"' EXIT
 image_test=the_containerfile_builds_a_static_non_root_image
-cargo test --workspace -- --skip "$image_test"
+# The test binaries run two at a time (TETHER_TEST_JOBS): most of their
+# time is spent waiting on their own control planes, not on the cores.
+cargo test --workspace --no-run --message-format=json |
+  python3 scripts/run-tests.py --jobs "${TETHER_TEST_JOBS:-2}" -- --skip "$image_test"
 if ! wait "$image_build"; then
   echo "test: the image's release build failed:" >&2
   cat "$image_build_log" >&2
