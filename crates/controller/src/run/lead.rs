@@ -4,9 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
 use kube::Client;
 use kube::api::Api;
 use kube::runtime::controller::Controller;
+use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{self, Store};
 use tokio::sync::mpsc;
 
@@ -15,11 +19,12 @@ use super::watches::{
     watched, woken,
 };
 use super::{RunError, Scope, Wiring, apps, windows};
-use crate::api::{BreakGlass, StoredApplication};
+use crate::api::{BreakGlass, Project, StoredApplication};
 use crate::break_glass::key;
 use crate::break_glass::lifecycle::WindowContext;
 use crate::clusters::{Clusters, Target};
 use crate::context::{Config, Context, Ready};
+use crate::credentials::RepositorySecrets;
 use crate::fence::Fence;
 use crate::lease;
 use crate::metrics::{Leading, Metrics};
@@ -47,51 +52,32 @@ pub(super) async fn lead(
     let audit_key = audit_key(&client, &config.lease_namespace).await?;
     warn_unless_controller_namespace(&client, &config.lease_namespace).await;
 
-    // The caches every reconcile reads: windows, repository credentials,
-    // Projects, Applications and registered clusters.
+    let mut running = Running::default();
     let (wake_tx, wake_rx) = mpsc::unbounded_channel::<AppKey>();
-    let live = LiveCache::new(client.clone(), wake_tx.clone());
-    let windows_api = watched::<BreakGlass>(&client, &config);
-    let windows = windows::windows(&client, windows_api.clone(), &config);
-    let (secrets, secrets_watch) = watch_repository_secrets(&client, &config);
-    let (projects, project_changes) = watch_projects(&client);
-    let (projects_ready, projects_waiter) = Ready::of(projects.clone());
-    let (windows_ready, windows_waiter) = Ready::of(windows.store());
-    let (secrets_ready, secrets_waiter) = Ready::of_all(secrets.stores());
+    let caches = Caches::watch(&client, &config, connection, &wake_tx, &mut running);
     let (notifier, notifications) = notifications(&client, &config, &metrics);
-    let (apps_store, apps_writer) = reflector::store();
-    let (cluster_secrets, cluster_secrets_watch) = watch_cluster_secrets(&client, &config);
-    let (cluster_secrets_ready, cluster_secrets_waiter) = Ready::of(cluster_secrets.clone());
-    let clusters = Clusters::new(
-        Target::local(client.clone(), live, connection),
-        &config.lease_namespace,
-        (cluster_secrets, cluster_secrets_ready),
-        wake_tx.clone(),
-    );
+    running.add(notifications);
     let context = Arc::new(
         Context::new(
             client.clone(),
-            clusters,
-            (windows.store(), windows_ready),
-            (secrets, secrets_ready),
+            caches.clusters,
+            (caches.windows.store(), caches.windows_ready),
+            caches.secrets,
             audit_key.clone(),
             metrics.clone(),
             config.clone(),
         )
         .notifying(notifier)
-        .watching_projects((projects, projects_ready))
-        .knowing_apps(apps_store.clone())
+        .watching_projects(caches.projects)
+        .knowing_apps(caches.apps.0.clone())
         .fenced_by(fence(&client, &config, &scope)),
     );
-    let window_context = Arc::new(WindowContext {
-        client: client.clone(),
-        recorder: context.recorder.clone(),
-        notifier: context.notifier.clone(),
-        cap: config.max_window_ttl,
-        audit_namespace: config.lease_namespace.clone(),
-        audit_key,
-    });
-    let windows = windows::keep(windows, sharded.clone(), window_context);
+    let window_context = window_context(&context, audit_key);
+    running.add(windows::keep(
+        caches.windows,
+        sharded.clone(),
+        window_context,
+    ));
     // Load the cluster's health rules before judging anything.
     let rules_changed = crate::observe::health::watch_cluster_rules(
         client.clone(),
@@ -99,6 +85,7 @@ pub(super) async fn lead(
         context.health.clone(),
     )
     .await;
+    let (apps_store, apps_writer) = caches.apps;
     let app_events = applications(
         watched(&client, &config),
         (apps_store.clone(), apps_writer),
@@ -108,41 +95,114 @@ pub(super) async fn lead(
     );
     let _reporting = gauges(&metrics, (apps_store.clone(), &context), &config, &sharded);
     let controller = Controller::for_stream(app_events, apps_store);
-    let apps_seen = controller.store();
     trigger.wire(controller.store(), wake_tx.clone());
     // Poll each repository for apps whose revision moved.
-    let polls = poll::poll(context.clone(), controller.store(), wake_tx);
-    let controller = apps::reconcile_apps(
+    running.add(poll::poll(context.clone(), controller.store(), wake_tx));
+    running.add(sweep_clusters(context.clone(), controller.store()));
+    let (writes, events) = (context.clone(), context.clone());
+    running.add(async move { writes.status_writes.run_deferred().await });
+    running.add(async move { events.recorder.run_flush().await });
+    // Generated apps (ApplicationSets), with the same caches and sources.
+    running.add(crate::app_sets::run(context.clone(), sharded.clone()));
+    running.add(apps::reconcile_apps(
         controller,
         woken(wake_rx),
-        windows_api,
-        futures::stream::select(rules_changed, project_changes),
-        sharded.clone(),
+        caches.windows_api,
+        futures::stream::select(rules_changed, caches.project_changes),
+        sharded,
         context.clone(),
-    );
-    let lost = lost(scope);
-    let deferred_status = context.status_writes.run_deferred();
-    let cluster_sweep = sweep_clusters(context.clone(), apps_seen);
-    let event_series = context.recorder.run_flush();
-    // Generated apps (ApplicationSets), with the same caches and sources.
-    let app_sets = crate::app_sets::run(context.clone(), sharded.clone());
+    ));
     tokio::select! {
-        () = controller => Ok(()),
-        () = polls => Ok(()),
-        () = deferred_status => Ok(()),
-        () = event_series => Ok(()),
-        () = app_sets => Ok(()),
-        () = notifications => Ok(()),
-        () = windows => Ok(()),
-        () = secrets_watch => Ok(()),
-        () = cluster_secrets_watch => Ok(()),
-        () = cluster_secrets_waiter => Ok(()),
-        () = cluster_sweep => Ok(()),
-        () = windows_waiter => Ok(()),
-        () = secrets_waiter => Ok(()),
-        () = projects_waiter => Ok(()),
-        () = lost => Err(lease::LeaseError::Lost.into()),
+        () = running.until_one_ends() => Ok(()),
+        () = lost(scope) => Err(lease::LeaseError::Lost.into()),
     }
+}
+
+/// What runs while this replica leads: the controllers, the watches that
+/// fill the caches and their waiters, the delivery and sweep loops. None
+/// ends on its own; leading ends with the first that does.
+#[derive(Default)]
+struct Running(Vec<BoxFuture<'static, ()>>);
+
+impl Running {
+    fn add(&mut self, part: impl Future<Output = ()> + Send + 'static) {
+        self.0.push(part.boxed());
+    }
+
+    async fn until_one_ends(self) {
+        futures::future::select_all(self.0).await;
+    }
+}
+
+/// The caches every reconcile reads: break-glass windows, repository
+/// credentials, Projects, Applications and registered clusters; each is
+/// ready once first listed.
+struct Caches {
+    windows: Controller<BreakGlass>,
+    windows_api: Api<BreakGlass>,
+    windows_ready: Ready,
+    secrets: (RepositorySecrets, Ready),
+    projects: (Store<Project>, Ready),
+    project_changes: BoxStream<'static, ()>,
+    apps: (Store<StoredApplication>, Writer<StoredApplication>),
+    clusters: Clusters,
+}
+
+impl Caches {
+    /// Starts watching; the watches and the waiters that mark each cache
+    /// ready go to `running`.
+    fn watch(
+        client: &Client,
+        config: &Config,
+        connection: Option<tether_cluster::Connection>,
+        wake: &mpsc::UnboundedSender<AppKey>,
+        running: &mut Running,
+    ) -> Caches {
+        let live = LiveCache::new(client.clone(), wake.clone());
+        let windows_api = watched::<BreakGlass>(client, config);
+        let windows = windows::windows(client, windows_api.clone(), config);
+        let (windows_ready, windows_waiter) = Ready::of(windows.store());
+        let (secrets, secrets_watch) = watch_repository_secrets(client, config);
+        let (secrets_ready, secrets_waiter) = Ready::of_all(secrets.stores());
+        let (projects, project_changes) = watch_projects(client);
+        let (projects_ready, projects_waiter) = Ready::of(projects.clone());
+        let (cluster_secrets, cluster_secrets_watch) = watch_cluster_secrets(client, config);
+        let (cluster_secrets_ready, cluster_secrets_waiter) = Ready::of(cluster_secrets.clone());
+        running.add(windows_waiter);
+        running.add(secrets_watch);
+        running.add(secrets_waiter);
+        running.add(projects_waiter);
+        running.add(cluster_secrets_watch);
+        running.add(cluster_secrets_waiter);
+        let clusters = Clusters::new(
+            Target::local(client.clone(), live, connection),
+            &config.lease_namespace,
+            (cluster_secrets, cluster_secrets_ready),
+            wake.clone(),
+        );
+        Caches {
+            windows,
+            windows_api,
+            windows_ready,
+            secrets: (secrets, secrets_ready),
+            projects: (projects, projects_ready),
+            project_changes: project_changes.boxed(),
+            apps: reflector::store(),
+            clusters,
+        }
+    }
+}
+
+/// What a break-glass window's reconcile needs of the shared context.
+fn window_context(context: &Context, audit_key: key::AuditKey) -> Arc<WindowContext> {
+    Arc::new(WindowContext {
+        client: context.client.clone(),
+        recorder: context.recorder.clone(),
+        notifier: context.notifier.clone(),
+        cap: context.config.max_window_ttl,
+        audit_namespace: context.config.lease_namespace.clone(),
+        audit_key,
+    })
 }
 
 /// Notifications go out from the leader only, as its reconciles find what
