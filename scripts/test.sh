@@ -6,9 +6,14 @@
 # the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step says how long it took, so a slow CI run shows where its time went.
+step_started=$SECONDS
+took() { echo "test: $1 took $((SECONDS - step_started)) s" >&2; step_started=$SECONDS; }
 . scripts/setup.sh
+took "setup"
 
 kube_local="$(scripts/build-kube-local.sh)"
+took "the control plane's build"
 running_before="$(pgrep -fc -- "$kube_local" || true)"
 
 # The local control plane's own checks. -trimpath matches the build above,
@@ -25,10 +30,13 @@ running_before="$(pgrep -fc -- "$kube_local" || true)"
   go vet -trimpath ./...
   go test -trimpath ./...
 )
+took "the control plane's checks"
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+took "fmt and clippy"
 cargo test --workspace --no-run
+took "the tests' build"
 
 # The container image's release build (fat LTO, one codegen unit: minutes,
 # mostly on one core) runs in the background at the lowest priority while
@@ -49,12 +57,16 @@ jobs=2
 [ -n "${TETHER_TEST_KUBECONFIG:-}" ] && jobs=1
 cargo test --workspace --no-run --message-format=json |
   python3 scripts/run-tests.py --jobs "${TETHER_TEST_JOBS:-$jobs}" -- --skip "$image_test"
+took "the tests"
 if ! wait "$image_build"; then
   echo "test: the image's release build failed:" >&2
   cat "$image_build_log" >&2
   exit 1
 fi
+grep -h 'built in' "$image_build_log" >&2 || true
+took "the rest of the image's release build"
 cargo test --workspace --test image
+took "the image test"
 
 # Every test process's control plane stops when the process exits (its
 # stdin pipe closes); give them a moment, then make sure none is left.
