@@ -43,10 +43,6 @@ fi
 tag="${TAG:-tether:dev}"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/tether"
 storage="${TETHER_IMAGE_STORAGE:-$cache/image-storage}"
-# Keep in step with scripts/setup.sh, which builds the same helm for the tests.
-helm_version=v3.22.0
-kustomize_version=v5.8.2
-
 step() { echo "build-image: $*" >&2; }
 seconds() { echo $(($(date +%s) - $1)); }
 
@@ -67,19 +63,11 @@ if [ -n "$tether_only" ]; then
   exit 0
 fi
 
-# Build helm and kustomize without cgo (static), stripped, once per version.
-go_tool() { # go_tool NAME VERSION PACKAGE [LDFLAGS]: prints the binary's path
-  local dir="$cache/image-bin/$1-$2"
-  if [ ! -x "$dir/$1" ]; then
-    step "building $1 $2 from the Go module proxy (once)"
-    CGO_ENABLED=0 GOBIN="$dir" go install -trimpath -ldflags="-s -w ${4:-}" "$3@$2" >&2
-  fi
-  echo "$dir/$1"
-}
+# helm and kustomize: static, stripped, once per version (shared with the
+# tests' helm).
 started=$(date +%s)
-helm="$(go_tool helm "$helm_version" helm.sh/helm/v3/cmd/helm \
-  "-X helm.sh/helm/v3/internal/version.version=$helm_version")"
-kustomize="$(go_tool kustomize "$kustomize_version" sigs.k8s.io/kustomize/kustomize/v5)"
+helm="$(scripts/go-tool.sh helm)"
+kustomize="$(scripts/go-tool.sh kustomize)"
 step "helm and kustomize ready in $(seconds "$started") s"
 
 for binary in "$tether" "$helm" "$kustomize"; do

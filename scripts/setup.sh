@@ -52,12 +52,9 @@ for tool in cargo go kubectl; do
 done
 
 # Helm renders Helm sources; it is built from the Go module proxy once and
-# cached, so the Helm tests run on every machine rather than being skipped.
+# cached (the same static binary the container image ships), so the Helm
+# tests run on every machine rather than being skipped.
 if ! command -v helm >/dev/null 2>&1; then
-  tools="${XDG_CACHE_HOME:-$HOME/.cache}/tether/bin"
-  if [ ! -x "$tools/helm" ]; then
-    echo "setup: building helm from the Go module proxy (once)" >&2
-    GOBIN="$tools" go install helm.sh/helm/v3/cmd/helm@v3.22.0
-  fi
-  export PATH="$tools:$PATH"
+  helm="$("$(dirname "${BASH_SOURCE[0]}")/go-tool.sh" helm)"
+  export PATH="$(dirname "$helm"):$PATH"
 fi

@@ -1,16 +1,28 @@
 //! Where tests find the external tools Tether renders with (`helm`,
-//! `kustomize`): on `PATH`, or where `scripts/setup.sh`
-//! (`~/.cache/tether/bin`) or `go install` (`~/go/bin`) put them.
+//! `kustomize`): on `PATH`, or where `scripts/go-tool.sh`
+//! (`~/.cache/tether/image-bin/NAME-VERSION`) or `go install` (`~/go/bin`)
+//! put them.
 
 use std::path::PathBuf;
 
-/// The folders searched for a tool, in order: `PATH`, then
-/// `~/.cache/tether/bin` and `~/go/bin`.
+/// The folders searched for a tool, in order: `PATH`, then the folders of
+/// `~/.cache/tether/image-bin` (or under `XDG_CACHE_HOME`) and `~/go/bin`.
 pub fn tool_dirs() -> Vec<PathBuf> {
     let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join(".cache"));
+    let mut built: Vec<PathBuf> = std::fs::read_dir(cache.join("tether/image-bin"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .collect();
+    built.sort();
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
-        .chain([home.join(".cache/tether/bin"), home.join("go/bin")])
+        .chain(built)
+        .chain([home.join("go/bin")])
         .collect()
 }
 
@@ -22,7 +34,7 @@ pub fn helm_dir() -> Option<PathBuf> {
         .find(|dir| dir.join("helm").is_file());
     if found.is_none() {
         eprintln!(
-            "skipped: helm is not installed (scripts/setup.sh builds it into ~/.cache/tether/bin)"
+            "skipped: helm is not installed (scripts/setup.sh builds it with scripts/go-tool.sh)"
         );
     }
     found
