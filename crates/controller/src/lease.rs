@@ -16,6 +16,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use crate::context::{Config, ReplicaPod};
 use crate::serve::probe::Probe;
+use crate::watch_retry::Retrying;
 
 /// The label on the leading replica's pod (`"true"`): the Service routes
 /// webhooks to the leader only, the one replica that acts on them.
@@ -161,7 +162,7 @@ async fn given_back(client: &Client, namespace: &str) {
     let leases: Api<Lease> = Api::namespaced(client.clone(), namespace);
     let config = watcher::Config::default().fields(&format!("metadata.name={LEASE_NAME}"));
     let mut seen_held = false;
-    let mut events = std::pin::pin!(watcher(leases, config).default_backoff().applied_objects());
+    let mut events = std::pin::pin!(watcher(leases, config).retrying().applied_objects());
     while let Some(event) = events.next().await {
         let Ok(lease) = event else { continue };
         let holder = lease

@@ -46,6 +46,7 @@ pub mod serve;
 pub mod shards;
 pub mod single_writer;
 pub mod sync;
+pub mod watch_retry;
 
 pub use context::{Config, Context};
 pub use run::{Wiring, run, run_until, run_with};

@@ -24,12 +24,13 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, DeleteParams};
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use tether_core::shard::{self, Shard};
 use tokio::sync::watch;
 
 use crate::lease::{self, Hold};
+use crate::watch_retry::Retrying;
 
 /// The prefix of the replicas' heartbeat Leases.
 pub const HEARTBEAT_PREFIX: &str = "tether-replica-";
@@ -218,15 +219,13 @@ impl Keeper {
         let (store, writer) = reflector::store();
         self.leases = store;
         let api: Api<Lease> = Api::namespaced(self.client.clone(), &self.namespace);
-        let watch = reflector::reflector(
-            writer,
-            watcher(api, watcher::Config::default()).default_backoff(),
-        )
-        .for_each(|event| async move {
-            if let Err(error) = event {
-                tracing::warn!(%error, "the Lease watch was interrupted; retrying");
-            }
-        });
+        let watch =
+            reflector::reflector(writer, watcher(api, watcher::Config::default()).retrying())
+                .for_each(|event| async move {
+                    if let Err(error) = event {
+                        tracing::warn!(%error, "the Lease watch was interrupted; retrying");
+                    }
+                });
         let keep = async {
             let name = heartbeat_name(&self.identity);
             while self.heartbeat.is_none() {

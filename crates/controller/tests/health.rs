@@ -25,6 +25,7 @@ use support::{
 use tether_controller::api::application::HealthInfo;
 use tether_controller::api::{Application, ApplicationStatus};
 use tether_controller::observe::health::RULES_CONFIGMAP;
+use tether_controller::watch_retry::Retrying;
 use tether_testkit::{TestNamespace, assert_starts_with, eventually, has_condition};
 
 /// One test's namespace and repository.
@@ -116,7 +117,7 @@ fn record_statuses(apps: &Api<Application>) -> Arc<Mutex<Vec<ApplicationStatus>>
         apps.clone(),
         watcher::Config::default().fields("metadata.name=shop"),
     )
-    .default_backoff()
+    .retrying()
     .applied_objects();
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);

@@ -21,6 +21,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::{self, Store, store::Writer};
 use kube::runtime::watcher::{self, Event};
 use tether_controller::api::{BreakGlass, StoredApplication};
+use tether_controller::watch_retry::Retrying;
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -246,7 +247,7 @@ async fn tell_app_changes(
     scope: String,
 ) {
     let watched = watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
+        .retrying()
         .modify(StoredApplication::forget_managed_fields);
     reflector::reflector(writer, watched)
         .for_each(|event| {
@@ -291,7 +292,7 @@ async fn tell_window_changes(
     changes: broadcast::Sender<()>,
 ) {
     watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
+        .retrying()
         .for_each(|event| {
             match event {
                 Ok(Event::Apply(_) | Event::Delete(_)) => {

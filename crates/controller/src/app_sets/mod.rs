@@ -27,6 +27,7 @@ use crate::api::application_set::{PARAMETERS_GENERATED, RESOURCES_UP_TO_DATE};
 use crate::api::{Application, ApplicationSet};
 use crate::context::Context;
 use crate::shards::{self, Shards};
+use crate::watch_retry::Retrying;
 pub use write::FIELD_MANAGER;
 
 /// Why a round of one set failed (its status says so too).
@@ -56,12 +57,10 @@ pub async fn run(ctx: Arc<Context>, sharded: Option<Shards>) {
     };
     // Status writes (the set's own) do not wake it: only its spec and identity.
     let (reader, writer) = reflector::store();
-    let changes = reflector::reflector(
-        writer,
-        watcher(sets, watcher::Config::default()).default_backoff(),
-    )
-    .applied_objects()
-    .predicate_filter(spec_changed, Default::default());
+    let changes =
+        reflector::reflector(writer, watcher(sets, watcher::Config::default()).retrying())
+            .applied_objects()
+            .predicate_filter(spec_changed, Default::default());
     // A generated app deleted by hand is made again at once.
     let deleted = deleted_apps(&ctx);
     Controller::for_stream(changes, reader)
@@ -98,7 +97,7 @@ fn deleted_apps(ctx: &Context) -> impl futures::Stream<Item = ObjectRef<Applicat
         None => Api::all(ctx.client.clone()),
     };
     watcher(apps, watcher::Config::default().labels(SET_LABEL))
-        .default_backoff()
+        .retrying()
         .filter_map(|event| async move {
             let watcher::Event::Delete(app) = event.ok()? else {
                 return None;

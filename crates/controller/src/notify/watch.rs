@@ -8,9 +8,10 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 
 use super::table::RouteTable;
+use crate::watch_retry::Retrying;
 
 /// Watches ConfigMap `name` in `namespace` and loads its routes into
 /// `table` on every change (and its absence when it is deleted); runs
@@ -25,7 +26,7 @@ pub async fn watch_routes(
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let writer = reflector::store::Writer::default();
     let store: Store<ConfigMap> = writer.as_reader();
-    let stream = reflector::reflector(writer, watcher(api, config).default_backoff());
+    let stream = reflector::reflector(writer, watcher(api, config).retrying());
     let mut stream = std::pin::pin!(stream);
     while let Some(event) = stream.next().await {
         match event {

@@ -18,13 +18,14 @@ use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use serde_json::Value;
 use tether_core::health::rules::assess_stacked;
 use tether_core::health::{Health, RuleSet};
 use tokio::sync::mpsc;
 
 use crate::observe::live::AppKey;
+use crate::watch_retry::Retrying;
 
 /// The ConfigMap holding cluster-wide health rules, in the controller's
 /// namespace. Every key is one rules file (the format of
@@ -220,7 +221,7 @@ pub async fn watch_cluster_rules(
     let writer = reflector::store::Writer::default();
     let store: Store<ConfigMap> = writer.as_reader();
     let (changed_tx, changed_rx) = mpsc::unbounded_channel();
-    let stream = reflector::reflector(writer, watcher(api, config).default_backoff());
+    let stream = reflector::reflector(writer, watcher(api, config).retrying());
     let reader = store.clone();
     let watched = rules.clone();
     tokio::spawn(async move {

@@ -19,6 +19,7 @@ use tether_core::tracking::APP_LABEL;
 use tokio::sync::{mpsc, watch};
 
 use super::packed::PackedStore;
+use crate::watch_retry::Retrying;
 
 /// An Application to reconcile, named by namespace and name.
 pub type AppKey = (String, String);
@@ -194,13 +195,11 @@ impl LiveCache {
             api_version: served.resource.api_version.clone(),
             kind: served.resource.kind.clone(),
         };
-        let stream = watcher(api, config)
-            .default_backoff()
-            .modify(move |object| {
-                if object.types.is_none() {
-                    object.types = Some(types.clone());
-                }
-            });
+        let stream = watcher(api, config).retrying().modify(move |object| {
+            if object.types.is_none() {
+                object.types = Some(types.clone());
+            }
+        });
         let task = tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(event) = stream.next().await {

@@ -19,6 +19,7 @@ use crate::context::{Config, Context};
 use crate::credentials;
 use crate::observe::live::AppKey;
 use crate::serve::probe::Probe;
+use crate::watch_retry::Retrying;
 use tether_cluster::remote::CLUSTER_LABEL;
 
 /// The API of `K` in the watched namespace, else in every namespace.
@@ -51,7 +52,7 @@ pub(super) fn applications(
     reflector::reflector(
         writer,
         watcher(api, watcher::Config::default())
-            .default_backoff()
+            .retrying()
             .modify(StoredApplication::forget_managed_fields),
     )
     .inspect(move |event| match event {
@@ -101,7 +102,7 @@ pub(super) fn watch_projects(
             Api::<Project>::all(client.clone()),
             watcher::Config::default(),
         )
-        .default_backoff(),
+        .retrying(),
     )
     .filter_map(|event| async move {
         match event {
@@ -146,7 +147,7 @@ pub(super) fn watch_repository_secrets(
         };
         let (store, writer) = reflector::store();
         stores.push((namespace, store));
-        let watch = reflector::reflector(writer, watcher(api, labelled.clone()).default_backoff())
+        let watch = reflector::reflector(writer, watcher(api, labelled.clone()).retrying())
             .for_each(|event| async move {
                 if let Err(error) = event {
                     tracing::warn!(%error, "the repository Secret watch was interrupted; retrying");
@@ -181,7 +182,7 @@ pub(super) fn watch_cluster_secrets(
     let api: Api<Secret> = Api::namespaced(client.clone(), &config.lease_namespace);
     let labelled = watcher::Config::default().labels(&format!("{CLUSTER_LABEL}=true"));
     let (store, writer) = reflector::store();
-    let watch = reflector::reflector(writer, watcher(api, labelled).default_backoff()).for_each(
+    let watch = reflector::reflector(writer, watcher(api, labelled).retrying()).for_each(
         |event| async move {
             if let Err(error) = event {
                 tracing::warn!(%error, "the cluster Secret watch was interrupted; retrying");
