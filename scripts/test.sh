@@ -12,27 +12,21 @@ took() { echo "test: $1 took $((SECONDS - step_started)) s" >&2; step_started=$S
 . scripts/setup.sh
 took "setup"
 
-kube_local="$(scripts/build-kube-local.sh)"
-took "the control plane's build"
-running_before="$(pgrep -fc -- "$kube_local" || true)"
-
-# The local control plane's own checks. -trimpath matches the build above,
-# so vet and test reuse its compiled packages instead of compiling
-# Kubernetes a second time. go vet runs every analyzer over the program and
-# all it imports (minutes on a fresh machine); go test would run a subset of
-# them over the same again, so it skips vet.
-(
-  cd tools/kube-local
-  unformatted="$(gofmt -l .)"
-  if [ -n "$unformatted" ]; then
-    echo "test: gofmt would reformat (run gofmt -w in tools/kube-local):" >&2
-    echo "$unformatted" >&2
-    exit 1
-  fi
-  go vet -trimpath ./...
-  go test -trimpath -vet=off ./...
-)
-took "the control plane's checks"
+# Three things run at once, as each leaves the cores idle at moments (a
+# crate or a Go package that everything after it waits for, a link): the
+# local control plane's build and checks, below cargo's priority; the
+# container image's release build (fat LTO, one codegen unit: minutes,
+# mostly on one core), at the lowest, on until the image test at the end;
+# and in front, cargo's formatting, lints and the tests' build. The image
+# build locks only its own profile's build directory.
+kube_local_log="$(mktemp)"
+setsid nice -n 10 scripts/check-kube-local.sh >"$kube_local_log" 2>&1 &
+kube_local_checks=$!
+image_build_log="$(mktemp)"
+setsid nice -n 19 scripts/build-image.sh --tether-only >"$image_build_log" 2>&1 &
+image_build=$!
+trap 'kill -- -"$kube_local_checks" -"$image_build" 2>/dev/null || true
+  rm -f "$kube_local_log" "$image_build_log"' EXIT
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
@@ -40,16 +34,19 @@ took "fmt and clippy"
 cargo test --workspace --no-run
 took "the tests' build"
 
-# The container image's release build (fat LTO, one codegen unit: minutes,
-# mostly on one core) runs in the background at the lowest priority while
-# the other tests wait on their control planes; the image test runs last
-# and finds it built. It locks only its own profile's build directory.
-# (--workspace --test image, not -p tether-cli: the same features as the
-# workspace's build, so the test binary is not compiled again.)
-image_build_log="$(mktemp)"
-setsid nice -n 19 scripts/build-image.sh --tether-only >"$image_build_log" 2>&1 &
-image_build=$!
-trap 'kill -- -"$image_build" 2>/dev/null || true; rm -f "$image_build_log"' EXIT
+if ! wait "$kube_local_checks"; then
+  echo "test: the local control plane's build or checks failed:" >&2
+  cat "$kube_local_log" >&2
+  exit 1
+fi
+cat "$kube_local_log" >&2
+took "the rest of the control plane's build and checks"
+kube_local="$(scripts/build-kube-local.sh)"
+running_before="$(pgrep -fc -- "$kube_local" || true)"
+
+# The image test runs last and finds the release build done. (--workspace
+# --test image, not -p tether-cli: the same features as the workspace's
+# build, so the test binary is not compiled again.)
 image_test=the_containerfile_builds_a_static_non_root_image
 # The test binaries run two at a time (TETHER_TEST_JOBS): most of their
 # time is spent waiting on their own control planes, not on the cores. On
