@@ -1,12 +1,15 @@
 //! Where tests find the external tools Tether renders with (`helm`,
-//! `kustomize`): on `PATH`, or where `scripts/go-tool.sh`
-//! (`~/.cache/tether/image-bin/NAME-VERSION`) or `go install` (`~/go/bin`)
-//! put them.
+//! `kustomize`): on `PATH`, or where `scripts/go-tool.sh` puts helm
+//! (`~/.cache/tether/image-bin/helm-VERSION`) or `go install` (`~/go/bin`)
+//! puts them. Not the kustomize it builds for the image: without one on
+//! `PATH`, kustomize sources render with `kubectl kustomize`, whose error
+//! texts the bad-input corpus expects.
 
 use std::path::PathBuf;
 
-/// The folders searched for a tool, in order: `PATH`, then the folders of
-/// `~/.cache/tether/image-bin` (or under `XDG_CACHE_HOME`) and `~/go/bin`.
+/// The folders searched for a tool, in order: `PATH`, then the helm
+/// folders of `~/.cache/tether/image-bin` (or under `XDG_CACHE_HOME`) and
+/// `~/go/bin`.
 pub fn tool_dirs() -> Vec<PathBuf> {
     let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
     let cache = std::env::var_os("XDG_CACHE_HOME")
@@ -16,6 +19,7 @@ pub fn tool_dirs() -> Vec<PathBuf> {
         .into_iter()
         .flatten()
         .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with("helm-"))
         .map(|entry| entry.path())
         .collect();
     built.sort();
