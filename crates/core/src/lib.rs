@@ -11,6 +11,7 @@ pub mod app_set;
 pub mod argocd;
 pub mod attribution;
 pub mod audit;
+pub mod backoff;
 pub mod capabilities;
 pub mod conditions;
 pub mod dependency;

@@ -17,6 +17,8 @@
 
 use std::time::Duration;
 
+use crate::backoff::doubling;
+
 /// How a watch failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WatchFailure {
@@ -43,10 +45,11 @@ impl WatchRetry {
             WatchFailure::Unanswered => (&mut self.unanswered, 500, 4_000, 0.25),
         };
         *attempts = attempts.saturating_add(1);
-        let doubled = 1u64
-            .checked_shl(*attempts - 1)
-            .map_or(u64::MAX, |factor| factor.saturating_mul(first));
-        let wait = Duration::from_millis(doubled.min(ceiling));
+        let wait = doubling(
+            *attempts,
+            Duration::from_millis(first),
+            Duration::from_millis(ceiling),
+        );
         wait.mul_f64(1.0 + spread * jitter.clamp(0.0, 1.0))
     }
 

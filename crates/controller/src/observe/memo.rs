@@ -271,10 +271,7 @@ fn retry_anyway(attempts: u32) -> Duration {
 
 /// `base · 2^(attempts-1)`, at most `max`.
 pub fn backoff(attempts: u32, base: Duration, max: Duration) -> Duration {
-    let factor = 1u32
-        .checked_shl(attempts.saturating_sub(1))
-        .unwrap_or(u32::MAX);
-    base.saturating_mul(factor).min(max)
+    tether_core::backoff::doubling(attempts, base, max)
 }
 
 /// A stable-within-this-process hash of a desired object.
