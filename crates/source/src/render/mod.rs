@@ -15,6 +15,7 @@ mod helm_cluster_calls;
 mod jsonnet;
 mod kustomize;
 mod process;
+mod stderr;
 
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;

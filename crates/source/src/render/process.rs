@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::stderr::one_line;
 use super::{RenderError, Sandbox, SandboxMode, find_program};
 
 /// Where the materialized source is mounted inside the sandbox.
@@ -177,39 +178,6 @@ fn renderer_command(run: &Run<'_>, sandbox: &Sandbox) -> Result<Command, RenderE
     Ok(command)
 }
 
-/// A renderer's standard error as one line for a condition message: its
-/// non-blank lines joined with `; `, without helm's advice to rerun with
-/// `--debug` (there is no command line to rerun) or kubectl's log prefix
-/// (`E1205 07:57:42.622746  2 run.go:72] `), whose time would make every
-/// failed render a new message.
-fn one_line(errors: &str) -> String {
-    errors
-        .lines()
-        .map(|line| without_log_prefix(line.trim()))
-        .filter(|line| !line.is_empty() && !line.starts_with("Use --debug flag"))
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
-/// `line` without a klog header: a severity letter, `MMDD hh:mm:ss.micros`,
-/// a thread id and `file:line] `.
-fn without_log_prefix(line: &str) -> &str {
-    let mut words = line.splitn(4, ' ').filter(|w| !w.is_empty());
-    let is_header = |(first, time): (&str, &str)| {
-        first.len() == 5
-            && first.starts_with(['I', 'W', 'E', 'F'])
-            && first[1..].bytes().all(|b| b.is_ascii_digit())
-            && time.len() > 8
-            && time.as_bytes()[2] == b':'
-    };
-    match (words.next(), words.next()) {
-        (Some(first), Some(time)) if is_header((first, time)) => line
-            .split_once("] ")
-            .map_or(line, |(_, rest)| rest.trim_start()),
-        _ => line,
-    }
-}
-
 /// The signal number of SIGABRT on every Linux architecture.
 const SIGABRT: i32 = 6;
 
@@ -341,22 +309,4 @@ fn network_namespaces_work() -> bool {
             .status()
             .is_ok_and(|s| s.success())
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_renderers_error_output_becomes_one_line() {
-        let helm = "Error: execution error at (web/templates/cm.yaml:1:3): required\n\n\
-                    Use --debug flag to render out invalid YAML\n";
-        assert_eq!(
-            one_line(helm),
-            "Error: execution error at (web/templates/cm.yaml:1:3): required"
-        );
-        assert_eq!(one_line("a\n  b\n"), "a; b");
-        let kubectl = "E1205 07:57:42.787296       2 run.go:72] \"command failed\" err=\"x\"\n";
-        assert_eq!(one_line(kubectl), "\"command failed\" err=\"x\"");
-    }
 }
