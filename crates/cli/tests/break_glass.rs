@@ -12,12 +12,13 @@ use support::{Repo, app_create_shop, run_controller, run_controller_resyncing, t
 use tether_testkit::{TestNamespace, eventually};
 
 /// Runs `tether break-glass open shop -n NS MORE…` and returns the name of
-/// the window it opened (printed as `opened NS/NAME …`), once the
-/// controller has marked it Open (it knows windows from its watch, a
-/// moment after they are created; a change before that is reverted).
+/// the window it opened (printed as `opened NS/NAME …`). The command returns
+/// only once the controller has marked the window Open (a change made
+/// before that would be reverted), so it is Open at once.
 async fn open_window(ns: &TestNamespace, more: &[&str]) -> String {
     let args = [&["break-glass", "open", "shop", "-n", &ns.name][..], more].concat();
     let opened = tether_ok(ns, &args);
+    assert!(opened.contains("self-heal is suspended"), "{opened}");
     let name = opened
         .split_whitespace()
         .nth(1)
@@ -25,10 +26,7 @@ async fn open_window(ns: &TestNamespace, more: &[&str]) -> String {
         .unwrap()
         .to_string();
     let window = format!("breakglass/{name}");
-    eventually(&format!("{window} Open"), || async {
-        (ns.jsonpath(&window, "{.status.phase}") == "Open").then_some(())
-    })
-    .await;
+    assert_eq!(ns.jsonpath(&window, "{.status.phase}"), "Open", "{opened}");
     name
 }
 
@@ -274,5 +272,40 @@ async fn adopt_wakes_the_app_and_closing_as_adopted_afterwards_just_closes() {
     assert_eq!(
         ns.jsonpath("configmap/settings", "{.data.greeting}"),
         "degraded"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn break_glass_open_without_a_controller_fails_naming_the_window_it_created() {
+    let ns = TestNamespace::create("cli-unopened").await;
+    let repo = Repo::new();
+    repo.commit(
+        &[("app/cm.yaml", support::config_map("settings", "a"))],
+        "cm",
+    );
+    let n = ns.name.as_str();
+    tether_ok(&ns, &["install", "-n", n]);
+    app_create_shop(&ns, &repo);
+
+    let open = |more: &[&str]| {
+        let args = [&["break-glass", "open", "shop", "-n", n][..], more].concat();
+        tether(&ns, &args)
+    };
+    let output = open(&["--reason", "INC-5", "--timeout", "2"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("BreakGlass {n}/shop-"))
+            && stderr.contains("was created, but no controller opened it within 2s"),
+        "{stderr}"
+    );
+
+    // --no-wait returns at once, saying it did not wait.
+    let output = open(&["--reason", "INC-6", "--no-wait"]);
+    let opened = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{opened}");
+    assert!(
+        opened.contains("(not waiting for the controller)"),
+        "{opened}"
     );
 }

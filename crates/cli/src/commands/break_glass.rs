@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use kube::ResourceExt;
@@ -57,6 +57,14 @@ pub enum BreakGlassCommand {
         /// How long self-heal stays suspended: 90s, 30m, 2h, 1h30m.
         #[arg(long, default_value = "1h")]
         ttl: String,
+        /// Return once the window is created, without waiting for the
+        /// controller to open it (until it does, self-heal may still revert
+        /// changes in its scope).
+        #[arg(long)]
+        no_wait: bool,
+        /// How long to wait for the controller to open the window, in seconds.
+        #[arg(long, default_value_t = 30)]
+        timeout: u64,
     },
     /// List windows (of one app, or all), newest first.
     List { app: Option<String> },
@@ -117,6 +125,8 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
             resources,
             reason,
             ttl,
+            no_wait,
+            timeout,
         } => {
             let opening = Opening {
                 namespace,
@@ -129,7 +139,8 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
                 ttl: parse_ttl(&ttl)?,
                 max_ttl,
             };
-            open(&client, opening).await?;
+            let wait = (!no_wait).then(|| Duration::from_secs(timeout));
+            open(&client, opening, wait).await?;
         }
         BreakGlassCommand::List { app } => list_windows(client, &namespace, app).await?,
         BreakGlassCommand::Show {
@@ -174,15 +185,27 @@ pub async fn run(args: BreakGlassArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `tether break-glass open`.
-async fn open(client: &kube::Client, opening: Opening) -> anyhow::Result<()> {
+/// `tether break-glass open`: creates the window and, unless `wait` is
+/// None, waits that long for the controller to open it.
+async fn open(
+    client: &kube::Client,
+    opening: Opening,
+    wait: Option<Duration>,
+) -> anyhow::Result<()> {
     let namespace = opening.namespace.clone();
-    let window = request::open(client, opening).await?;
+    let mut window = request::open(client, opening).await?;
+    if let Some(within) = wait {
+        window = request::opened(client, &window, within).await?;
+    }
     outln!(
-        "BreakGlass {namespace}/{} opened by {} until {}",
+        "BreakGlass {namespace}/{} opened by {} until {}{}",
         window.name_any(),
         window.spec.opened_by.username,
-        window.spec.expires_at
+        window.spec.expires_at,
+        match wait {
+            Some(_) => "; self-heal is suspended in its scope",
+            None => " (not waiting for the controller)",
+        }
     );
     Ok(())
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::runtime::wait::await_condition;
 use kube::{Client, ResourceExt};
 use serde_json::json;
 use tether_core::window::{TtlTooLong, WindowPhase, is_privileged_group, within_cap};
@@ -18,6 +19,7 @@ use crate::api::break_glass::{
 use crate::api::{Application, BreakGlass};
 
 use super::APP_LABEL;
+use super::lifecycle::OPEN_CONDITION;
 
 /// Why a request about a window was refused. Nothing was changed.
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +60,18 @@ pub enum RequestError {
         window: String,
         message: String,
     },
+    #[error(
+        "BreakGlass {namespace}/{window} was created, but no controller opened it within {seconds}s: \
+         until one does, self-heal may revert changes in its scope (is `tether run` watching \
+         namespace {namespace}?)"
+    )]
+    NotOpened {
+        namespace: String,
+        window: String,
+        seconds: u64,
+    },
+    #[error("{object}: watching for the controller's answer: {message}")]
+    Watch { object: String, message: String },
     #[error(transparent)]
     TooLong(#[from] TtlTooLong),
     #[error(
@@ -182,6 +196,72 @@ pub async fn open(client: &Client, opening: Opening) -> Result<BreakGlass, Reque
     api.create(&PostParams::default(), &window)
         .await
         .map_err(about(new))
+}
+
+/// Waits, at most `within`, for the controller to take the new `window` in
+/// hand, and returns it once it is Open: from then on self-heal leaves its
+/// scope alone. A change made before that may still be reverted, which is
+/// why `tether break-glass open` waits. A window the controller marks
+/// Invalid is refused with the controller's reason.
+pub async fn opened(
+    client: &Client,
+    window: &BreakGlass,
+    within: Duration,
+) -> Result<BreakGlass, RequestError> {
+    let namespace = window.namespace().unwrap_or_default();
+    let name = window.name_any();
+    let api: Api<BreakGlass> = Api::namespaced(client.clone(), &namespace);
+    let decided = await_condition(api, &name, |window: Option<&BreakGlass>| {
+        window.is_some_and(|w| w.status.as_ref().is_some_and(|s| s.phase.is_some()))
+    });
+    let object = format!("BreakGlass {namespace}/{name}");
+    let window = match tokio::time::timeout(within, decided).await {
+        Ok(Ok(Some(window))) => window,
+        Ok(Ok(None)) => {
+            return Err(RequestError::UnknownWindow {
+                namespace,
+                window: name,
+            });
+        }
+        Ok(Err(error)) => {
+            return Err(RequestError::Watch {
+                object,
+                message: error.to_string(),
+            });
+        }
+        Err(_) => {
+            return Err(RequestError::NotOpened {
+                namespace,
+                window: name,
+                seconds: within.as_secs(),
+            });
+        }
+    };
+    match window.status.as_ref().and_then(|s| s.phase) {
+        Some(WindowPhase::Open) => Ok(window),
+        Some(WindowPhase::Invalid) => Err(RequestError::Invalid {
+            namespace,
+            window: name,
+            message: open_condition_message(&window),
+        }),
+        phase => Err(RequestError::NotOpen {
+            namespace,
+            window: name,
+            phase: phase.unwrap_or(WindowPhase::Invalid),
+            action: "used",
+        }),
+    }
+}
+
+/// The controller's message on the window's `Open` condition.
+fn open_condition_message(window: &BreakGlass) -> String {
+    window
+        .status
+        .iter()
+        .flat_map(|status| &status.conditions)
+        .find(|c| c.type_ == OPEN_CONDITION)
+        .map(|c| c.message.clone())
+        .unwrap_or_default()
 }
 
 /// `resource` as the app's inventory names it (with its group and
