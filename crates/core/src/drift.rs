@@ -333,11 +333,11 @@ impl FlapGuard {
         };
         if history.reverts.len() >= allowed {
             history.backoffs += 1;
-            let factor = 2u32.saturating_pow(history.backoffs - 1);
-            let delay = policy
-                .first_backoff
-                .saturating_mul(factor)
-                .min(policy.max_backoff);
+            let delay = crate::backoff::doubling(
+                history.backoffs,
+                policy.first_backoff,
+                policy.max_backoff,
+            );
             let until = now + delay;
             history.until = Some(until);
             history.reverts.clear();

@@ -68,10 +68,11 @@ pub fn failing_delay(interval: Duration, failures: u32) -> Duration {
     if failures == 0 {
         return Duration::ZERO;
     }
-    let factor = 1u32 << failures.min(16);
-    let wait = interval
-        .saturating_mul(factor)
-        .min(MAX_FAILING_WAIT.max(interval));
+    let wait = crate::backoff::doubling(
+        failures.saturating_add(1),
+        interval,
+        MAX_FAILING_WAIT.max(interval),
+    );
     wait.saturating_sub(interval)
 }
 

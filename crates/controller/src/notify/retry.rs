@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use tether_core::backoff::doubling;
+
 /// How a message is tried. The default: 5 tries, 8 s after the first,
 /// then 16, 32 and 64 s (120 s in all), each request given 10 s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +32,7 @@ impl RetryPolicy {
     /// The wait after failed try `tried` (from 1) before the next, or
     /// `None` when that was the last.
     pub fn delay_after(&self, tried: u32) -> Option<Duration> {
-        (tried < self.tries).then(|| self.first_delay * 2u32.saturating_pow(tried - 1))
+        (tried < self.tries).then(|| doubling(tried, self.first_delay, Duration::MAX))
     }
 
     /// Every wait between tries, in order.
