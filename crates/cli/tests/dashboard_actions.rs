@@ -211,6 +211,10 @@ async fn sync_now_heals_and_a_window_is_refused_without_a_reason_then_opened_and
         .unwrap();
     assert_eq!(window.spec.opened_by.username, me.username);
     assert_eq!(window.spec.reason, "INC-7: checkout 500s");
+    // The page returns once the controller has opened the window.
+    assert!(location.contains("self-heal+is+suspended"), "{location}");
+    let phase = window.status.and_then(|s| s.phase);
+    assert_eq!(phase, Some(tether_core::window::WindowPhase::Open));
 
     // A change inside the window is recorded in it.
     ns.kubectl_ok(&["scale", "deployment/web", "--replicas=4"]);

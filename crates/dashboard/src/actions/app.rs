@@ -1,13 +1,14 @@
 //! The actions on an Application.
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use axum::response::Response;
 use kube::ResourceExt;
 use kube::api::Api;
 use maud::html;
 use tether_controller::api::Application;
-use tether_controller::break_glass::request::{self, Opening};
+use tether_controller::break_glass::request::{self, Opening, RequestError};
 use tether_controller::request::{SyncRequest, request_sync_with};
 use tether_controller::sync::preview::preview_application;
 use tether_source::Repositories;
@@ -137,6 +138,10 @@ pub async fn open_page(asked: Asked) -> Response {
     asked.confirm(&app_page(&asked), names, what, pages::open_fields())
 }
 
+/// How long opening a window waits for the controller to mark it Open
+/// before the page says it has not yet.
+const OPEN_WAIT: Duration = Duration::from_secs(10);
+
 pub async fn open(Post { asked, form }: Post) -> Response {
     let Asked {
         shared,
@@ -154,16 +159,26 @@ pub async fn open(Post { asked, form }: Post) -> Response {
             ttl: window.ttl,
             max_ttl: MAX_TTL,
         };
-        request::open(&user.client, opening)
+        let window = request::open(&user.client, opening)
             .await
-            .map_err(|error| super::window::failure_of(&error, user, ns, name))
+            .map_err(|error| super::window::failure_of(&error, user, ns, name))?;
+        // As `tether break-glass open`: the window is in force once the
+        // controller has marked it Open; until then a change may be reverted.
+        match request::opened(&user.client, &window, OPEN_WAIT).await {
+            Ok(window) => Ok((window, "; self-heal is suspended in its scope")),
+            Err(RequestError::NotOpened { .. }) => Ok((
+                window,
+                "; no controller has opened it yet, so self-heal may still revert changes in its scope",
+            )),
+            Err(error) => Err(super::window::failure_of(&error, user, ns, name)),
+        }
     };
     match opened.await {
-        Ok(window) => done(
+        Ok((window, state)) => done(
             shared,
             &pages::window_path(&window),
             &format!(
-                "BreakGlass {ns}/{} opened by {} until {}",
+                "BreakGlass {ns}/{} opened by {} until {}{state}",
                 window.name_any(),
                 window.spec.opened_by.username,
                 window.spec.expires_at
