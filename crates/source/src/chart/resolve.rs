@@ -171,45 +171,11 @@ impl Charts {
         let http = Http::new(&base, credentials)?;
         let registry = self.registry(&http, &base, credentials);
         let repository = &reference.repository;
-        // A digest pins the manifest; a version or range names tags.
-        let (pinned, constraint) = match wanted.version.rsplit_once('@') {
-            Some((version, digest)) => (Some(digest), version),
-            None if wanted.version.starts_with("sha256:") => (Some(wanted.version), ""),
-            None => (None, wanted.version),
+        let pick = pick(wanted, kind, &registry, repository)?;
+        let reference = match &pick {
+            Pick::Digest(digest) => digest.clone(),
+            Pick::Tag(tag) => tag.clone(),
         };
-        let parsed = match kind {
-            Kind::Chart => Some(Constraint::parse(constraint).map_err(invalid)?),
-            // An artifact's tag may be any name (`latest`, `main-3f2a1b`);
-            // only a range picks among tags.
-            Kind::Artifact => Constraint::parse(constraint)
-                .ok()
-                .filter(|c| !matches!(c, Constraint::Latest | Constraint::Exact(_))),
-        };
-        let tag = match (pinned, parsed) {
-            (Some(_), _) => None,
-            (None, None) if constraint.is_empty() => Some("latest".to_string()),
-            (None, None) => Some(constraint.to_string()),
-            (None, Some(Constraint::Exact(version))) => Some(oci::tag_of(&version.to_string())),
-            (None, Some(constraint)) => {
-                let tags = registry.tags(repository)?;
-                let versions: Vec<String> = tags.iter().map(|tag| oci::version_of(tag)).collect();
-                let best = constraint
-                    .highest(versions.iter().map(String::as_str))
-                    .ok_or_else(|| ChartError::NotFound {
-                        url: format!("{base}/v2/{repository}/tags/list"),
-                        reason: index::no_match(
-                            repository,
-                            &constraint,
-                            versions.iter().map(String::as_str),
-                        ),
-                    })?;
-                Some(oci::tag_of(best))
-            }
-        };
-        let reference = pinned
-            .map(str::to_string)
-            .or(tag.clone())
-            .unwrap_or_default();
         let (manifest, manifest_digest) = registry.manifest(repository, &reference)?;
         let layer = manifest
             .layers
@@ -219,9 +185,10 @@ impl Charts {
                 url: format!("{base}/v2/{repository}/manifests/{reference}"),
                 reason: kind.missing().to_string(),
             })?;
-        let version = match tag {
-            Some(tag) => oci::version_of(&tag),
-            None => [
+        let version = match pick {
+            Pick::Tag(tag) => oci::version_of(&tag),
+            // Pinned by digest: the version the manifest declares, if any.
+            Pick::Digest(_) => [
                 "org.opencontainers.image.version",
                 "org.opencontainers.image.revision",
             ]
@@ -247,6 +214,66 @@ impl Charts {
 }
 
 /// What an OCI manifest holds: a Helm chart, or an artifact of files.
+/// The manifest a wanted version names in a registry.
+enum Pick {
+    /// Pinned by digest (`1.2.3@sha256:…` or `sha256:…`).
+    Digest(String),
+    /// By tag: named, or the highest version among the repository's tags
+    /// that a range allows.
+    Tag(String),
+}
+
+/// Which manifest of `repository` `wanted`'s version names.
+fn pick(
+    wanted: &Wanted<'_>,
+    kind: Kind,
+    registry: &oci::Registry<'_>,
+    repository: &str,
+) -> Result<Pick, ChartError> {
+    let (pinned, constraint) = match wanted.version.rsplit_once('@') {
+        Some((version, digest)) => (Some(digest), version),
+        None if wanted.version.starts_with("sha256:") => (Some(wanted.version), ""),
+        None => (None, wanted.version),
+    };
+    let parsed = match kind {
+        Kind::Chart => {
+            Some(
+                Constraint::parse(constraint).map_err(|reason| ChartError::Invalid {
+                    url: wanted.repo_url.to_string(),
+                    reason,
+                })?,
+            )
+        }
+        // An artifact's tag may be any name (`latest`, `main-3f2a1b`);
+        // only a range picks among tags.
+        Kind::Artifact => Constraint::parse(constraint)
+            .ok()
+            .filter(|c| !matches!(c, Constraint::Latest | Constraint::Exact(_))),
+    };
+    let tag = match (pinned, parsed) {
+        (Some(digest), _) => return Ok(Pick::Digest(digest.to_string())),
+        (None, None) if constraint.is_empty() => "latest".to_string(),
+        (None, None) => constraint.to_string(),
+        (None, Some(Constraint::Exact(version))) => oci::tag_of(&version.to_string()),
+        (None, Some(constraint)) => {
+            let tags = registry.tags(repository)?;
+            let versions: Vec<String> = tags.iter().map(|tag| oci::version_of(tag)).collect();
+            let best = constraint
+                .highest(versions.iter().map(String::as_str))
+                .ok_or_else(|| ChartError::NotFound {
+                    url: format!("{}/v2/{repository}/tags/list", registry.base),
+                    reason: index::no_match(
+                        repository,
+                        &constraint,
+                        versions.iter().map(String::as_str),
+                    ),
+                })?;
+            oci::tag_of(best)
+        }
+    };
+    Ok(Pick::Tag(tag))
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Chart,
