@@ -65,64 +65,15 @@ pub fn parse_push(
     body: &[u8],
     secret: &[u8],
 ) -> Result<Push, WebhookError> {
-    let (provider, event) =
-        if let Some(event) = header("X-Gitea-Event").or_else(|| header("X-Forgejo-Event")) {
-            ("gitea", event)
-        } else if let Some(event) = header("X-GitHub-Event") {
-            ("github", event)
-        } else if let Some(event) = header("X-Gitlab-Event") {
-            ("gitlab", event)
-        } else {
-            return Err(WebhookError::BadRequest(
-                "not a GitHub, GitLab, Gitea or Forgejo event".into(),
-            ));
-        };
-    let unauthorized = |reason| WebhookError::Unauthorized { provider, reason };
-    match provider {
-        "gitlab" => {
-            let token = header("X-Gitlab-Token").ok_or(unauthorized("missing X-Gitlab-Token"))?;
-            if !constant_time_eq(token.as_bytes(), secret) {
-                return Err(unauthorized("X-Gitlab-Token does not match"));
-            }
-        }
-        _ => {
-            let signature = header("X-Hub-Signature-256")
-                .or_else(|| header("X-Gitea-Signature").map(|s| format!("sha256={s}")))
-                .or_else(|| header("X-Forgejo-Signature").map(|s| format!("sha256={s}")))
-                .ok_or(unauthorized("missing signature header"))?;
-            let hex_digest = signature
-                .strip_prefix("sha256=")
-                .ok_or(unauthorized("signature is not sha256=…"))?;
-            let expected =
-                hex::decode(hex_digest).map_err(|_| unauthorized("signature is not hex"))?;
-            let mut mac =
-                Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
-            mac.update(body);
-            mac.verify_slice(&expected)
-                .map_err(|_| unauthorized("signature does not match"))?;
-        }
-    }
+    let (provider, event) = sender(&header)?;
+    authenticate(provider, &header, body, secret)?;
     let is_push = matches!(event.as_str(), "push" | "Push Hook" | "Tag Push Hook");
     if !is_push {
         return Err(WebhookError::Ignored { provider, event });
     }
     let payload: Value =
         serde_json::from_slice(body).map_err(|e| WebhookError::BadRequest(e.to_string()))?;
-    let repository = &payload["repository"];
-    let project = &payload["project"];
-    let repo_urls: Vec<String> = [
-        &repository["clone_url"],
-        &repository["ssh_url"],
-        &repository["html_url"],
-        &repository["git_http_url"],
-        &repository["git_ssh_url"],
-        &project["git_http_url"],
-        &project["git_ssh_url"],
-        &project["web_url"],
-    ]
-    .iter()
-    .filter_map(|v| v.as_str().map(str::to_string))
-    .collect();
+    let repo_urls = repository_urls(&payload);
     let git_ref = payload["ref"].as_str().unwrap_or_default().to_string();
     if repo_urls.is_empty() || git_ref.is_empty() {
         return Err(WebhookError::BadRequest(
@@ -147,6 +98,74 @@ pub fn parse_push(
         before: commit("before"),
         after: commit("after"),
     })
+}
+
+/// Who sent the request (`gitea` for Gitea and Forgejo, `github`,
+/// `gitlab`) and the event it names.
+fn sender(
+    header: &impl Fn(&str) -> Option<String>,
+) -> Result<(&'static str, String), WebhookError> {
+    if let Some(event) = header("X-Gitea-Event").or_else(|| header("X-Forgejo-Event")) {
+        Ok(("gitea", event))
+    } else if let Some(event) = header("X-GitHub-Event") {
+        Ok(("github", event))
+    } else if let Some(event) = header("X-Gitlab-Event") {
+        Ok(("gitlab", event))
+    } else {
+        Err(WebhookError::BadRequest(
+            "not a GitHub, GitLab, Gitea or Forgejo event".into(),
+        ))
+    }
+}
+
+/// Checks the request's proof of the shared `secret`: GitLab's token, or
+/// the others' HMAC-SHA256 signature of `body`.
+fn authenticate(
+    provider: &'static str,
+    header: &impl Fn(&str) -> Option<String>,
+    body: &[u8],
+    secret: &[u8],
+) -> Result<(), WebhookError> {
+    let unauthorized = |reason| WebhookError::Unauthorized { provider, reason };
+    if provider == "gitlab" {
+        let token = header("X-Gitlab-Token").ok_or(unauthorized("missing X-Gitlab-Token"))?;
+        return match constant_time_eq(token.as_bytes(), secret) {
+            true => Ok(()),
+            false => Err(unauthorized("X-Gitlab-Token does not match")),
+        };
+    }
+    let signature = header("X-Hub-Signature-256")
+        .or_else(|| header("X-Gitea-Signature").map(|s| format!("sha256={s}")))
+        .or_else(|| header("X-Forgejo-Signature").map(|s| format!("sha256={s}")))
+        .ok_or(unauthorized("missing signature header"))?;
+    let hex_digest = signature
+        .strip_prefix("sha256=")
+        .ok_or(unauthorized("signature is not sha256=…"))?;
+    let expected = hex::decode(hex_digest).map_err(|_| unauthorized("signature is not hex"))?;
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
+    mac.update(body);
+    mac.verify_slice(&expected)
+        .map_err(|_| unauthorized("signature does not match"))
+}
+
+/// Every URL the push payload gives for its repository (clone, SSH, web;
+/// GitHub and Gitea under `repository`, GitLab under `project` too).
+fn repository_urls(payload: &Value) -> Vec<String> {
+    let repository = &payload["repository"];
+    let project = &payload["project"];
+    [
+        &repository["clone_url"],
+        &repository["ssh_url"],
+        &repository["html_url"],
+        &repository["git_http_url"],
+        &repository["git_ssh_url"],
+        &project["git_http_url"],
+        &project["git_ssh_url"],
+        &project["web_url"],
+    ]
+    .iter()
+    .filter_map(|v| v.as_str().map(str::to_string))
+    .collect()
 }
 
 /// The most commits GitHub lists in a push webhook; a list this long may
