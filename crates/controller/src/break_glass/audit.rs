@@ -245,54 +245,14 @@ impl AuditLog {
             window: window_name(window),
             count: chain.count,
         })?;
-        let uid = window.uid().unwrap_or_default();
-        let namespace = window.namespace().unwrap_or_default();
-        let body = json!({
-            "sequence": sequence,
-            "window": window.name_any(),
-            "windowNamespace": namespace,
-            "windowUid": uid,
-            "application": change.app,
-            "reason": window.spec.reason,
-            "openedBy": window.spec.opened_by.username,
-            "kind": tether_core::drift::DriftKind::Emergency,
-            "object": change.object,
-            "fields": change.fields,
-            "recordedAt": change.recorded_at,
-            "previousDigest": chain.digest,
-        });
-        let text = serde_json::to_string_pretty(&body).expect("a JSON value serializes");
+        let text = record_text(window, chain, change, sequence);
         let seal = chain_mac(self.key.bytes(), &chain.digest, text.as_bytes());
+        let uid = window.uid().unwrap_or_default();
         let mut name = format!("audit-{uid}-{sequence:05}");
         if unpredictable {
             name = format!("{name}-{}", seal.get(..8).unwrap_or_default());
         }
-        let mut labels = BTreeMap::from([
-            (WINDOW_UID_LABEL.to_string(), uid.clone()),
-            (WINDOW_NAMESPACE_LABEL.to_string(), namespace.clone()),
-        ]);
-        // A label value holds at most 63 characters; the annotation always
-        // names the window.
-        if window.name_any().len() <= 63 {
-            labels.insert(WINDOW_NAME_LABEL.to_string(), window.name_any());
-        }
-        let configmap = ConfigMap {
-            metadata: ObjectMeta {
-                name: Some(name.clone()),
-                labels: Some(labels),
-                annotations: Some(BTreeMap::from([
-                    (MAC_ANNOTATION.to_string(), seal.clone()),
-                    (
-                        WINDOW_ANNOTATION.to_string(),
-                        format!("{namespace}/{}", window.name_any()),
-                    ),
-                ])),
-                ..ObjectMeta::default()
-            },
-            immutable: Some(true),
-            data: Some(BTreeMap::from([(RECORD_KEY.to_string(), text)])),
-            ..ConfigMap::default()
-        };
+        let configmap = record_configmap(window, &name, &seal, text);
         configmaps
             .create(&PostParams::default(), &configmap)
             .await
@@ -313,6 +273,62 @@ impl AuditLog {
             },
         );
         Ok(next)
+    }
+}
+
+/// The text of audit record `sequence` of `window`: `change`, whose
+/// window it was made in and why, and the digest of the record before it.
+fn record_text(window: &BreakGlass, chain: &Chain, change: &Change<'_>, sequence: u64) -> String {
+    let body = json!({
+        "sequence": sequence,
+        "window": window.name_any(),
+        "windowNamespace": window.namespace().unwrap_or_default(),
+        "windowUid": window.uid().unwrap_or_default(),
+        "application": change.app,
+        "reason": window.spec.reason,
+        "openedBy": window.spec.opened_by.username,
+        "kind": tether_core::drift::DriftKind::Emergency,
+        "object": change.object,
+        "fields": change.fields,
+        "recordedAt": change.recorded_at,
+        "previousDigest": chain.digest,
+    });
+    serde_json::to_string_pretty(&body).expect("a JSON value serializes")
+}
+
+/// The immutable ConfigMap `name` that holds record `text`, sealed with
+/// `seal`, labelled with its window's uid, namespace and (when it fits in
+/// a label) name.
+fn record_configmap(window: &BreakGlass, name: &str, seal: &str, text: String) -> ConfigMap {
+    let namespace = window.namespace().unwrap_or_default();
+    let mut labels = BTreeMap::from([
+        (
+            WINDOW_UID_LABEL.to_string(),
+            window.uid().unwrap_or_default(),
+        ),
+        (WINDOW_NAMESPACE_LABEL.to_string(), namespace.clone()),
+    ]);
+    // A label value holds at most 63 characters; the annotation always
+    // names the window.
+    if window.name_any().len() <= 63 {
+        labels.insert(WINDOW_NAME_LABEL.to_string(), window.name_any());
+    }
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            labels: Some(labels),
+            annotations: Some(BTreeMap::from([
+                (MAC_ANNOTATION.to_string(), seal.to_string()),
+                (
+                    WINDOW_ANNOTATION.to_string(),
+                    format!("{namespace}/{}", window.name_any()),
+                ),
+            ])),
+            ..ObjectMeta::default()
+        },
+        immutable: Some(true),
+        data: Some(BTreeMap::from([(RECORD_KEY.to_string(), text)])),
+        ..ConfigMap::default()
     }
 }
 
