@@ -1,9 +1,10 @@
 //! Where tests find the external tools Tether renders with (`helm`,
 //! `kustomize`): on `PATH`, or where `scripts/go-tool.sh` puts helm
 //! (`~/.cache/tether/image-bin/helm-VERSION`) or `go install` (`~/go/bin`)
-//! puts them. Not the kustomize it builds for the image: without one on
-//! `PATH`, kustomize sources render with `kubectl kustomize`, whose error
-//! texts the bad-input corpus expects.
+//! puts them. Not the kustomize it builds for the image, so that a test
+//! renders with the same kustomize whether or not the image's was built
+//! yet (`kubectl kustomize` without one on `PATH`); a test that wants it
+//! asks [`built_kustomize_dir`].
 
 use std::path::PathBuf;
 
@@ -11,23 +12,41 @@ use std::path::PathBuf;
 /// folders of `~/.cache/tether/image-bin` (or under `XDG_CACHE_HOME`) and
 /// `~/go/bin`.
 pub fn tool_dirs() -> Vec<PathBuf> {
-    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(built("helm"))
+        .chain([home().join("go/bin")])
+        .collect()
+}
+
+/// The folder where `scripts/go-tool.sh kustomize` built the image's
+/// kustomize, if it did.
+pub fn built_kustomize_dir() -> Option<PathBuf> {
+    built("kustomize").pop()
+}
+
+/// The folders `scripts/go-tool.sh` built `tool` into
+/// (`~/.cache/tether/image-bin/TOOL-VERSION`, or under `XDG_CACHE_HOME`)
+/// that hold it, oldest version first.
+fn built(tool: &str) -> Vec<PathBuf> {
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
-        .unwrap_or_else(|| home.join(".cache"));
-    let mut built: Vec<PathBuf> = std::fs::read_dir(cache.join("tether/image-bin"))
+        .unwrap_or_else(|| home().join(".cache"));
+    let prefix = format!("{tool}-");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(cache.join("tether/image-bin"))
         .into_iter()
         .flatten()
         .flatten()
-        .filter(|entry| entry.file_name().to_string_lossy().starts_with("helm-"))
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with(&prefix))
         .map(|entry| entry.path())
+        .filter(|dir| dir.join(tool).is_file())
         .collect();
-    built.sort();
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(built)
-        .chain([home.join("go/bin")])
-        .collect()
+    dirs.sort();
+    dirs
+}
+
+fn home() -> PathBuf {
+    PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
 }
 
 /// The folder holding `helm`; `None`, saying the test is skipped, without

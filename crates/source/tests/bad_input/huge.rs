@@ -57,7 +57,12 @@ fn refused(files: &[(&str, Vec<u8>)]) -> (String, Duration, usize) {
     reset_peak();
     let (before, _) = memory();
     let started = Instant::now();
-    let outcome = render_snapshot(&snapshot, &serde_json::json!({"directory": {}}), "");
+    let outcome = render_snapshot(
+        &snapshot,
+        &serde_json::json!({"directory": {}}),
+        "",
+        &crate::run::sandbox(),
+    );
     let took = started.elapsed();
     let (_, peak) = memory();
     match outcome {

@@ -28,7 +28,7 @@ pub fn sandbox() -> Sandbox {
     }
 }
 
-pub fn run_case(case: &Case) -> Outcome {
+pub fn run_case(case: &Case, sandbox: &Sandbox) -> Outcome {
     match &case.input {
         Input::Render {
             files,
@@ -47,7 +47,7 @@ pub fn run_case(case: &Case) -> Outcome {
                     .entries
                     .insert(link.clone(), Entry::Symlink(target.clone()));
             }
-            render_snapshot(&snapshot, renderer, path)
+            render_snapshot(&snapshot, renderer, path, sandbox)
         }
         Input::Webhook {
             headers,
@@ -85,18 +85,17 @@ pub fn run_case(case: &Case) -> Outcome {
     }
 }
 
-pub fn render_snapshot(snapshot: &Files, renderer: &serde_json::Value, path: &str) -> Outcome {
+pub fn render_snapshot(
+    snapshot: &Files,
+    renderer: &serde_json::Value,
+    path: &str,
+    sandbox: &Sandbox,
+) -> Outcome {
     let renderer: Renderer = match serde_json::from_value(renderer.clone()) {
         Ok(renderer) => renderer,
         Err(error) => panic!("renderer {renderer}: {error}"),
     };
-    match render(
-        &renderer,
-        snapshot,
-        path,
-        &sandbox(),
-        &Capabilities::default(),
-    ) {
+    match render(&renderer, snapshot, path, sandbox, &Capabilities::default()) {
         Ok(manifests) => Outcome::Accepted(format!(
             "{} objects: {}",
             manifests.len(),
