@@ -37,6 +37,7 @@ pub mod shard;
 pub mod state;
 pub mod sync_window;
 pub mod tracking;
+pub mod verify;
 pub mod vocabulary;
 pub mod watch_retry;
 mod wildcard;

@@ -15,6 +15,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+pub use tether_core::verify::VerifyMode;
 
 use crate::detect::RendererKind;
 use crate::directory::DirectoryOptions;
@@ -307,25 +308,6 @@ pub struct Verification {
     /// Trusted SSH keys in `allowed_signers` format (`principal key-type key`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub allowed_signers: String,
-}
-
-tether_core::vocabulary! {
-    /// Which signatures a source must carry (`spec.source.verify.mode`).
-    #[derive(Default)]
-    pub enum VerifyMode("verification mode") {
-        /// No signature is required.
-        #[default]
-        None = "none",
-        /// The commit must be signed by a trusted key.
-        Head = "head",
-        /// The revision must be an annotated tag signed by a trusted key.
-        Tag = "tag",
-        /// Both the tag and the commit it points to must be signed.
-        TagAndHead = "tag-and-head",
-        /// A chart's Helm provenance (`.prov`) must be signed by a trusted
-        /// OpenPGP key and name the archive's digest. Charts only.
-        Provenance = "provenance",
-    }
 }
 
 /// A revision, classified.

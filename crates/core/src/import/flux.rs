@@ -11,6 +11,7 @@ use super::report::{Fields, Finding, Report};
 use super::{
     Detect, Input, Options, Place, Renderer, application, entry_texts, interval, other_namespaces,
 };
+use crate::verify::VerifyMode;
 
 const KUSTOMIZE_OPTION: &str =
     "Tether's kustomize renderer takes no options: write it in a kustomization.yaml at the path";
@@ -381,12 +382,14 @@ pub(crate) fn git_source(input: &Input, options: &Options) -> (Value, Vec<Findin
     }
     let mut verify = spec.nested("verify");
     if let Some(mode) = verify.text("mode") {
+        // Flux's modes are HEAD, Tag and TagAndHEAD; an unknown one gets the
+        // strictest, so nothing the Flux user meant to check goes unchecked.
         let mode = match mode.to_ascii_lowercase().as_str() {
-            "head" => "head",
-            "tag" => "tag",
-            _ => "tag-and-head",
+            "head" => VerifyMode::Head,
+            "tag" => VerifyMode::Tag,
+            _ => VerifyMode::TagAndHead,
         };
-        out.insert("verify".into(), json!({"mode": mode}));
+        out.insert("verify".into(), json!({"mode": mode.as_str()}));
         let keys_at = verify.at("secretRef");
         verify.drop("secretRef");
         report.not_mapped(
