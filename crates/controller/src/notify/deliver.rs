@@ -136,9 +136,9 @@ impl Deliverer {
             Target::Secret(secret) => match self.read(secret).await {
                 Ok(value) => match route::http_url(&String::from_utf8_lossy(value.expose())) {
                     Ok(url) => url,
-                    Err(message) => {
+                    Err(problem) => {
                         return Verdict::Refused(format!(
-                            "{}: {message}",
+                            "{}: {problem}",
                             self.secret_name(secret)
                         ));
                     }

@@ -12,9 +12,9 @@ use reqwest::Url;
 use serde::Deserialize;
 use serde_json::Value;
 use tether_core::notice::{Notice, NoticeKind};
-use tether_core::vocabulary::Vocabulary;
+use tether_core::vocabulary::{UnknownWord, Vocabulary};
 
-use super::selector::AppSelector;
+use super::selector::{AppSelector, SelectorProblem};
 
 tether_core::vocabulary! {
     /// A route's payload format.
@@ -85,9 +85,9 @@ impl Route {
     /// event of every Application, as JSON, unauthenticated.
     pub fn webhook(index: usize, url: &str) -> Result<Route, RouteError> {
         let name = format!("notify-webhook-{index}");
-        let url = http_url(url).map_err(|message| RouteError::Flag {
+        let url = http_url(url).map_err(|problem| RouteError::Flag {
             route: name.clone(),
-            message,
+            problem,
         })?;
         Ok(Route {
             name,
@@ -131,17 +131,52 @@ pub fn shown(url: &Url) -> String {
     }
 }
 
-/// `text` as an absolute http(s) URL with a host. The error never repeats
-/// the text (it may hold a token).
-pub fn http_url(text: &str) -> Result<Url, String> {
-    let url = Url::parse(text.trim()).map_err(|error| format!("url: {error}"))?;
+/// `text` as an absolute http(s) URL with a host.
+pub fn http_url(text: &str) -> Result<Url, UrlProblem> {
+    let url = Url::parse(text.trim()).map_err(UrlProblem::Unparsable)?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        return Err(format!(
-            "url: {}: scheme is not http or https, or there is no host",
-            shown(&url)
-        ));
+        return Err(UrlProblem::NotHttp { shown: shown(&url) });
     }
     Ok(url)
+}
+
+/// The URL parser's error (`url::ParseError`, named through reqwest's
+/// `Url`): its text is a reason, never the input.
+type UrlParseError = <Url as std::str::FromStr>::Err;
+
+/// Why a text is not a route's URL. Neither says the text (it may hold a
+/// token): the parser's reason, or the URL as [`shown`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlProblem {
+    #[error("url: {0}")]
+    Unparsable(UrlParseError),
+    #[error("url: {shown}: scheme is not http or https, or there is no host")]
+    NotHttp { shown: String },
+}
+
+/// What is wrong with one written route.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RouteProblem {
+    /// A field is missing, unknown or of the wrong type; `path` is where
+    /// (`events[2]`), empty for the route itself.
+    #[error("{}{message}", if path.is_empty() { String::new() } else { format!("{path}: ") })]
+    Field { path: String, message: String },
+    #[error("exactly one of url and urlSecretRef is needed")]
+    Target,
+    #[error(transparent)]
+    Url(#[from] UrlProblem),
+    #[error("events: empty (list event words, or \"*\" for all)")]
+    NoEvents,
+    #[error("events: {0}")]
+    Event(#[from] UnknownWord),
+    #[error(transparent)]
+    Selector(#[from] SelectorProblem),
+    #[error("auth {0} needs a secretRef")]
+    AuthWithoutSecret(AuthKind),
+    #[error("secretRef needs auth: bearer or hmac (how the secret is used)")]
+    SecretWithoutAuth,
+    #[error("another route has this name")]
+    NameTaken,
 }
 
 /// Why a route was left out. Each names where it was written and the
@@ -151,15 +186,15 @@ pub enum RouteError {
     /// The whole key is not a YAML list of routes: none of it is used.
     #[error("{origin}: not a list of routes: {message}")]
     Document { origin: String, message: String },
-    #[error("{origin} line {line}: route {route}: {message}")]
+    #[error("{origin} line {line}: route {route}: {problem}")]
     Route {
         origin: String,
         line: u64,
         route: String,
-        message: String,
+        problem: RouteProblem,
     },
-    #[error("--notify-webhook {route}: {message}")]
-    Flag { route: String, message: String },
+    #[error("--notify-webhook {route}: {problem}")]
+    Flag { route: String, problem: UrlProblem },
 }
 
 /// A route as written in the ConfigMap.
@@ -220,24 +255,27 @@ pub fn parse(
             Some(name) => format!("{name:?}"),
             None => format!("#{}", index + 1),
         };
-        let error = |message: String| RouteError::Route {
+        let error = |problem: RouteProblem| RouteError::Route {
             origin: origin.to_string(),
             line: spanned.referenced.line(),
             route: route.clone(),
-            message,
+            problem,
         };
         let checked = serde_path_to_error::deserialize::<_, Written>(&spanned.value)
-            .map_err(|error| match error.path().to_string().as_str() {
-                "." => error.inner().to_string(),
-                path => format!("{path}: {}", error.inner()),
+            .map_err(|error| RouteProblem::Field {
+                path: match error.path().to_string().as_str() {
+                    "." => String::new(),
+                    path => path.to_string(),
+                },
+                message: error.inner().to_string(),
             })
             .and_then(check);
         match checked {
             Ok(checked) if !taken.insert(checked.name.clone()) => {
-                errors.push(error("another route has this name".to_string()))
+                errors.push(error(RouteProblem::NameTaken))
             }
             Ok(checked) => routes.push(checked),
-            Err(message) => errors.push(error(message)),
+            Err(problem) => errors.push(error(problem)),
         }
     }
     (routes, errors)
@@ -245,25 +283,21 @@ pub fn parse(
 
 /// A written route, checked: one target, known event words, a valid
 /// selector, and credentials with a way to use them (or neither).
-fn check(written: Written) -> Result<Route, String> {
+fn check(written: Written) -> Result<Route, RouteProblem> {
     let target = match (written.url, written.url_secret_ref) {
         (Some(url), None) => Target::Url(http_url(&url)?),
         (None, Some(secret)) => Target::Secret(secret),
-        _ => return Err("exactly one of url and urlSecretRef is needed".to_string()),
+        _ => return Err(RouteProblem::Target),
     };
     let events = events(&written.events)?;
     if let Some(problem) = written.selector.problem() {
-        return Err(problem);
+        return Err(problem.into());
     }
     let auth = match (written.auth, written.secret_ref) {
         (Some(kind), Some(secret)) => Some(Auth { kind, secret }),
         (None, None) => None,
-        (Some(kind), None) => return Err(format!("auth {kind} needs a secretRef")),
-        (None, Some(_)) => {
-            return Err(
-                "secretRef needs auth: bearer or hmac (how the secret is used)".to_string(),
-            );
-        }
+        (Some(kind), None) => return Err(RouteProblem::AuthWithoutSecret(kind)),
+        (None, Some(_)) => return Err(RouteProblem::SecretWithoutAuth),
     };
     Ok(Route {
         name: written.name,
@@ -275,18 +309,15 @@ fn check(written: Written) -> Result<Route, String> {
     })
 }
 
-fn events(words: &[String]) -> Result<Events, String> {
+fn events(words: &[String]) -> Result<Events, RouteProblem> {
     if words.is_empty() {
-        return Err("events: empty (list event words, or \"*\" for all)".to_string());
+        return Err(RouteProblem::NoEvents);
     }
     if words.iter().any(|word| word == "*") {
         return Ok(Events::All);
     }
-    words
-        .iter()
-        .map(|word| NoticeKind::parse(word).map_err(|error| format!("events: {error}")))
-        .collect::<Result<_, _>>()
-        .map(Events::Only)
+    let kinds = words.iter().map(|word| NoticeKind::parse(word));
+    Ok(Events::Only(kinds.collect::<Result<_, _>>()?))
 }
 
 #[cfg(test)]

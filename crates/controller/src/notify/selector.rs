@@ -69,22 +69,26 @@ impl AppSelector {
 
     /// Why the selector is not valid, if it is not: `In` and `NotIn` need
     /// values, `Exists` and `DoesNotExist` take none (as the API server says).
-    pub fn problem(&self) -> Option<String> {
+    pub fn problem(&self) -> Option<SelectorProblem> {
         self.match_expressions.iter().find_map(|requirement| {
             let wants_values = matches!(requirement.operator, Operator::In | Operator::NotIn);
+            let (key, operator) = (requirement.key.clone(), requirement.operator);
             match (wants_values, requirement.values.is_empty()) {
-                (true, true) => Some(format!(
-                    "selector key {:?}: operator {} needs values",
-                    requirement.key, requirement.operator
-                )),
-                (false, false) => Some(format!(
-                    "selector key {:?}: operator {} takes no values",
-                    requirement.key, requirement.operator
-                )),
+                (true, true) => Some(SelectorProblem::NeedsValues { key, operator }),
+                (false, false) => Some(SelectorProblem::TakesNoValues { key, operator }),
                 _ => None,
             }
         })
     }
+}
+
+/// A `matchExpressions` requirement whose values do not fit its operator.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectorProblem {
+    #[error("selector key {key:?}: operator {operator} needs values")]
+    NeedsValues { key: String, operator: Operator },
+    #[error("selector key {key:?}: operator {operator} takes no values")]
+    TakesNoValues { key: String, operator: Operator },
 }
 
 impl Requirement {
@@ -169,12 +173,15 @@ mod tests {
     fn an_operator_without_its_values_or_with_values_it_takes_not_is_a_problem() {
         let missing = selector(json!({"matchExpressions": [{"key": "tier", "operator": "In"}]}));
         assert_eq!(
-            missing.problem().unwrap(),
+            missing.problem().unwrap().to_string(),
             "selector key \"tier\": operator In needs values"
         );
         let extra = selector(json!({"matchExpressions": [
             {"key": "tier", "operator": "Exists", "values": ["x"]}]}));
-        assert!(extra.problem().unwrap().contains("takes no values"));
+        assert_eq!(
+            extra.problem().unwrap().to_string(),
+            "selector key \"tier\": operator Exists takes no values"
+        );
         let unknown = serde_json::from_value::<AppSelector>(json!({"matchExpressions": [
             {"key": "tier", "operator": "Like", "values": ["x"]}]}));
         assert!(
