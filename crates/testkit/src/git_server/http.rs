@@ -182,121 +182,165 @@ fn serve(
     log: &Mutex<Vec<String>>,
 ) {
     let mut reader = BufReader::new(stream);
-    loop {
-        let mut request_line = String::new();
-        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut parts = request_line.split_whitespace();
-        let (method, target) = (
-            parts.next().unwrap_or("").to_string(),
-            parts.next().unwrap_or("/").to_string(),
-        );
-        let mut headers = Vec::new();
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).is_err() {
-                return;
-            }
-            let line = line.trim_end().to_string();
-            if line.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = line.split_once(':') {
-                headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
-            }
-        }
-        let header = |name: &str| {
-            headers
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| v.clone())
-        };
-        let body = if header("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
-            read_chunked(&mut reader)
-        } else {
-            let length: usize = header("content-length")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            body
-        };
-        log.lock().unwrap().push(logged(&request_line, &body));
-        if let Some(expected) = expected_auth
-            && header("authorization").as_deref() != Some(expected)
-        {
-            let _ = reader.get_mut().write_all(
-                b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"git\"\r\nContent-Length: 0\r\n\r\n",
-            );
-            let _ = reader.get_mut().flush();
-            continue;
-        }
-        let (path, query) = target.split_once('?').unwrap_or((&target, ""));
-        if let Handler::Files = handler {
-            let reply = file_reply(base, path, header("if-none-match").as_deref());
-            if reader.get_mut().write_all(&reply).is_err() || reader.get_mut().flush().is_err() {
-                return;
-            }
-            continue;
-        }
-        let mut child = Command::new("git")
-            .arg("http-backend")
-            .env_clear()
-            .env("GIT_PROJECT_ROOT", base)
-            .env("GIT_HTTP_EXPORT_ALL", "1")
-            .env("PATH_INFO", path)
-            .env("QUERY_STRING", query)
-            .env("REQUEST_METHOD", &method)
-            .env("CONTENT_TYPE", header("content-type").unwrap_or_default())
-            .env("CONTENT_LENGTH", body.len().to_string())
-            .env("GIT_PROTOCOL", header("git-protocol").unwrap_or_default())
-            .env("REMOTE_ADDR", "127.0.0.1")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        std::thread::spawn(move || {
-            let _ = stdin.write_all(&body);
-        });
-        let mut output = Vec::new();
-        child
-            .stdout
-            .take()
+    while let Some(request) = read_request(&mut reader) {
+        log.lock()
             .unwrap()
-            .read_to_end(&mut output)
-            .unwrap();
-        let _ = child.wait();
-        let split = output
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .map(|i| (i, 4))
-            .or_else(|| output.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2)))
-            .unwrap_or((output.len(), 0));
-        let (head, rest) = (
-            String::from_utf8_lossy(&output[..split.0]).to_string(),
-            &output[split.0 + split.1..],
-        );
-        let mut status = "200 OK".to_string();
-        let mut response = Vec::new();
-        for line in head.lines() {
-            if let Some(value) = line.strip_prefix("Status:") {
-                status = value.trim().to_string();
-            } else if !line.is_empty() {
-                response.extend_from_slice(format!("{line}\r\n").as_bytes());
+            .push(logged(&request.line, &request.body));
+        let reply = if expected_auth.is_some() && request.header("authorization") != expected_auth {
+            b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"git\"\r\nContent-Length: 0\r\n\r\n".to_vec()
+        } else {
+            match handler {
+                Handler::Files => file_reply(base, request.path(), request.header("if-none-match")),
+                Handler::Git => cgi_reply(&http_backend(base, request)),
             }
-        }
-        let mut reply =
-            format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\n", rest.len()).into_bytes();
-        reply.extend(response);
-        reply.extend_from_slice(b"\r\n");
-        reply.extend_from_slice(rest);
+        };
         if reader.get_mut().write_all(&reply).is_err() || reader.get_mut().flush().is_err() {
             return;
         }
     }
+}
+
+/// One HTTP/1.1 request as read off the connection.
+struct Request {
+    /// The request line, `GET /shop.git/info/refs?service=… HTTP/1.1`.
+    line: String,
+    method: String,
+    target: String,
+    /// Names lowercased.
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Request {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn path(&self) -> &str {
+        self.target.split_once('?').map_or(&self.target, |(p, _)| p)
+    }
+
+    fn query(&self) -> &str {
+        self.target.split_once('?').map_or("", |(_, q)| q)
+    }
+}
+
+/// The next request on the connection; `None` when the client is gone.
+fn read_request(reader: &mut impl BufRead) -> Option<Request> {
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return None;
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or("").to_string();
+    let target = parts.next().unwrap_or("/").to_string();
+    let mut headers = Vec::new();
+    loop {
+        let mut header = String::new();
+        reader.read_line(&mut header).ok()?;
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+        }
+    }
+    let mut request = Request {
+        line,
+        method,
+        target,
+        headers,
+        body: Vec::new(),
+    };
+    request.body = if request
+        .header("transfer-encoding")
+        .is_some_and(|v| v.contains("chunked"))
+    {
+        read_chunked(reader)
+    } else {
+        let length: usize = request
+            .header("content-length")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        body
+    };
+    Some(request)
+}
+
+/// What `git http-backend`, run as CGI under `base`, writes for `request`.
+fn http_backend(base: &Path, request: Request) -> Vec<u8> {
+    let mut child = Command::new("git")
+        .arg("http-backend")
+        .env_clear()
+        .env("GIT_PROJECT_ROOT", base)
+        .env("GIT_HTTP_EXPORT_ALL", "1")
+        .env("PATH_INFO", request.path())
+        .env("QUERY_STRING", request.query())
+        .env("REQUEST_METHOD", &request.method)
+        .env(
+            "CONTENT_TYPE",
+            request.header("content-type").unwrap_or_default(),
+        )
+        .env("CONTENT_LENGTH", request.body.len().to_string())
+        .env(
+            "GIT_PROTOCOL",
+            request.header("git-protocol").unwrap_or_default(),
+        )
+        .env("REMOTE_ADDR", "127.0.0.1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let body = request.body;
+    std::thread::spawn(move || {
+        let _ = stdin.write_all(&body);
+    });
+    let mut output = Vec::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut output)
+        .unwrap();
+    let _ = child.wait();
+    output
+}
+
+/// A CGI program's `output` (headers, a `Status:` among them, a blank
+/// line, the body) as an HTTP/1.1 response.
+fn cgi_reply(output: &[u8]) -> Vec<u8> {
+    let split = output
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| (i, 4))
+        .or_else(|| output.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2)))
+        .unwrap_or((output.len(), 0));
+    let (head, rest) = (
+        String::from_utf8_lossy(&output[..split.0]).to_string(),
+        &output[split.0 + split.1..],
+    );
+    let mut status = "200 OK".to_string();
+    let mut headers = Vec::new();
+    for line in head.lines() {
+        if let Some(value) = line.strip_prefix("Status:") {
+            status = value.trim().to_string();
+        } else if !line.is_empty() {
+            headers.extend_from_slice(format!("{line}\r\n").as_bytes());
+        }
+    }
+    let mut reply = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\n", rest.len()).into_bytes();
+    reply.extend(headers);
+    reply.extend_from_slice(b"\r\n");
+    reply.extend_from_slice(rest);
+    reply
 }
 
 /// A file under `base` as an HTTP reply: its `ETag` is a hash of its
