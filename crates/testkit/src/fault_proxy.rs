@@ -209,36 +209,9 @@ async fn handle(
             status,
         });
     };
-    let fault = state.fault.lock().expect("lock").clone();
-    match fault {
-        Fault::Pass => {}
-        Fault::Delay(delay) => tokio::time::sleep(delay).await,
-        Fault::Status {
-            code,
-            retry_after,
-            every,
-        } => {
-            let hit = {
-                let mut counter = state.counter.lock().expect("lock");
-                *counter += 1;
-                (*counter).is_multiple_of(every.max(1))
-            };
-            if hit {
-                record(code);
-                return refusal(code, retry_after);
-            }
-        }
-        Fault::BlackHole => {
-            let mut changes = state.changes.subscribe();
-            loop {
-                if *state.fault.lock().expect("lock") != Fault::BlackHole {
-                    break;
-                }
-                if changes.changed().await.is_err() {
-                    break;
-                }
-            }
-        }
+    if let Some((code, retry_after)) = inject(state).await {
+        record(code);
+        return refusal(code, retry_after);
     }
     let (parts, body) = request.into_parts();
     let body = match body.collect().await {
@@ -257,6 +230,49 @@ async fn handle(
         }
     };
     record(response.status().as_u16());
+    cuttable(state, response)
+}
+
+/// The fault set now, carried out on one request before it is forwarded:
+/// a delay, a wait while the proxy is a black hole, or the status code
+/// (and `Retry-After`) to refuse it with instead.
+async fn inject(state: &State) -> Option<(u16, Option<u64>)> {
+    let fault = state.fault.lock().expect("lock").clone();
+    match fault {
+        Fault::Pass => None,
+        Fault::Delay(delay) => {
+            tokio::time::sleep(delay).await;
+            None
+        }
+        Fault::Status {
+            code,
+            retry_after,
+            every,
+        } => {
+            let mut counter = state.counter.lock().expect("lock");
+            *counter += 1;
+            (*counter)
+                .is_multiple_of(every.max(1))
+                .then_some((code, retry_after))
+        }
+        Fault::BlackHole => {
+            let mut changes = state.changes.subscribe();
+            while *state.fault.lock().expect("lock") == Fault::BlackHole {
+                if changes.changed().await.is_err() {
+                    break;
+                }
+            }
+            None
+        }
+    }
+}
+
+/// `response` passed on to the client, its body streamed until it ends or
+/// the proxy cuts open connections.
+fn cuttable(
+    state: &State,
+    response: http::Response<kube::client::Body>,
+) -> hyper::Response<ProxyBody> {
     let (parts, body) = response.into_parts();
     let mut cuts = state.cuts.subscribe();
     cuts.mark_unchanged();

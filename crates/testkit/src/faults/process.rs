@@ -24,20 +24,7 @@ use crate::{Repo, TestNamespace, application, status_where};
 /// `to_converge` is the slowest convergence after a kill; `objects_lost`
 /// counts objects left at an older commit.
 pub async fn crash(tether: &std::path::Path, kills: u64) -> Outcome {
-    const OBJECTS: usize = 200;
-    let objects = |revision: &str| -> Vec<(String, String)> {
-        (0..OBJECTS)
-            .map(|n| {
-                (
-                    format!("app/cm-{n:03}.yaml"),
-                    format!(
-                        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{n:03}\ndata:\n  revision: \"{revision}\"\n"
-                    ),
-                )
-            })
-            .collect()
-    };
-    let (ns, repo, apps) = own_app("faults-crash", &objects("r0")).await;
+    let (ns, repo, apps) = own_app("faults-crash", &config_maps("r0")).await;
     let cache = ns.cache_dir().join("crash");
     let start = || {
         spawn(
@@ -55,34 +42,12 @@ pub async fn crash(tether: &std::path::Path, kills: u64) -> Outcome {
     let (mut interrupted, mut reported_accidental) = (0, 0);
     for kill in 1..=kills {
         let revision = format!("r{kill}");
-        repo.commit(&objects(&revision), &revision);
+        repo.commit(&config_maps(&revision), &revision);
         let head = repo.head();
-        // Once the sync toward the commit is under way (or, if it was too
-        // quick to be seen, done), kill at a point spread over it.
-        let expected = head.clone();
-        let _ = tokio::time::timeout(
-            Duration::from_secs(20),
-            status_where(&apps, "the sync under way", move |s| {
-                s.operation_state
-                    .as_ref()
-                    .is_some_and(|op| op.revision == expected)
-            }),
-        )
-        .await;
-        tokio::time::sleep(Duration::from_millis((kill * 7919 + 311) % 400)).await;
-        let _ = controller.kill();
-        let _ = controller.wait();
+        let pause = Duration::from_millis((kill * 7919 + 311) % 400);
+        let interrupted_sync = kill_during_sync(&mut controller, &apps, &head, pause).await;
         let killed = Instant::now();
         let killed_at = k8s_openapi::jiff::Timestamp::now();
-        // Killed mid-sync: the operation toward the commit is Running.
-        let interrupted_sync = apps
-            .get("shop")
-            .await
-            .ok()
-            .and_then(|app| app.status?.operation_state)
-            .is_some_and(|op| {
-                op.phase == tether_core::OperationPhase::Running && op.revision == head
-            });
         controller = start();
         let expected = head.clone();
         let synced = tokio::time::timeout(
@@ -108,36 +73,9 @@ pub async fn crash(tether: &std::path::Path, kills: u64) -> Outcome {
             interrupted += 1;
             // The objects the killed sync left at the old commit were
             // reverted as Accidental drift, and said so in an Event.
-            let events: Vec<Event> = ns.list().await;
-            let reported = events.iter().any(|event| {
-                event.reason.as_deref() == Some("DriftReverted")
-                    && event
-                        .note
-                        .as_deref()
-                        .is_some_and(|n| n.contains("(Accidental)"))
-                    && match &event.series {
-                        Some(series) => series.last_observed_time.0 >= killed_at,
-                        None => event.event_time.as_ref().is_some_and(|t| t.0 >= killed_at),
-                    }
-            });
-            reported_accidental += usize::from(reported);
+            reported_accidental += usize::from(reverted_accidental_drift(&ns, killed_at).await);
         }
-        let configmaps: Vec<ConfigMap> = ns.list().await;
-        outcome.objects_lost += configmaps
-            .iter()
-            .filter(|cm| {
-                cm.metadata
-                    .name
-                    .as_deref()
-                    .is_some_and(|n| n.starts_with("cm-"))
-            })
-            .filter(|cm| {
-                cm.data
-                    .as_ref()
-                    .and_then(|d| d.get("revision"))
-                    .is_none_or(|r| *r != revision)
-            })
-            .count();
+        outcome.objects_lost += config_maps_behind(&ns, &revision).await;
     }
     let _ = controller.kill();
     let _ = controller.wait();
@@ -147,6 +85,90 @@ pub async fn crash(tether: &std::path::Path, kills: u64) -> Outcome {
         "{kills} kills, {interrupted} of them mid-sync, {reported_accidental} of those reported as Accidental drift; the slowest convergence after a kill is the time shown"
     );
     outcome
+}
+
+/// Once the sync toward `head` is under way (or, if it was too quick to be
+/// seen, done), `pause`, then `kill -9` the controller; whether it was
+/// killed mid-sync, that is with the operation toward `head` at Running.
+async fn kill_during_sync(
+    controller: &mut std::process::Child,
+    apps: &Api<Application>,
+    head: &str,
+    pause: Duration,
+) -> bool {
+    let expected = head.to_string();
+    let _ = tokio::time::timeout(
+        Duration::from_secs(20),
+        status_where(apps, "the sync under way", move |s| {
+            s.operation_state
+                .as_ref()
+                .is_some_and(|op| op.revision == expected)
+        }),
+    )
+    .await;
+    tokio::time::sleep(pause).await;
+    let _ = controller.kill();
+    let _ = controller.wait();
+    apps.get("shop")
+        .await
+        .ok()
+        .and_then(|app| app.status?.operation_state)
+        .is_some_and(|op| op.phase == tether_core::OperationPhase::Running && op.revision == head)
+}
+
+/// The crash scenario's 200 ConfigMaps `cm-000`…`cm-199`, each holding
+/// `revision`, as files under `app/`.
+fn config_maps(revision: &str) -> Vec<(String, String)> {
+    (0..200)
+        .map(|n| {
+            (
+                format!("app/cm-{n:03}.yaml"),
+                format!(
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{n:03}\ndata:\n  revision: \"{revision}\"\n"
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Whether a `DriftReverted` Event about Accidental drift was recorded in
+/// `ns` at `since` or later.
+async fn reverted_accidental_drift(
+    ns: &TestNamespace,
+    since: k8s_openapi::jiff::Timestamp,
+) -> bool {
+    let events: Vec<Event> = ns.list().await;
+    events.iter().any(|event| {
+        event.reason.as_deref() == Some("DriftReverted")
+            && event
+                .note
+                .as_deref()
+                .is_some_and(|n| n.contains("(Accidental)"))
+            && match &event.series {
+                Some(series) => series.last_observed_time.0 >= since,
+                None => event.event_time.as_ref().is_some_and(|t| t.0 >= since),
+            }
+    })
+}
+
+/// How many of the scenario's ConfigMaps in `ns` do not hold `revision`.
+async fn config_maps_behind(ns: &TestNamespace, revision: &str) -> usize {
+    let configmaps: Vec<ConfigMap> = ns.list().await;
+    configmaps
+        .iter()
+        .filter(|cm| {
+            cm.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with("cm-"))
+        })
+        .filter(|cm| {
+            cm.data
+                .as_ref()
+                .and_then(|d| d.get("revision"))
+                .is_none_or(|r| r != revision)
+        })
+        .count()
 }
 
 /// A new namespace with Tether installed and app `shop` for a new
