@@ -8,7 +8,10 @@ mod support;
 use std::process::Output;
 
 use serde_json::Value;
-use support::{Repo, app_create_shop, run_controller, run_controller_resyncing, tether, tether_ok};
+use support::{
+    Repo, app_create_shop, run_controller, run_controller_resyncing, run_controller_with, tether,
+    tether_ok,
+};
 use tether_testkit::{TestNamespace, eventually};
 
 /// Runs `tether break-glass open shop -n NS MORE…` and returns the name of
@@ -28,6 +31,20 @@ async fn open_window(ns: &TestNamespace, more: &[&str]) -> String {
     let window = format!("breakglass/{name}");
     assert_eq!(ns.jsonpath(&window, "{.status.phase}"), "Open", "{opened}");
     name
+}
+
+/// A new namespace with Tether installed and app `shop` for a repository
+/// holding one ConfigMap; no controller runs yet.
+async fn installed_shop(prefix: &str) -> (TestNamespace, Repo) {
+    let ns = TestNamespace::create(prefix).await;
+    let repo = Repo::new();
+    repo.commit(
+        &[("app/cm.yaml", support::config_map("settings", "a"))],
+        "cm",
+    );
+    tether_ok(&ns, &["install", "-n", &ns.name]);
+    app_create_shop(&ns, &repo);
+    (ns, repo)
 }
 
 /// Runs `tether break-glass close WINDOW -n NS MORE…` to the end.
@@ -277,27 +294,18 @@ async fn adopt_wakes_the_app_and_closing_as_adopted_afterwards_just_closes() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn break_glass_open_without_a_controller_fails_naming_the_window_it_created() {
-    let ns = TestNamespace::create("cli-unopened").await;
-    let repo = Repo::new();
-    repo.commit(
-        &[("app/cm.yaml", support::config_map("settings", "a"))],
-        "cm",
-    );
+    let (ns, _repo) = installed_shop("cli-unopened").await;
     let n = ns.name.as_str();
-    tether_ok(&ns, &["install", "-n", n]);
-    app_create_shop(&ns, &repo);
 
     let open = |more: &[&str]| {
         let args = [&["break-glass", "open", "shop", "-n", n][..], more].concat();
         tether(&ns, &args)
     };
     let output = open(&["--reason", "INC-5", "--timeout", "2"]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains(&format!("BreakGlass {n}/shop-"))
-            && stderr.contains("was created, but no controller opened it within 2s"),
-        "{stderr}"
+    refused_naming_a_window(
+        &output,
+        &ns,
+        "was created, but no controller opened it within 2s",
     );
 
     // --no-wait returns at once, saying it did not wait.
@@ -307,5 +315,34 @@ async fn break_glass_open_without_a_controller_fails_naming_the_window_it_create
     assert!(
         opened.contains("(not waiting for the controller)"),
         "{opened}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn break_glass_open_past_the_controllers_cap_fails_with_the_controllers_reason() {
+    // Installed with the default cap (24h), but run with 1h: the admission
+    // policy lets a 2h window in, and the controller marks it Invalid.
+    let (ns, _repo) = installed_shop("cli-invalid").await;
+    let n = ns.name.as_str();
+    let _controller = run_controller_with(&ns, &ns, "a", 2, &["--max-break-glass-ttl", "1h"]);
+
+    let args = ["break-glass", "open", "shop", "-n", n];
+    let output = tether(
+        &ns,
+        &[&args[..], &["--reason", "INC-7", "--ttl", "2h"]].concat(),
+    );
+    refused_naming_a_window(&output, &ns, "longer than the cap of 1h");
+    let phases = ns.jsonpath("breakglass", "{.items[*].status.phase}");
+    assert_eq!(phases, "Invalid");
+}
+
+/// Asserts that `output` is a refusal (exit 2) that names the window it
+/// created for app `shop` in `ns` and says `words`.
+fn refused_naming_a_window(output: &Output, ns: &TestNamespace, words: &str) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("BreakGlass {}/shop-", ns.name)) && stderr.contains(words),
+        "{stderr}"
     );
 }
