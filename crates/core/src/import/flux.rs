@@ -387,7 +387,17 @@ pub(crate) fn git_source(input: &Input, options: &Options) -> (Value, Vec<Findin
         let mode = match mode.to_ascii_lowercase().as_str() {
             "head" => VerifyMode::Head,
             "tag" => VerifyMode::Tag,
-            _ => VerifyMode::TagAndHead,
+            "tagandhead" => VerifyMode::TagAndHead,
+            _ => {
+                report.note(
+                    &verify.at("mode"),
+                    format!(
+                        "Flux has no mode {mode:?} (HEAD, Tag, TagAndHEAD): the strictest, \
+                         tag-and-head, is used"
+                    ),
+                );
+                VerifyMode::TagAndHead
+            }
         };
         out.insert("verify".into(), json!({"mode": mode.as_str()}));
         let keys_at = verify.at("secretRef");
