@@ -33,7 +33,9 @@ fn every_bad_input_case_is_refused_with_its_expected_error() {
 #[test]
 fn the_kustomize_cases_get_the_same_errors_from_kustomize_as_from_kubectl_kustomize() {
     let Some(kustomize) = tether_testkit::tools::built_kustomize_dir() else {
-        eprintln!("skipped: no kustomize built (scripts/go-tool.sh kustomize builds it)");
+        tether_testkit::tools::skipped(
+            "no kustomize built (scripts/go-tool.sh kustomize builds it)",
+        );
         return;
     };
     let cases: Vec<_> = corpus()
