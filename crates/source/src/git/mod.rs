@@ -250,30 +250,14 @@ impl Store {
             )?),
             _ => None,
         };
-        let explain = |e: &dyn std::error::Error| {
-            let mut message = redact_message(&tether_core::error_text::one_line(e), &self.url);
-            if let Some(said) = ssh.as_ref().and_then(SshFiles::last_words) {
-                message.push_str(&format!(" (ssh: {said})"));
-            }
-            message
+        let failed = Failed {
+            url: &self.url,
+            ssh: ssh.as_ref(),
         };
-        let unreachable = |e: &dyn std::error::Error| GitError::Unreachable {
-            url: redact_url(&self.url),
-            message: explain(e),
-        };
-        let remote = repo
-            .remote_at(self.url.as_str())
-            .and_then(|remote| {
-                remote.with_refspecs(
-                    ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"],
-                    gix::remote::Direction::Fetch,
-                )
-            })
-            .map_err(|e| unreachable(&e))?
-            .with_fetch_tags(gix::remote::fetch::Tags::None);
+        let remote = fetch_remote(&repo, &self.url).map_err(|e| failed.unreachable(&e))?;
         let connection = remote
             .connect(gix::remote::Direction::Fetch)
-            .map_err(|e| unreachable(&e))?;
+            .map_err(|e| failed.unreachable(&e))?;
         let mut connection = connection.with_credentials(http_credentials(credentials));
         if let Some(Credentials::Http {
             ca_cert: Some(ca_cert),
@@ -283,24 +267,11 @@ impl Store {
             let options = trust_only(&repo, &self.url, ca_cert)?;
             connection = connection.with_transport_options(options);
         }
-        let head = gix::refspec::parse("HEAD".into(), gix::refspec::parse::Operation::Fetch)
-            .expect("HEAD is a valid refspec")
-            .to_owned();
-        let options = gix::remote::ref_map::Options {
-            extra_refspecs: vec![head],
-            ..Default::default()
-        };
         let prepare = connection
-            .prepare_fetch(gix::progress::Discard, options)
-            .map_err(|e| unreachable(&e))?;
+            .prepare_fetch(gix::progress::Discard, with_head())
+            .map_err(|e| failed.unreachable(&e))?;
         let refs = remote_refs(&prepare.ref_map().remote_refs);
-        let missing = refs
-            .refs
-            .values()
-            .map(|r| r.object)
-            .chain(refs.head)
-            .any(|id| !repo.has_object(id));
-        if !missing || transfer == Transfer::ListOnly {
+        if transfer == Transfer::ListOnly || !lacks_a_tip(&repo, &refs) {
             return Ok(Update {
                 refs,
                 fetched: false,
@@ -310,13 +281,70 @@ impl Store {
             .receive(gix::progress::Discard, &AtomicBool::new(false))
             .map_err(|e| GitError::Fetch {
                 url: redact_url(&self.url),
-                message: explain(&e),
+                message: failed.explain(&e),
             })?;
         Ok(Update {
             refs,
             fetched: true,
         })
     }
+}
+
+/// What a failed exchange with the repository at `url` says: gix's error
+/// on one line with the URL's credentials redacted, and what ssh said last.
+struct Failed<'a> {
+    url: &'a str,
+    ssh: Option<&'a SshFiles>,
+}
+
+impl Failed<'_> {
+    fn explain(&self, error: &dyn std::error::Error) -> String {
+        let mut message = redact_message(&tether_core::error_text::one_line(error), self.url);
+        if let Some(said) = self.ssh.and_then(SshFiles::last_words) {
+            message.push_str(&format!(" (ssh: {said})"));
+        }
+        message
+    }
+
+    fn unreachable(&self, error: &dyn std::error::Error) -> GitError {
+        GitError::Unreachable {
+            url: redact_url(self.url),
+            message: self.explain(error),
+        }
+    }
+}
+
+/// The remote at `url`, fetching every branch and tag into the store's
+/// own refs (and no tags beyond them).
+fn fetch_remote<'repo>(
+    repo: &'repo gix::Repository,
+    url: &str,
+) -> Result<gix::Remote<'repo>, gix::Error> {
+    let remote = repo.remote_at(url)?.with_refspecs(
+        ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"],
+        gix::remote::Direction::Fetch,
+    )?;
+    Ok(remote.with_fetch_tags(gix::remote::fetch::Tags::None))
+}
+
+/// The ls-refs options that also ask for the remote's HEAD.
+fn with_head() -> gix::remote::ref_map::Options {
+    let head = gix::refspec::parse("HEAD".into(), gix::refspec::parse::Operation::Fetch)
+        .expect("HEAD is a valid refspec")
+        .to_owned();
+    gix::remote::ref_map::Options {
+        extra_refspecs: vec![head],
+        ..Default::default()
+    }
+}
+
+/// Whether the store lacks an object a remote ref (or HEAD) points at.
+fn lacks_a_tip(repo: &gix::Repository, refs: &RemoteRefs) -> bool {
+    refs.refs
+        .values()
+        .map(|r| r.object)
+        .chain(refs.head)
+        .any(|id| !repo.has_object(id))
 }
 
 fn remote_refs(advertised: &[gix::protocol::handshake::Ref]) -> RemoteRefs {
