@@ -188,7 +188,7 @@ async fn no_planted_secret_value_shows_in_any_log_status_event_cli_output_metric
     haystacks.push(("metrics".into(), metrics.body));
     for request in receiver.requests() {
         haystacks.push((
-            format!("notification {}", request.path),
+            format!("notification {}", request.target),
             String::from_utf8_lossy(&request.body).into_owned(),
         ));
     }

@@ -113,7 +113,7 @@ async fn a_receiver_that_fails_twice_gets_the_same_notification_three_times_and_
     counted(&metrics, DELIVERED, 1.0).await;
     for request in &requests {
         assert_eq!(request.method, "POST");
-        assert_eq!(request.path, "/hook");
+        assert_eq!(request.path(), "/hook");
         assert_eq!(
             request.header("Idempotency-Key"),
             Some("uid-1/sync-failed/1")
@@ -274,7 +274,7 @@ async fn configmap_routes_send_a_bearer_token_or_an_hmac_signature_and_never_the
         to_pager.header("Authorization"),
         Some(format!("Bearer {TOKEN}").as_str())
     );
-    assert_eq!(to_pager.path, "/pager?team=a");
+    assert_eq!(to_pager.target, "/pager?team=a");
     assert_eq!(to_pager.json()["event"], "state-changed");
 
     let to_chat = &signed.wait_for(1).await[0];

@@ -39,6 +39,7 @@ mod namespace;
 mod notice;
 mod plane;
 pub mod prometheus;
+mod received;
 mod receiver;
 mod repo;
 mod requests;
@@ -59,7 +60,8 @@ pub use namespace::{TestNamespace, client_for};
 #[cfg(feature = "controller")]
 pub use notice::notice;
 pub use plane::{Component, ControlPlane, Launch, control_plane, repo_root};
-pub use receiver::{Answer, Received, Receiver};
+pub use received::Received;
+pub use receiver::{Answer, Receiver};
 pub use repo::Repo;
 pub use requests::{Requests, recording_client};
 pub use run::{git, git_command, run_ok, run_ok_with_stdin, run_with_stdin};

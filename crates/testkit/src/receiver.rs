@@ -2,11 +2,13 @@
 //! every request (line, headers, body, when) and answers as scripted —
 //! a status, or never (it holds the connection open until dropped).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::received::{Received, read_request};
 
 /// How the receiver answers one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,38 +16,6 @@ pub enum Answer {
     Status(u16),
     /// Read the request, then never answer.
     Hang,
-}
-
-/// One request the receiver got.
-#[derive(Debug, Clone)]
-pub struct Received {
-    pub method: String,
-    pub path: String,
-    /// Names lower-cased, in the order sent.
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-    pub at: Instant,
-}
-
-impl Received {
-    /// The value of header `name` (any case).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        let name = name.to_ascii_lowercase();
-        self.headers
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The body as JSON; panics if it is not.
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|error| {
-            panic!(
-                "body is not JSON ({error}): {}",
-                String::from_utf8_lossy(&self.body)
-            )
-        })
-    }
 }
 
 /// A loopback HTTP/1.1 receiver, stopped when dropped.
@@ -163,39 +133,4 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Received>>, stop: &AtomicBool, scrip
             }
         }
     }
-}
-
-fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Received> {
-    let mut line = String::new();
-    if reader.read_line(&mut line).ok()? == 0 {
-        return None;
-    }
-    let mut parts = line.split_whitespace();
-    let method = parts.next()?.to_string();
-    let path = parts.next()?.to_string();
-    let mut headers = Vec::new();
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).ok()?;
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        let (name, value) = line.split_once(':')?;
-        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
-    }
-    let length: usize = headers
-        .iter()
-        .find(|(name, _)| name == "content-length")
-        .and_then(|(_, value)| value.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    Some(Received {
-        method,
-        path,
-        headers,
-        body,
-        at: Instant::now(),
-    })
 }

@@ -3,13 +3,15 @@
 //! authentication. The same server also serves plain files with `ETag`s
 //! (a Helm chart repository: `index.yaml` and archives).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use crate::received::{Received, read_request};
 
 /// Smart HTTP: a small server that runs `git http-backend` as CGI for each
 /// request, optionally over TLS and requiring HTTP basic authentication. It
@@ -200,81 +202,8 @@ fn serve(
     }
 }
 
-/// One HTTP/1.1 request as read off the connection.
-struct Request {
-    /// The request line, `GET /shop.git/info/refs?service=… HTTP/1.1`.
-    line: String,
-    method: String,
-    target: String,
-    /// Names lowercased.
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-impl Request {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn path(&self) -> &str {
-        self.target.split_once('?').map_or(&self.target, |(p, _)| p)
-    }
-
-    fn query(&self) -> &str {
-        self.target.split_once('?').map_or("", |(_, q)| q)
-    }
-}
-
-/// The next request on the connection; `None` when the client is gone.
-fn read_request(reader: &mut impl BufRead) -> Option<Request> {
-    let mut line = String::new();
-    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-        return None;
-    }
-    let mut parts = line.split_whitespace();
-    let method = parts.next().unwrap_or("").to_string();
-    let target = parts.next().unwrap_or("/").to_string();
-    let mut headers = Vec::new();
-    loop {
-        let mut header = String::new();
-        reader.read_line(&mut header).ok()?;
-        let header = header.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = header.split_once(':') {
-            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
-        }
-    }
-    let mut request = Request {
-        line,
-        method,
-        target,
-        headers,
-        body: Vec::new(),
-    };
-    request.body = if request
-        .header("transfer-encoding")
-        .is_some_and(|v| v.contains("chunked"))
-    {
-        read_chunked(reader)
-    } else {
-        let length: usize = request
-            .header("content-length")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).unwrap();
-        body
-    };
-    Some(request)
-}
-
 /// What `git http-backend`, run as CGI under `base`, writes for `request`.
-fn http_backend(base: &Path, request: Request) -> Vec<u8> {
+fn http_backend(base: &Path, request: Received) -> Vec<u8> {
     let mut child = Command::new("git")
         .arg("http-backend")
         .env_clear()
@@ -379,20 +308,5 @@ fn logged(request_line: &str, body: &[u8]) -> String {
     match body.split_once("command=") {
         Some((_, rest)) => format!("{line} {}", rest.lines().next().unwrap_or("")),
         None => line.to_string(),
-    }
-}
-
-fn read_chunked(reader: &mut impl BufRead) -> Vec<u8> {
-    let mut body = Vec::new();
-    loop {
-        let mut size = String::new();
-        reader.read_line(&mut size).unwrap();
-        let size = usize::from_str_radix(size.trim().split(';').next().unwrap(), 16).unwrap_or(0);
-        let mut chunk = vec![0; size + 2];
-        reader.read_exact(&mut chunk).unwrap();
-        if size == 0 {
-            return body;
-        }
-        body.extend_from_slice(&chunk[..size]);
     }
 }
