@@ -120,7 +120,7 @@ impl RetryPolicy {
     /// How long after attempt number `attempts` failed the next may run.
     pub fn wait_after(&self, attempts: u32) -> Duration {
         if attempts < self.limit {
-            backoff(attempts, self.base, self.max)
+            tether_core::backoff::doubling(attempts, self.base, self.max)
         } else {
             self.periodic
         }
@@ -269,11 +269,6 @@ fn retry_anyway(attempts: u32) -> Duration {
     Duration::from_secs(24 * 3600).saturating_mul(attempts.max(1))
 }
 
-/// `base · 2^(attempts-1)`, at most `max`.
-pub fn backoff(attempts: u32, base: Duration, max: Duration) -> Duration {
-    tether_core::backoff::doubling(attempts, base, max)
-}
-
 /// A stable-within-this-process hash of a desired object.
 pub fn hash_object(object: &Value) -> u64 {
     hash_str(&object.to_string())
@@ -295,13 +290,6 @@ fn hash_str(text: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_doubles_up_to_the_maximum() {
-        let (base, max) = (Duration::from_secs(5), Duration::from_secs(60));
-        let waits: Vec<u64> = (1..=6).map(|a| backoff(a, base, max).as_secs()).collect();
-        assert_eq!(waits, [5, 10, 20, 40, 60, 60]);
-    }
 
     fn retry(limit: u32, base: u64, max: u64, periodic: u64) -> RetryPolicy {
         RetryPolicy {

@@ -9,6 +9,7 @@ use kube::runtime::controller::Action as Next;
 use tether_core::OperationPhase;
 use tether_core::alert;
 use tether_core::argocd::Warning;
+use tether_core::backoff::doubling;
 use tether_core::revision::RevisionChange;
 use tether_source::Rendered;
 
@@ -19,7 +20,6 @@ use crate::break_glass::OpenWindow;
 use crate::context::Context;
 use crate::observe::compare::Compared;
 use crate::observe::drift::{Assessed, Response};
-use crate::observe::memo::backoff;
 use crate::report::events::{announce, announce_changes};
 use crate::report::notices::notices;
 use crate::report::status::{
@@ -314,7 +314,7 @@ pub async fn status(
     let resync = jittered(ctx.config.resync);
     let failed_passes = pass.memo.lock().expect("lock").failed_passes;
     let retry = (failure.is_some() && failed_passes > 0)
-        .then(|| backoff(failed_passes, FAILED_PASS_RETRY, ctx.config.resync));
+        .then(|| doubling(failed_passes, FAILED_PASS_RETRY, ctx.config.resync));
     let wait = [Some(resync), alert_due.map(|due| due + ALERT_MARGIN), retry]
         .into_iter()
         .flatten()
