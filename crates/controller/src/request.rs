@@ -34,7 +34,7 @@ pub enum RequestError {
         revision: String,
         own: String,
     },
-    #[error("Application {app}: {source}")]
+    #[error("Application {app}: {}", tether_cluster::error::describe(.source))]
     Api { app: String, source: kube::Error },
 }
 
@@ -236,5 +236,19 @@ mod tests {
         );
         assert!(check(&app(false), &older).is_ok());
         assert!(check(&app(true), &SyncRequest::default()).is_ok());
+    }
+
+    #[test]
+    fn a_refused_request_says_the_api_servers_words_once_and_no_struct() {
+        let message = "applications.tether.dev \"child\" is forbidden: ValidatingAdmissionPolicy 'tether-single-writer' with binding 'tether-single-writer' denied request: Application apps/child is managed by Tether app parent";
+        let status = kube::core::Status::failure(message, "Forbidden").with_code(403);
+        let refused = RequestError::Api {
+            app: "apps/child".into(),
+            source: kube::Error::Api(status.boxed()),
+        };
+        assert_eq!(
+            refused.to_string(),
+            format!("Application apps/child: {message} (Forbidden)")
+        );
     }
 }

@@ -81,7 +81,7 @@ pub enum CacheError {
          (the dashboard acts as you): {0}; pass -n NAMESPACE to watch one namespace"
     )]
     ClusterWideForbidden(String),
-    #[error("Applications in {scope}: {source}")]
+    #[error("Applications in {scope}: {}", tether_cluster::error::describe(.source))]
     List {
         scope: String,
         #[source]

@@ -33,7 +33,7 @@ pub use write::FIELD_MANAGER;
 /// Why a round of one set failed (its status says so too).
 #[derive(Debug, thiserror::Error)]
 pub enum SetError {
-    #[error("ApplicationSet {set}: {step}: {error}")]
+    #[error("ApplicationSet {set}: {step}: {}", tether_cluster::error::describe(.error))]
     Api {
         set: String,
         step: &'static str,

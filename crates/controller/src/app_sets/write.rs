@@ -170,7 +170,10 @@ async fn delete(
 ) -> Result<(), String> {
     let name = &deletion.name;
     let failed = |step: &str, error: kube::Error| {
-        format!("Application {namespace}/{name}: {step} failed: {error}")
+        format!(
+            "Application {namespace}/{name}: {step} failed: {}",
+            tether_cluster::error::describe(&error)
+        )
     };
     let key = kube::runtime::reflector::ObjectRef::new(name).within(namespace);
     let finalizers: Vec<String> = ctx

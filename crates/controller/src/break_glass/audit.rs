@@ -63,7 +63,7 @@ const CHECK_MANAGER: &str = "tether-audit-check";
 /// Why a change could not be recorded; retried on the next reconcile.
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
-    #[error("BreakGlass {window}: writing its audit log: {error}")]
+    #[error("BreakGlass {window}: writing its audit log: {}", tether_cluster::error::describe(.error))]
     Kube { window: String, error: kube::Error },
     #[error(
         "BreakGlass {window}: the audit log cannot grow past sequence {count} (status.recordCount)"

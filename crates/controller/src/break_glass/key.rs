@@ -56,7 +56,7 @@ impl AuditKey {
 /// Why the key could not be had.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
-    #[error("Secret {namespace}/{KEY_SECRET}: {error} (retryable)")]
+    #[error("Secret {namespace}/{KEY_SECRET}: {} (retryable)", tether_cluster::error::describe(.error))]
     Api {
         namespace: String,
         error: kube::Error,

@@ -350,7 +350,7 @@ pub struct WindowContext {
 
 /// Why a window could not be reconciled.
 #[derive(Debug, thiserror::Error)]
-#[error("BreakGlass {window}: {error}")]
+#[error("BreakGlass {window}: {}", tether_cluster::error::describe(.error))]
 pub struct WindowReconcileError {
     window: String,
     error: kube::Error,

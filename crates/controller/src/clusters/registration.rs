@@ -37,7 +37,7 @@ impl Registration {
 /// Why a cluster could not be registered.
 #[derive(Debug, thiserror::Error)]
 pub enum RegistrationError {
-    #[error("{object}: {error}")]
+    #[error("{object}: {}", tether_cluster::error::describe(.error))]
     Request { object: String, error: kube::Error },
     #[error(
         "ServiceAccount {namespace}/{SERVICE_ACCOUNT}: no token in Secret {TOKEN_SECRET} after {} s, and the token request returned none",

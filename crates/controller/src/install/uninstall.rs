@@ -37,7 +37,7 @@ use crate::api::Application;
 /// Why an uninstall stopped; the object first. Retrying is safe: what is
 /// already gone is skipped.
 #[derive(Debug, thiserror::Error)]
-#[error("{object}: {step} failed: {error}")]
+#[error("{object}: {step} failed: {}", tether_cluster::error::describe(.error))]
 pub struct UninstallError {
     pub object: String,
     pub step: &'static str,

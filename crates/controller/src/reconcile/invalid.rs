@@ -18,7 +18,10 @@ use crate::context::Context;
 
 /// Why reporting an invalid Application failed.
 #[derive(Debug, thiserror::Error)]
-#[error("Application {namespace}/{name}: writing the InvalidSpec condition failed: {error}")]
+#[error(
+    "Application {namespace}/{name}: writing the InvalidSpec condition failed: {}",
+    tether_cluster::error::describe(.error)
+)]
 pub struct ReportError {
     namespace: String,
     name: String,

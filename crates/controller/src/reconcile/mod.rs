@@ -54,11 +54,14 @@ pub use report::error_policy;
 /// Why a reconcile could not even report (writing status failed).
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
-    #[error("Application {app}: writing status failed: {error}")]
+    #[error("Application {app}: writing status failed: {}", tether_cluster::error::describe(.error))]
     Status { app: String, error: kube::Error },
     #[error(transparent)]
     Invalid(invalid::ReportError),
-    #[error("Application {app}: removing the cascade finalizer failed: {error}")]
+    #[error(
+        "Application {app}: removing the cascade finalizer failed: {}",
+        tether_cluster::error::describe(.error)
+    )]
     Finalizer { app: String, error: kube::Error },
 }
 

@@ -45,9 +45,12 @@ pub enum Verdict {
 /// and not remembered.
 #[derive(Debug, thiserror::Error)]
 pub enum AccessError {
-    #[error("reviewing a token (TokenReview) failed: {0}")]
+    #[error("reviewing a token (TokenReview) failed: {}", tether_cluster::error::describe(.0))]
     TokenReview(kube::Error),
-    #[error("reviewing user {user}'s access (SubjectAccessReview) failed: {error}")]
+    #[error(
+        "reviewing user {user}'s access (SubjectAccessReview) failed: {}",
+        tether_cluster::error::describe(.error)
+    )]
     AccessReview { user: String, error: kube::Error },
 }
 

@@ -37,13 +37,13 @@ enum HookError {
     Resolve(#[from] ClusterError),
     #[error("not an object: {0}")]
     NotAnObject(serde_json::Error),
-    #[error("creating it failed: {0}")]
+    #[error("creating it failed: {}", tether_cluster::error::describe(.0))]
     Create(kube::Error),
-    #[error("listing earlier runs failed: {0}")]
+    #[error("listing earlier runs failed: {}", tether_cluster::error::describe(.0))]
     ListEarlier(kube::Error),
-    #[error("deleting the earlier {name} failed: {error}")]
+    #[error("deleting the earlier {name} failed: {}", tether_cluster::error::describe(.error))]
     DeleteEarlier { name: String, error: kube::Error },
-    #[error("reading the earlier {name} failed: {error}")]
+    #[error("reading the earlier {name} failed: {}", tether_cluster::error::describe(.error))]
     ReadEarlier { name: String, error: kube::Error },
     #[error("the earlier {name} was not gone {}s after it was deleted", GONE_TIMEOUT.as_secs())]
     EarlierNotGone { name: String },
@@ -358,4 +358,21 @@ fn generate_name(object: &Value) -> Option<&str> {
     object
         .pointer("/metadata/generateName")
         .and_then(Value::as_str)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hook_the_api_server_refused_says_its_words_in_status_not_kubes_struct() {
+        let message =
+            "jobs.batch \"migrate\" is forbidden: User \"tether\" cannot create resource \"jobs\"";
+        let status = kube::core::Status::failure(message, "Forbidden").with_code(403);
+        let refused = HookError::Create(kube::Error::Api(status.boxed()));
+        assert_eq!(
+            refused.to_string(),
+            format!("creating it failed: {message} (Forbidden)")
+        );
+    }
 }
