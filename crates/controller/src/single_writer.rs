@@ -15,6 +15,10 @@
 //!   revision annotation, endpoint controllers copying a Service's labels,
 //! - a member of the break-glass group (`tether:break-glass` by default).
 //!
+//! Nor does it deny an operator's request to Tether about an Application
+//! another app manages (app of apps): an update that changes only the sync
+//! request annotations (`tether sync`) or `spec.pin` (`tether rollback`).
+//!
 //! Not covered, by the API's own matching: CREATE; subresources such as
 //! `status` (controllers report there) and `scale`. The Scale object a
 //! `kubectl scale` sends carries no labels, so no label selector can match
@@ -34,6 +38,9 @@ use tether_cluster::{Applier, ClusterError, Resources};
 use tether_core::tracking::{APP_LABEL, TRACKING_ANNOTATION};
 use tether_core::{Action, ObjectRef};
 
+use crate::api::application::{
+    ALLOW_MASS_PRUNE_ANNOTATION, SYNC_REQUEST_ANNOTATION, SYNC_REVISION_ANNOTATION,
+};
 use crate::install::{BREAK_GLASS_GROUP, SERVICE_ACCOUNT};
 
 /// Name of the policy and of its binding.
@@ -129,7 +136,8 @@ impl SingleWriter {
                      && !(has(request.userInfo.groups) && {nodes} in request.userInfo.groups)",
                     users = cel_list(KUBERNETES_USERS),
                     accounts = cel(KUBERNETES_SERVICE_ACCOUNTS),
-                    nodes = cel(NODES_GROUP))}
+                    nodes = cel(NODES_GROUP))},
+                {"name": "not-an-operator-request", "expression": format!("!({})", operator_request())}
             ],
             "variables": [{"name": "app", "expression": app}],
             "validations": [{
@@ -156,6 +164,55 @@ impl SingleWriter {
             "kind": "ValidatingAdmissionPolicyBinding",
             "metadata": {"name": self.name}, "spec": spec})
     }
+}
+
+/// CEL that is true of an update to an Application that changes only what
+/// operators ask Tether for: the sync request annotations (`tether sync`)
+/// and `spec.pin` (`tether rollback`). On an Application another app
+/// manages (app of apps) that changes nothing the other app declares, so it
+/// is no drift; RBAC still decides who may ask.
+fn operator_request() -> String {
+    let requests = cel_list(&[
+        SYNC_REQUEST_ANNOTATION,
+        SYNC_REVISION_ANNOTATION,
+        ALLOW_MASS_PRUNE_ANNOTATION,
+    ]);
+    let unchanged = |field: &str| {
+        format!(
+            "has(object.metadata.{field}) == has(oldObject.metadata.{field}) && \
+             (!has(object.metadata.{field}) || object.metadata.{field} == oldObject.metadata.{field})"
+        )
+    };
+    // Every key of `new` but the asked-for ones is in `old` with the same
+    // value (`same`), or at least is in `old` (for keys taken away).
+    let kept = |new: &str, old: &str, same: bool| {
+        let value = match same {
+            true => format!(" && {old}[k] == {new}[k]"),
+            false => String::new(),
+        };
+        format!(
+            "(!has({new}) || {new}.all(k, k in {requests} || \
+             (has({old}) && k in {old}{value})))"
+        )
+    };
+    let (annotations, old_annotations) = (
+        "object.metadata.annotations",
+        "oldObject.metadata.annotations",
+    );
+    [
+        "request.operation == 'UPDATE'".to_string(),
+        "request.kind.group == 'tether.dev'".to_string(),
+        "request.kind.kind == 'Application'".to_string(),
+        "object.spec.all(k, k == 'pin' || (k in oldObject.spec && object.spec[k] == oldObject.spec[k]))"
+            .to_string(),
+        "oldObject.spec.all(k, k == 'pin' || k in object.spec)".to_string(),
+        unchanged("labels"),
+        unchanged("finalizers"),
+        unchanged("ownerReferences"),
+        kept(annotations, old_annotations, true),
+        kept(old_annotations, annotations, false),
+    ]
+    .join(" && ")
 }
 
 /// The user name Tether's service account in `namespace` authenticates as.
@@ -247,6 +304,31 @@ mod tests {
         );
         let [_, everywhere] = SingleWriter::new("tether-system").manifests();
         assert!(everywhere["spec"].get("matchResources").is_none());
+    }
+
+    #[test]
+    fn an_update_that_only_asks_for_a_sync_or_a_rollback_is_not_judged() {
+        let [policy, _] = SingleWriter::new("tether-system").manifests();
+        let conditions = policy["spec"]["matchConditions"].as_array().unwrap();
+        let request = conditions
+            .iter()
+            .find(|c| c["name"] == "not-an-operator-request")
+            .unwrap()["expression"]
+            .as_str()
+            .unwrap();
+        assert!(request.starts_with("!(request.operation == 'UPDATE' && "));
+        for asked in [
+            SYNC_REQUEST_ANNOTATION,
+            SYNC_REVISION_ANNOTATION,
+            ALLOW_MASS_PRUNE_ANNOTATION,
+            "k == 'pin'",
+        ] {
+            assert_contains(request, asked);
+        }
+    }
+
+    fn assert_contains(text: &str, part: &str) {
+        assert!(text.contains(part), "{part:?} not in {text}");
     }
 
     #[test]

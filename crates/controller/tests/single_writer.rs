@@ -362,6 +362,83 @@ async fn tethers_own_sync_self_heal_and_prune_still_work_under_the_policy() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn an_operators_sync_request_and_rollback_pass_on_an_app_another_app_manages_but_its_spec_does_not()
+ {
+    let g = guarded_app("requests", json!({})).await;
+    let ns = &g.ns;
+    // shop as the parent of an app of apps would have applied it.
+    ns.kubectl_ok(&["label", "application/shop", "tether.dev/app=apps"]);
+    // alice may ask for syncs and rollbacks of the namespace's apps.
+    ns.kubectl_ok(&[
+        "create",
+        "role",
+        "app-requests",
+        "--verb=get,patch",
+        "--resource=applications.tether.dev",
+    ]);
+    ns.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "app-requests",
+        "--role=app-requests",
+        &format!("--user=alice-{}", ns.name),
+    ]);
+    let alice = client_for(&g.alice).await;
+
+    // RBAC sees the new binding through an informer: wait until alice's
+    // request is judged by the policy, not refused for want of RBAC.
+    let asked = eventually("alice's sync request past RBAC", || async {
+        let asked =
+            tether_controller::request::request_sync(alice.clone(), &ns.name, "shop", false).await;
+        match &asked {
+            Err(error) if error.to_string().contains("cannot patch") => None,
+            _ => Some(asked),
+        }
+    })
+    .await;
+    asked.expect("a sync request is not drift");
+    let synced = g.apps.get("shop").await.unwrap();
+    let entry = synced.status.unwrap().history[0].id;
+    let pin = tether_controller::rollback::pin(&alice, &ns.name, "shop", Some(entry), "INC-9")
+        .await
+        .expect("a rollback is not drift");
+    assert_eq!(pin.by, format!("alice-{}", ns.name));
+    tether_controller::rollback::clear(&alice, &ns.name, "shop")
+        .await
+        .expect("lifting a pin is not drift");
+
+    // What the parent declares stays the parent's: the spec, labels and
+    // other annotations, with or without a request beside them.
+    let spec = ns.kubectl_as(
+        &g.alice,
+        &[
+            "patch",
+            "application/shop",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"source":{"path":"elsewhere"}}}"#,
+        ],
+    );
+    refused(ns, spec, "alice's change of the source path");
+    let label = ns.kubectl_as(&g.alice, &["label", "application/shop", "team=payments"]);
+    refused(ns, label, "alice's label");
+    let annotated = ns.kubectl_as(
+        &g.alice,
+        &[
+            "annotate",
+            "application/shop",
+            "team=payments",
+            "tether.dev/sync-requested-at=2026-12-07T00:00:00Z",
+        ],
+    );
+    refused(ns, annotated, "alice's annotation beside a sync request");
+    let app = g.apps.get("shop").await.unwrap();
+    assert_eq!(app.spec.source.path, "app");
+    assert!(!app.labels().contains_key("team"));
+    drop(g.repo);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn another_writer_is_listed_in_status_until_self_heal_takes_its_fields_back() {
     let (ns, _repo, apps) = support::web_app("writers", json!({"selfHeal": false})).await;
     status_where(&apps, "Synced", |s| {
