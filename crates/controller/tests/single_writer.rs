@@ -362,8 +362,7 @@ async fn tethers_own_sync_self_heal_and_prune_still_work_under_the_policy() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn an_operators_sync_request_and_rollback_pass_on_an_app_another_app_manages_but_its_spec_does_not()
- {
+async fn operators_may_sync_and_roll_back_an_app_another_app_manages_but_not_change_it() {
     let g = guarded_app("requests", json!({})).await;
     let ns = &g.ns;
     // shop as the parent of an app of apps would have applied it.
@@ -397,9 +396,15 @@ async fn an_operators_sync_request_and_rollback_pass_on_an_app_another_app_manag
     })
     .await;
     asked.expect("a sync request is not drift");
-    let synced = g.apps.get("shop").await.unwrap();
-    let entry = synced.status.unwrap().history[0].id;
-    let pin = tether_controller::rollback::pin(&alice, &ns.name, "shop", Some(entry), "INC-9")
+    // Roll back to the first of two commits: a pin Git does not match
+    // stays until it is cleared (the controller lifts one Git matches).
+    g.repo.commit(&web(3, "bonjour"), "three replicas, French");
+    let status = status_where(&g.apps, "both commits in the history", |s| {
+        s.history.len() == 2
+    })
+    .await;
+    let first = status.history.iter().map(|e| e.id).min().unwrap();
+    let pin = tether_controller::rollback::pin(&alice, &ns.name, "shop", Some(first), "INC-9")
         .await
         .expect("a rollback is not drift");
     assert_eq!(pin.by, format!("alice-{}", ns.name));
