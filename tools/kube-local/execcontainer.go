@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
 )
@@ -30,6 +31,13 @@ func runExecContainer(args []string) error {
 	if len(argv) == 0 {
 		return errors.New("no program to run")
 	}
+	// The program is opened before anything is mounted, so that a volume
+	// mounted over its folder (an emptyDir at /tmp, where a clone's build
+	// may live) does not hide it from the container.
+	program, err := os.Open(argv[0])
+	if err != nil {
+		return fmt.Errorf("opening the program: %w", err)
+	}
 	// Nothing mounted here may reach the host's namespace.
 	if err := syscall.Mount("none", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making / private: %w", err)
@@ -49,5 +57,22 @@ func runExecContainer(args []string) error {
 	if err := os.Chdir("/"); err != nil {
 		return err
 	}
-	return syscall.Exec(argv[0], argv, os.Environ())
+	err = syscall.Exec(executable(program, argv[0]), argv, os.Environ())
+	runtime.KeepAlive(program)
+	return err
+}
+
+// executable is the path to exec the program opened as program from path:
+// path itself while it still names that file, else the open file (through
+// /proc/self/fd; the program still sees path as its name). The former also
+// suits scripts, whose interpreter reopens the path.
+func executable(program *os.File, path string) string {
+	opened, err := program.Stat()
+	if err != nil {
+		return path
+	}
+	if now, err := os.Stat(path); err == nil && os.SameFile(opened, now) {
+		return path
+	}
+	return fmt.Sprintf("/proc/self/fd/%d", program.Fd())
 }

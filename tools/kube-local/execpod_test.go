@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -54,11 +55,18 @@ func shellPod(script string, restart corev1.RestartPolicy, grace int64) *corev1.
 // runShellPod starts pod on an exec kubelet with a fake API server.
 func runShellPod(t *testing.T, pod *corev1.Pod) (*execKubelet, *fake.Clientset) {
 	t.Helper()
+	return runPod(t, pod, execImages{"sh:test": "/bin/sh"})
+}
+
+// runPod starts pod on an exec kubelet that runs images, with a fake API
+// server.
+func runPod(t *testing.T, pod *corev1.Pod, images execImages) (*execKubelet, *fake.Clientset) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("running containers in a mount namespace of their own needs root")
 	}
 	client := fake.NewSimpleClientset(pod)
-	k := &execKubelet{client: client, images: execImages{"sh:test": "/bin/sh"}, podsDir: t.TempDir(),
+	k := &execKubelet{client: client, images: images, podsDir: t.TempDir(),
 		apiHost: "127.0.0.1", apiPort: "6443", pods: map[types.UID]*execPod{}}
 	programs, ok := k.programsFor(pod)
 	if !ok {
@@ -117,6 +125,32 @@ func TestAPodThatExitsReportsItsExitCodeAndLogs(t *testing.T) {
 		t.Fatal("no log for the container")
 	}
 	if data, _ := os.ReadFile(path); string(data) != "out\nerr\n" {
+		t.Errorf("log %q", data)
+	}
+}
+
+func TestAProgramInTheFolderOfAMountedVolumeStillRuns(t *testing.T) {
+	// As a build in a clone under /tmp is, for a pod with an emptyDir at /tmp.
+	folder := t.TempDir()
+	program := filepath.Join(folder, "sh")
+	shell, err := os.ReadFile("/bin/sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(program, shell, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pod := shellPod("echo ran", corev1.RestartPolicyNever, 1)
+	pod.Spec.Volumes = []corev1.Volume{{Name: "scratch",
+		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: folder}}
+	k, client := runPod(t, pod, execImages{"sh:test": program})
+	waitForStatus(t, client, "Succeeded", func(s corev1.PodStatus) bool { return s.Phase == corev1.PodSucceeded })
+	path, ok := k.logPath("ns", "p", "c")
+	if !ok {
+		t.Fatal("no log for the container")
+	}
+	if data, _ := os.ReadFile(path); string(data) != "ran\n" {
 		t.Errorf("log %q", data)
 	}
 }
