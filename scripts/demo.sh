@@ -45,8 +45,13 @@ export KUBECONFIG="$state/plane/kubeconfig"
 kubectl version 2>/dev/null | sed 's/^/    /'
 
 echo "==> a Git repository made from examples/shop"
-repo="$state/repo"
-mkdir -p "$repo" && cp -r examples/shop "$repo/"
+# The controller's pods mount an emptyDir at /tmp, hiding the host's: from
+# a clone under /tmp, the repository they read lives in /var/tmp instead.
+case "$(pwd -P)" in
+  /tmp/*) repo=/var/tmp/tether-demo/repo ;;
+  *) repo="$state/repo" ;;
+esac
+rm -rf "$repo" && mkdir -p "$repo" && cp -r examples/shop "$repo/"
 git -C "$repo" init -q -b main
 git -C "$repo" -c user.name=Demo -c user.email=demo@example.com add -A
 git -C "$repo" -c user.name=Demo -c user.email=demo@example.com commit -q -m "shop: first version"

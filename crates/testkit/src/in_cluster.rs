@@ -34,9 +34,16 @@ pub const NEXT_IMAGE: &str = "tether:next";
 pub const NAMESPACE: &str = "tether-system";
 
 /// A new directory outside `/tmp` (which the controller's pods do not
-/// see), under `base` (e.g. `env!("CARGO_TARGET_TMPDIR")`).
+/// see), under `base` (e.g. `env!("CARGO_TARGET_TMPDIR")`), or under
+/// `/var/tmp` when `base` is itself under `/tmp` (a clone there).
 pub fn workspace(base: &Path) -> tempfile::TempDir {
     std::fs::create_dir_all(base).expect("the workspace's parent");
+    let base = base.canonicalize().expect("the workspace's parent");
+    let base = match base.starts_with("/tmp") {
+        true => Path::new("/var/tmp").join("tether-in-cluster"),
+        false => base,
+    };
+    std::fs::create_dir_all(&base).expect("the workspace's parent");
     tempfile::Builder::new()
         .prefix("in-cluster-")
         .tempdir_in(base)
